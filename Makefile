@@ -1,0 +1,39 @@
+# Evidentia: `make run` starts the whole app on embedded defaults, `make test` runs the suite.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+PIP_QUIET := --quiet --disable-pip-version-check
+
+.PHONY: install run test lint fmt clean migrate
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "Python >= 3.12 is required (see .python-version); found " + sys.version.split()[0])'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "Installing dependencies into $(VENV) ..."
+	@$(BIN)/pip install $(PIP_QUIET) --upgrade pip 2>&1 | grep -v "is ignored" || true
+	@$(BIN)/pip install $(PIP_QUIET) -e '.[test]' 2>&1 | grep -v "is ignored" || true
+	@$(BIN)/python -c 'import django, ninja, celery, pydantic_ai, pytest_django' || (echo "dependency install failed" >&2; exit 1)
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+migrate: install
+	$(BIN)/python manage.py migrate --no-input
+
+run: install
+	@bin/run-dev
+
+test: install
+	@bin/test
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+fmt: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf var/broker var/*.sqlite3* var/staticfiles

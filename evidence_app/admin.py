@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from evidence_app.models import ToolEvidence, ValidationSnapshot
+from tasks_app.admin import ReadOnlyAdmin
+
+
+@admin.register(ToolEvidence)
+class ToolEvidenceAdmin(ReadOnlyAdmin):
+    list_display = ("id", "task", "attempt_index", "run", "sequence", "tool_name", "content_chars", "is_error", "created_at")
+    list_filter = ("tool_name", "is_error")
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        qs = super().get_queryset(request)
+        if request.resolver_match and request.resolver_match.url_name.endswith("changelist"):
+            return qs.defer("content", "event_payload")
+        return qs
+
+
+@admin.register(ValidationSnapshot)
+class ValidationSnapshotAdmin(ReadOnlyAdmin):
+    list_display = ("id", "task", "attempt_index", "kind", "status", "score", "model_name", "template_version", "latency_ms", "created_at")
+    list_filter = ("kind", "status", "model_name", "template_version")
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        qs = super().get_queryset(request)
+        if request.resolver_match and request.resolver_match.url_name.endswith("changelist"):
+            return qs.defer("rendered_input", "system_prompt", "raw_responses")
+        return qs

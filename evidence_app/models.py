@@ -1,0 +1,154 @@
+"""Stored tool evidence and validation snapshots (SPEC E1, E2, V7, V9)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from tasks_app.models import Run, Task
+
+__all__ = ["ToolEvidence", "ValidationSnapshot", "ValidationStatus", "FailureCategory"]
+
+
+def content_digest(tool_name: str, content: str) -> str:
+    """Identity of a tool result for de-duplication (E5): same tool, same content."""
+    return hashlib.sha256(f"{tool_name}\x00{content}".encode()).hexdigest()
+
+
+class ToolEvidenceQuerySet(models.QuerySet["ToolEvidence"]):
+    def without_content(self) -> ToolEvidenceQuerySet:
+        """List rows without the (possibly multi-megabyte) content column."""
+        return self.defer("content", "event_payload")
+
+
+class ToolEvidence(models.Model):
+    """One tool result, written the moment the tool returns (E2)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_evidence")
+    # Denormalised so packet building and the UI need one indexed query per attempt.
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="tool_evidence")
+    attempt_index = models.PositiveIntegerField()
+    # Order of the result within its run.
+    sequence = models.PositiveIntegerField()
+    tool_name = models.CharField(max_length=100)
+    tool_call_id = models.CharField(max_length=200, blank=True, default="")
+    arguments = models.JSONField(default=dict, blank=True)
+    content = models.TextField(blank=True, default="")
+    content_chars = models.PositiveIntegerField(default=0)
+    content_sha256 = models.CharField(max_length=64, default="")
+    is_error = models.BooleanField(default=False)
+    url = models.CharField(max_length=2000, blank=True, default="")
+    title = models.CharField(max_length=500, blank=True, default="")
+    event_payload = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ToolEvidenceQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["run", "sequence"]
+        indexes = [models.Index(fields=["task", "attempt_index"], name="evidence_task_attempt")]
+        constraints = [
+            # A redelivered job cannot store the same result twice.
+            models.UniqueConstraint(fields=["run", "sequence"], name="evidence_run_sequence_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} #{self.sequence} (run {self.run_id})"
+
+    def save(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        self.content_chars = len(self.content)
+        self.content_sha256 = content_digest(self.tool_name, self.content)
+        super().save(*args, **kwargs)
+
+
+class ValidationStatus(models.TextChoices):
+    ACCEPTED = "accepted", "Accepted"
+    REJECTED = "rejected", "Rejected"
+    INSUFFICIENT_EVIDENCE = "insufficient_evidence", "Insufficient evidence"
+    VALIDATOR_ERROR = "validator_error", "Validator error"
+
+
+class FailureCategory(models.TextChoices):
+    GOAL_MISSED = "goal_missed", "Goal missed"
+    INCOMPLETE = "incomplete", "Incomplete"
+    RULE_VIOLATION = "rule_violation", "Rule violation"
+    TONE_MISMATCH = "tone_mismatch", "Tone mismatch"
+    REFUSAL = "refusal", "Refusal"
+    UNSUPPORTED_CLAIM = "unsupported_claim", "Unsupported claim"
+
+
+class SnapshotKind(models.TextChoices):
+    VALIDATION = "validation", "Validation"
+    REPLAY = "replay", "Replay"
+
+
+class ValidationSnapshotQuerySet(models.QuerySet["ValidationSnapshot"]):
+    def without_bodies(self) -> ValidationSnapshotQuerySet:
+        return self.defer("rendered_input", "system_prompt", "raw_responses")
+
+    def originals(self) -> ValidationSnapshotQuerySet:
+        return self.filter(kind=SnapshotKind.VALIDATION)
+
+
+class ValidationSnapshot(models.Model):
+    """Everything needed to understand one validator decision (V7)."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="validations")
+    attempt_index = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=SnapshotKind.choices, default=SnapshotKind.VALIDATION)
+    replay_of = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="replays"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    status = models.CharField(max_length=32, choices=ValidationStatus.choices)
+    score = models.FloatField(null=True, blank=True)
+    failure_category = models.CharField(
+        max_length=32, choices=FailureCategory.choices, null=True, blank=True
+    )
+    # The full ValidationResult as JSON (issues, gaps, reasoning, ...).
+    result = models.JSONField(default=dict, blank=True)
+    evidence_run_ids = models.JSONField(default=list, blank=True)
+    session_ids = models.JSONField(default=list, blank=True)
+    tool_result_count = models.PositiveIntegerField(default=0)
+    evidence_chars = models.PositiveIntegerField(default=0)
+    raw_responses = models.JSONField(default=list, blank=True)
+    system_prompt = models.TextField(blank=True, default="")
+    rendered_input = models.TextField(blank=True, default="")
+    rendered_input_chars = models.PositiveIntegerField(default=0)
+    prompt_stored = models.BooleanField(default=True)
+    template_name = models.CharField(max_length=100, default="")
+    template_version = models.CharField(max_length=100, default="")
+    model_name = models.CharField(max_length=200, default="")
+    latency_ms = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    request_count = models.PositiveIntegerField(default=0)
+    schema_retry_count = models.PositiveIntegerField(default=0)
+    # O4 failure events: stage, path, message, attempt, cumulative retries.
+    schema_errors = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True, default="")
+    # V11: per-chunk verdicts when the input exceeded the model's context budget.
+    chunk_verdicts = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ValidationSnapshotQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["task", "attempt_index"], name="validation_task_attempt"),
+            models.Index(fields=["status", "created_at"], name="validation_status_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.pk} task {self.task_id} attempt {self.attempt_index}: {self.status}"
+
+    @property
+    def passed(self) -> bool:
+        """Derived from status, never stored on its own (V1)."""
+        return self.status == ValidationStatus.ACCEPTED

@@ -1,0 +1,170 @@
+"""Evidence packets built from stored rows (SPEC E4), shaped after the seed's
+``ToolEvidence`` / ``RunEvidence`` / ``TaskEvidencePacket``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from evidence_app import models as evidence_models
+from tasks_app.models import Run, RunKind, RunMessage, Task
+
+
+class ToolEvidence(BaseModel):
+    evidence_id: int
+    tool_name: str
+    tool_call_id: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    content: str
+    content_sha256: str
+    is_error: bool = False
+    url: str | None = None
+    title: str | None = None
+    event_payload: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+class TranscriptMessage(BaseModel):
+    index: int
+    role: str
+    content: str
+    tool_call_id: str | None = None
+
+
+class RunEvidence(BaseModel):
+    run_id: int
+    session_id: str
+    kind: str
+    node_id: str = ""
+    node_role: str = ""
+    model_name: str = ""
+    status: str = ""
+    output_text: str = ""
+    finish_reason: str = ""
+    error: str = ""
+    transcript: list[TranscriptMessage] = Field(default_factory=list)
+    tool_results: list[ToolEvidence] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class NodeRunResult(BaseModel):
+    node_id: str
+    role: str
+    success: bool
+    finish_reason: str
+    output_text: str
+    error: str = ""
+    run_id: int
+
+
+class TaskEvidencePacket(BaseModel):
+    task_id: int
+    attempt_index: int
+    request: str
+    rules: str = ""
+    main_run: RunEvidence | None = None
+    team_runs: list[RunEvidence] = Field(default_factory=list)
+    team_node_results: list[NodeRunResult] = Field(default_factory=list)
+    final_output: str = ""
+
+    @property
+    def all_runs(self) -> list[RunEvidence]:
+        """Team runs in graph order, then the main (or synthesis) run."""
+        return [*self.team_runs, *([self.main_run] if self.main_run else [])]
+
+    @property
+    def tool_result_count(self) -> int:
+        return sum(len(run.tool_results) for run in self.all_runs)
+
+    @property
+    def evidence_chars(self) -> int:
+        return sum(len(tr.content) for run in self.all_runs for tr in run.tool_results)
+
+
+_SUCCESS_FINISH = {"stop", "completed", "max_tool_iterations_finalized"}
+
+
+def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
+    """Assemble the packet of one attempt from stored rows, in three queries."""
+    runs = list(Run.objects.filter(task=task, attempt_index=attempt).order_by("graph_index", "id"))
+    run_ids = [run.pk for run in runs]
+    evidence_by_run: dict[int, list[ToolEvidence]] = {pk: [] for pk in run_ids}
+    for row in evidence_models.ToolEvidence.objects.filter(run_id__in=run_ids).order_by(
+        "run_id", "sequence"
+    ):
+        evidence_by_run[row.run_id].append(
+            ToolEvidence(
+                evidence_id=row.pk,
+                tool_name=row.tool_name,
+                tool_call_id=row.tool_call_id,
+                arguments=row.arguments or {},
+                content=row.content,
+                content_sha256=row.content_sha256,
+                is_error=row.is_error,
+                url=row.url or None,
+                title=row.title or None,
+                event_payload=row.event_payload or {},
+                created_at=row.created_at,
+            )
+        )
+    transcript_by_run: dict[int, list[TranscriptMessage]] = {pk: [] for pk in run_ids}
+    for message in RunMessage.objects.filter(run_id__in=run_ids).order_by("run_id", "index"):
+        transcript_by_run[message.run_id].append(
+            TranscriptMessage(
+                index=message.index,
+                role=message.role,
+                content=message.content,
+                tool_call_id=(message.payload or {}).get("tool_call_id"),
+            )
+        )
+
+    main_run: RunEvidence | None = None
+    team_runs: list[RunEvidence] = []
+    node_results: list[NodeRunResult] = []
+    for run in runs:
+        evidence = RunEvidence(
+            run_id=run.pk,
+            session_id=str(run.session_id),
+            kind=run.kind,
+            node_id=run.node_id,
+            node_role=run.node_role,
+            model_name=run.model_name,
+            status=run.status,
+            output_text=run.output_text,
+            finish_reason=run.finish_reason,
+            error=run.error,
+            transcript=transcript_by_run[run.pk],
+            tool_results=evidence_by_run[run.pk],
+            warnings=list(run.warnings or []),
+        )
+        if run.kind == RunKind.TEAM_NODE:
+            team_runs.append(evidence)
+            node_results.append(
+                NodeRunResult(
+                    node_id=run.node_id,
+                    role=run.node_role,
+                    success=run.status == "completed" and run.finish_reason in _SUCCESS_FINISH,
+                    finish_reason=run.finish_reason,
+                    output_text=run.output_text,
+                    error=run.error,
+                    run_id=run.pk,
+                )
+            )
+        else:
+            # The synthesis run of a team attempt, or the single main run. A later
+            # main/synthesis run of the same attempt supersedes an earlier one.
+            main_run = evidence
+    final_output = main_run.output_text if main_run else ""
+    return TaskEvidencePacket(
+        task_id=task.pk,
+        attempt_index=attempt,
+        request=task.request,
+        rules=task.rules,
+        main_run=main_run,
+        team_runs=team_runs,
+        team_node_results=node_results,
+        final_output=final_output,
+    )

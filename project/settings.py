@@ -1,0 +1,242 @@
+"""Evidentia settings.
+
+Every value comes from the environment with an explicit default; a bad value fails
+loudly with ``ImproperlyConfigured``. The defaults are the embedded mode used by
+``make run``: SQLite in WAL mode, kombu's filesystem broker, offline models.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("EVIDENTIA_VAR_DIR", BASE_DIR / "var"))
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use 1/0, true/false)")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not an integer") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be >= {minimum}")
+    return value
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number") from None
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfigured(f"{name}={value} must be >= {minimum}")
+    return value
+
+
+def env_list(name: str, default: str) -> list[str]:
+    return [item.strip() for item in env_str(name, default).split(",") if item.strip()]
+
+
+def env_json_dict(name: str, default: dict[str, int]) -> dict[str, int]:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ImproperlyConfigured(f"{name} is not valid JSON: {exc}") from None
+    if not isinstance(value, dict) or not all(isinstance(v, int) for v in value.values()):
+        raise ImproperlyConfigured(f"{name} must be a JSON object of model name -> integer")
+    return value
+
+
+# --- Core -------------------------------------------------------------------------------
+DEBUG = env_bool("DEBUG", True)
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "django_htmx",
+    "ninja",
+    "tasks_app",
+    "evidence_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "project.urls"
+WSGI_APPLICATION = "project.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "tasks_app.context_processors.roles",
+            ],
+        },
+    },
+]
+
+# --- Database ---------------------------------------------------------------------------
+DEFAULT_SQLITE_PATH = VAR_DIR / "evidentia.sqlite3"
+DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{DEFAULT_SQLITE_PATH}")
+try:
+    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))
+except Exception as exc:  # dj-database-url raises several types for a bad URL
+    raise ImproperlyConfigured(f"DATABASE_URL={DATABASE_URL!r} is not usable: {exc}") from None
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web server read while the worker writes; IMMEDIATE avoids the
+    # "database is locked" upgrade deadlock between two writers.
+    _db["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+    }
+_db["TEST"] = {"NAME": os.environ.get("TEST_DATABASE_NAME") or None}
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Auth, i18n, static -----------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+
+# Request bodies above this get 413 (A3). Django's own limit raises RequestDataTooBig.
+API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
+
+# --- Security (production) --------------------------------------------------------------
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000, minimum=0)
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("TRUST_X_FORWARDED_PROTO", False) else None
+)
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
+# --- Celery -----------------------------------------------------------------------------
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_FOLDER = Path(env_str("CELERY_BROKER_FOLDER", str(VAR_DIR / "broker")))
+# A job must never outlive the broker's redelivery window, or a slow job would be
+# delivered twice while still running (see NOTES: Redis visibility_timeout).
+CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 1800, minimum=10)
+CELERY_VISIBILITY_TIMEOUT = env_int(
+    "CELERY_VISIBILITY_TIMEOUT", CELERY_TASK_TIME_LIMIT + 600, minimum=1
+)
+if CELERY_VISIBILITY_TIMEOUT <= CELERY_TASK_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        "CELERY_VISIBILITY_TIMEOUT must be longer than CELERY_TASK_TIME_LIMIT, "
+        "or a running job is redelivered to a second worker"
+    )
+CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+
+# --- Agents and models ------------------------------------------------------------------
+AGENT_MODEL = env_str("AGENT_MODEL", "offline:researcher")
+VALIDATOR_MODEL = env_str("VALIDATOR_MODEL", "offline:judge")
+# For OpenAI-compatible servers (Ollama, vLLM, llama.cpp) named "compat:<model>".
+OPENAI_COMPAT_BASE_URL = env_str("OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:11434/v1")
+OPENAI_COMPAT_API_KEY = env_str("OPENAI_COMPAT_API_KEY", "not-needed")
+MODEL_TIMEOUT_SECONDS = env_float("MODEL_TIMEOUT_SECONDS", 120.0, minimum=1)
+MODEL_MAX_RETRIES = env_int("MODEL_MAX_RETRIES", 3, minimum=0)
+MODEL_RETRY_BASE_DELAY_SECONDS = env_float("MODEL_RETRY_BASE_DELAY_SECONDS", 1.0, minimum=0)
+MAX_TOOL_ITERATIONS = env_int("MAX_TOOL_ITERATIONS", 6, minimum=0)
+MAX_PARALLEL_TEAM_NODES = env_int("MAX_PARALLEL_TEAM_NODES", 3, minimum=1)
+MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 2, minimum=1)
+LLM_FULL_REQUEST_SNAPSHOTS = env_bool("LLM_FULL_REQUEST_SNAPSHOTS", False)
+ATTEMPT_LEASE_SECONDS = env_int("ATTEMPT_LEASE_SECONDS", 300, minimum=5)
+ATTEMPT_MAX_REQUEUES = env_int("ATTEMPT_MAX_REQUEUES", 3, minimum=0)
+REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 60, minimum=1)
+
+# --- Tools ------------------------------------------------------------------------------
+FETCH_URL_ALLOW_PRIVATE = env_bool("FETCH_URL_ALLOW_PRIVATE", False)
+FETCH_URL_MAX_BYTES = env_int("FETCH_URL_MAX_BYTES", 2 * 1024 * 1024, minimum=1024)
+FETCH_URL_TIMEOUT_SECONDS = env_float("FETCH_URL_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+
+# --- Validation -------------------------------------------------------------------------
+VALIDATION_STORE_PROMPT = env_bool("VALIDATION_STORE_PROMPT", True)
+VALIDATOR_SCHEMA_RETRIES = env_int("VALIDATOR_SCHEMA_RETRIES", 2, minimum=0)
+VALIDATOR_HISTORY_MESSAGES = env_int("VALIDATOR_HISTORY_MESSAGES", 30, minimum=0)
+# Context budget per validator model, in characters of rendered input; the default
+# applies to models not named. Over budget, evidence is judged in ordered chunks (V11).
+VALIDATOR_CONTEXT_CHARS = env_json_dict("VALIDATOR_CONTEXT_CHARS", {})
+VALIDATOR_DEFAULT_CONTEXT_CHARS = env_int(
+    "VALIDATOR_DEFAULT_CONTEXT_CHARS", 400_000, minimum=1000
+)
+REPLAY_BULK_MAX_TASKS = env_int("REPLAY_BULK_MAX_TASKS", 50, minimum=1)
+
+# --- Review UI --------------------------------------------------------------------------
+REVIEW_CLAIM_TIMEOUT_SECONDS = env_int("REVIEW_CLAIM_TIMEOUT_SECONDS", 900, minimum=10)
+UI_LAZY_SECTION_CHARS = env_int("UI_LAZY_SECTION_CHARS", 20_000, minimum=100)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,64 @@
+"""Demo accounts, the demo handbook and demo tasks for ``make run``."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management.base import BaseCommand
+
+from tasks_app import services
+from tasks_app.knowledge import import_folder
+from tasks_app.models import Task
+from tasks_app.roles import OPERATORS, REVIEWERS
+
+DEMO_DIR = settings.BASE_DIR / "demo"
+DEMO_USERS = [
+    # username, password, groups, is_staff
+    ("requester", "requester-demo", [], False),
+    ("reviewer", "reviewer-demo", [REVIEWERS], True),
+    ("operator", "operator-demo", [OPERATORS, REVIEWERS], True),
+]
+
+
+class Command(BaseCommand):
+    help = "Create demo users, import the demo handbook and queue the demo tasks (idempotent)."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--no-tasks", action="store_true", help="skip creating demo tasks")
+
+    def handle(self, *args: Any, no_tasks: bool = False, **options: Any) -> None:
+        User = get_user_model()
+        for username, password, groups, is_staff in DEMO_USERS:
+            user, created = User.objects.get_or_create(username=username)
+            if created:
+                user.set_password(password)
+                user.is_staff = is_staff
+                user.save()
+                user.groups.set(Group.objects.filter(name__in=groups))
+        handbook = DEMO_DIR / "handbook"
+        if handbook.is_dir():
+            report = import_folder(handbook)
+            self.stdout.write(
+                f"handbook: {report.created} created, {report.updated} updated, {report.unchanged} unchanged"
+            )
+        tasks_file = DEMO_DIR / "tasks.json"
+        if not no_tasks and tasks_file.exists():
+            requester = User.objects.get(username="requester")
+            if Task.objects.filter(owner=requester).exists():
+                self.stdout.write("demo tasks: already present")
+            else:
+                specs = json.loads(tasks_file.read_text(encoding="utf-8"))
+                for spec in specs:
+                    services.task_create(
+                        owner=requester,
+                        title=spec["title"],
+                        request=spec["request"],
+                        rules=spec.get("rules", ""),
+                        plan=spec.get("plan") or {},
+                    )
+                self.stdout.write(f"demo tasks: {len(specs)} queued")
+        self.stdout.write("demo logins: " + ", ".join(f"{u} / {p}" for u, p, _, _ in DEMO_USERS))
