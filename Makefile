@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	@echo "Installing dependencies into $(VENV) ..."
 	@$(BIN)/pip install $(PIP_QUIET) --upgrade pip 2>&1 | grep -v "is ignored" || true
 	@$(BIN)/pip install $(PIP_QUIET) -e '.[test]' 2>&1 | grep -v "is ignored" || true
-	@$(BIN)/python -c 'import django, ninja, celery, pydantic_ai, pytest_django' || (echo "dependency install failed" >&2; exit 1)
+	@$(BIN)/python -c 'import importlib.util as u, sys; m = [n for n in ("django", "ninja", "celery", "pydantic_ai", "pytest_django", "playwright") if u.find_spec(n) is None]; sys.exit("dependency install failed, missing: " + ", ".join(m) if m else 0)'
 	@touch $(STAMP)
 
 install: $(STAMP)
