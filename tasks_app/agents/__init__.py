@@ -1,0 +1,1 @@
+"""The agent runtime: model resolution, the agent loop, tools, teams, offline models (X)."""
