@@ -1,19 +1,94 @@
-"""The HTTP API (SPEC A): one NinjaAPI, one router per app, one error mapping."""
+"""The HTTP API (SPEC A): one NinjaAPI, one router per app, one error mapping.
+
+Every error leaves here with the same JSON shape, ``{"detail": str, "code": str}``
+(validation errors add ``errors``: one entry per offending field), whatever raised it:
+a domain error from a service, ninja's own validation, authentication, a missing
+object or a request body over ``API_MAX_BODY_BYTES`` (A3).
+"""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from ninja import NinjaAPI
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from tasks_app.auth import api_auth
 from tasks_app.errors import DomainError
+
+logger = logging.getLogger(__name__)
 
 api = NinjaAPI(
     title="Evidentia API",
     version="1",
+    description=(
+        "Tasks, feedback, runs, evidence, validations and replay. Authenticate with "
+        "`Authorization: Bearer <token>` (create one on /account/ or with "
+        "`manage.py create_api_token USER`) or a browser session (with the CSRF header "
+        "for unsafe methods). Every error is `{\"detail\": ..., \"code\": ...}`."
+    ),
     urls_namespace="api-v1",
     docs_url="/docs",
     openapi_url="/openapi.json",
+    auth=api_auth,
 )
+
+HTTP_ERROR_CODES = {
+    400: "bad_request",
+    401: "not_authenticated",
+    403: "permission_denied",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "request_too_large",
+    422: "invalid_input",
+    429: "throttled",
+}
+
+
+def error_body(status: int, detail: str, code: str | None = None) -> dict[str, Any]:
+    return {"detail": detail, "code": code or HTTP_ERROR_CODES.get(status, "error")}
+
+
+def _too_large(request: HttpRequest) -> HttpResponse:
+    return api.create_response(
+        request,
+        error_body(
+            413,
+            f"Request body is larger than the limit of {settings.API_MAX_BODY_BYTES} bytes.",
+        ),
+        status=413,
+    )
+
+
+def refuse_big_bodies(run: Callable[..., Any]) -> Callable[..., Any]:
+    """Refuse a body over ``API_MAX_BODY_BYTES`` before auth or parsing read it (A3).
+
+    Django raises ``RequestDataTooBig`` only when the body is read and only against
+    ``DATA_UPLOAD_MAX_MEMORY_SIZE``; checking the declared length here keeps the API's
+    own setting authoritative. The exception handler below covers the lazy case.
+    """
+
+    @functools.wraps(run)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> Any:
+        try:
+            declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            declared = 0
+        if declared > settings.API_MAX_BODY_BYTES:
+            return _too_large(request)
+        return run(request, *args, **kwargs)
+
+    return wrapper
+
+
+api.add_decorator(refuse_big_bodies, mode="view")
 
 
 @api.exception_handler(DomainError)
@@ -23,6 +98,82 @@ def domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
     )
 
 
+def _field_name(loc: list[Any] | tuple[Any, ...]) -> str:
+    # ninja prefixes the parameter source and, for bodies, the argument name
+    # ("body", "payload", "plan", ...); people want the field path after that.
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in {"body", "query", "path", "header", "cookie", "form", "file"}:
+        source = parts[0]
+        parts = parts[1:]
+        if source == "body" and len(parts) > 1 and parts[0] == "payload":
+            parts = parts[1:]
+    return ".".join(parts) or "body"
+
+
+@api.exception_handler(ValidationError)
+def validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    errors = [
+        {"field": _field_name(err.get("loc", ())), "message": str(err.get("msg", "invalid"))}
+        for err in exc.errors
+    ]
+    detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors) or "Invalid input."
+    body = error_body(422, detail, "validation_error")
+    body["errors"] = errors
+    return api.create_response(request, body, status=422)
+
+
+@api.exception_handler(AuthenticationError)
+def authentication_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    response = api.create_response(
+        request,
+        error_body(
+            401,
+            "Authentication required: send 'Authorization: Bearer <token>' or log in.",
+        ),
+        status=401,
+    )
+    response["WWW-Authenticate"] = "Bearer"
+    return response
+
+
+@api.exception_handler(HttpError)
+def http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    return api.create_response(
+        request, error_body(exc.status_code, exc.message), status=exc.status_code
+    )
+
+
+@api.exception_handler(Http404)
+def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    message = str(exc) or "Not found."
+    return api.create_response(request, error_body(404, message), status=404)
+
+
+@api.exception_handler(RequestDataTooBig)
+def request_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
+    return _too_large(request)
+
+
+@api.exception_handler(Exception)
+def unexpected_error(request: HttpRequest, exc: Exception) -> HttpResponse:
+    # Still JSON and still the one shape; the traceback goes to the log, not the client.
+    logger.exception("Unhandled error in %s %s", request.method, request.path)
+    return api.create_response(
+        request, error_body(500, "Internal server error.", "server_error"), status=500
+    )
+
+
+def api_not_found_view(request: HttpRequest, path: str = "") -> HttpResponse:
+    """JSON 404 for any URL under /api/v1/ that matches no endpoint."""
+    return api.create_response(
+        request, error_body(404, f"No API endpoint at /api/v1/{path}"), status=404
+    )
+
+
 @api.get("/health", auth=None, tags=["meta"], summary="Liveness check")
 def health(request: HttpRequest) -> dict[str, str]:
     return {"status": "ok"}
+
+
+api.add_router("/", "tasks_app.api.router")
+api.add_router("/", "evidence_app.api.router")
