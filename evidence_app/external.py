@@ -20,7 +20,12 @@ WARNING = (
 # "<" then optional whitespace, optional "/", optional whitespace, then the tag name
 # with any separator spelling. Matches "</EXTERNAL-CONTENT>", "< /external-content\n>",
 # "<EXTERNAL-CONTENT label=x>", "<external_content", "</ EXTERNAL - CONTENT >".
-_TAG_RE = re.compile(r"<(?=\s*/?\s*external\s*[-_]?\s*content)", re.IGNORECASE)
+# Zero-width and other invisible format characters count as whitespace here, so
+# "<\u200b/EXTERNAL-CONTENT>" cannot pass for harmless text yet read as a tag.
+_GAP = r"[\s\u00ad\u200b-\u200f\u2060-\u2064\ufeff]*"
+_TAG_RE = re.compile(
+    rf"<(?={_GAP}/?{_GAP}external{_GAP}[-_\u2010-\u2015]?{_GAP}content)", re.IGNORECASE
+)
 
 
 def neutralise(content: str) -> str:

@@ -1,0 +1,300 @@
+"""Strict structured output (SPEC O1–O5), reusable by the validator and by agents.
+
+``strict_request`` sends messages to a pydantic-ai ``Model``, parses the terminal text
+turn as JSON into a pydantic type and, on a JSON-parse or schema error, re-prompts the
+same model within the same step with the error, up to ``retries`` times.
+
+- O2: the feedback message of a retry is ephemeral. It is sent, never returned in
+  ``StrictOutcome.messages`` (the accepted exchange: the caller's messages plus the
+  accepted response), so nothing that stores that transcript can store it.
+- O3: two identical consecutive errors (same stage, path and message) stop at once.
+- O4: every failure is a ``SchemaFailure`` (stage, path, message, attempt, cumulative
+  retries), kept even when a later retry succeeds. Every request's raw response, token
+  usage and latency is counted, retries included.
+- O5: a turn that calls tools is not a terminal turn and is never validated; an error
+  while building feedback falls back to a generic message.
+
+Prompt-level JSON: we parse the response text ourselves (a surrounding ```json fence
+is stripped) instead of relying on provider-native structured output, so this works
+on every provider, the OpenAI-compatible local servers and the offline models alike.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import Model, ModelRequestParameters
+
+STAGE_JSON = "json-parse"
+STAGE_SCHEMA = "schema-validate"
+
+GENERIC_FEEDBACK = (
+    "Your previous response could not be used: it was not a valid JSON object of the "
+    "required shape. Reply again with only the JSON object, no other text."
+)
+
+RequestFn = Callable[[Model, list[ModelMessage], ModelRequestParameters], ModelResponse]
+
+
+@dataclass(frozen=True)
+class SchemaFailure:
+    """One failed parse (O4)."""
+
+    stage: str
+    path: str
+    message: str
+    attempt: int
+    cumulative_retries: int
+
+    def signature(self) -> tuple[str, str, str]:
+        return (self.stage, self.path, self.message)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "stage": self.stage,
+            "path": self.path,
+            "message": self.message,
+            "attempt": self.attempt,
+            "cumulative_retries": self.cumulative_retries,
+        }
+
+
+@dataclass
+class RawResponse:
+    """What one request returned, kept verbatim for the snapshot (V7)."""
+
+    attempt: int
+    text: str
+    tool_calls: list[dict[str, Any]]
+    model_name: str
+    input_tokens: int
+    output_tokens: int
+    latency_ms: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "attempt": self.attempt,
+            "text": self.text,
+            "tool_calls": self.tool_calls,
+            "model_name": self.model_name,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "latency_ms": self.latency_ms,
+        }
+
+
+@dataclass
+class StrictOutcome[T: BaseModel]:
+    """The result of a strict request. ``value`` is None unless ``ok``."""
+
+    value: T | None = None
+    # "ok" | "retries_exhausted" | "stuck_loop" | "model_error" | "tool_call"
+    stop_reason: str = ""
+    error: str = ""
+    failures: list[SchemaFailure] = field(default_factory=list)
+    responses: list[RawResponse] = field(default_factory=list)
+    # The accepted exchange only (O2): the caller's messages and the accepted response.
+    messages: list[ModelMessage] = field(default_factory=list)
+    latency_ms: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+    @property
+    def request_count(self) -> int:
+        return len(self.responses)
+
+    @property
+    def retry_count(self) -> int:
+        """Re-prompts sent after a failure (each one a billed request)."""
+        return max(0, len(self.responses) - 1)
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(r.input_tokens for r in self.responses)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(r.output_tokens for r in self.responses)
+
+
+class OutputParseError(Exception):
+    def __init__(self, stage: str, path: str, message: str) -> None:
+        super().__init__(f"{stage} at {path}: {message}")
+        self.stage = stage
+        self.path = path
+        self.message = message
+
+
+_FENCE_RE = re.compile(r"^```[a-zA-Z0-9_-]*[ \t]*\n(?P<body>.*)\n```$", re.DOTALL)
+
+
+def response_text(response: ModelResponse) -> str:
+    return "".join(part.content for part in response.parts if isinstance(part, TextPart))
+
+
+def is_terminal(response: ModelResponse) -> bool:
+    """A turn that calls tools is intermediate, never validated (O5)."""
+    return not any(isinstance(part, ToolCallPart) for part in response.parts)
+
+
+def parse_output[T: BaseModel](text: str, output_type: type[T]) -> T:
+    """Parse ``text`` (JSON, optionally in a ```json fence) into ``output_type``.
+
+    Raises ``OutputParseError`` with stage ``json-parse`` or ``schema-validate``.
+    """
+    body = text.strip()
+    fenced = _FENCE_RE.match(body)
+    if fenced:
+        body = fenced.group("body").strip()
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise OutputParseError(
+            STAGE_JSON, f"line {exc.lineno} column {exc.colno}", exc.msg
+        ) from None
+    try:
+        return output_type.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        paths = [".".join(str(p) for p in err["loc"]) or "$" for err in errors]
+        message = "; ".join(
+            f"{path}: {err['msg']}" for path, err in zip(paths, errors, strict=True)
+        )
+        return _raise_schema(paths[0] if paths else "$", message)
+
+
+def _raise_schema(path: str, message: str) -> Any:
+    raise OutputParseError(STAGE_SCHEMA, path, message)
+
+
+def build_feedback(failure: SchemaFailure, schema_hint: str) -> str:
+    """The retry message. Only parser-produced text is quoted, never model or tool text."""
+    hint = f"\nThe required shape is:\n{schema_hint}" if schema_hint else ""
+    return (
+        f"Your previous response could not be used ({failure.stage} error at "
+        f"'{failure.path}': {failure.message}). Reply again with only the corrected JSON "
+        f"object, no other text.{hint}"
+    )
+
+
+def default_request(
+    model: Model, messages: list[ModelMessage], parameters: ModelRequestParameters
+) -> ModelResponse:
+    """The runtime's request helper (timeouts, backoff on transient errors) when present."""
+    try:
+        from tasks_app.agents.models import model_request_with_retry
+    except ImportError:  # the runtime module is not installed yet: plain direct request
+        from pydantic_ai.direct import model_request_sync
+
+        return model_request_sync(model, messages, model_request_parameters=parameters)
+    return model_request_with_retry(model, messages, parameters)
+
+
+def strict_request[T: BaseModel](
+    model: Model,
+    messages: Sequence[ModelMessage],
+    output_type: type[T],
+    *,
+    retries: int,
+    schema_hint: str = "",
+    parameters: ModelRequestParameters | None = None,
+    request_fn: RequestFn | None = None,
+    feedback_fn: Callable[[SchemaFailure, str], str] = build_feedback,
+) -> StrictOutcome[T]:
+    """Request a terminal answer and parse it into ``output_type`` (O1–O5).
+
+    Never raises for model or parse errors: they end in an outcome with ``stop_reason``
+    and ``error`` set, so the caller can record them (V8).
+    """
+    send = request_fn or default_request
+    params = parameters or ModelRequestParameters()
+    base = list(messages)
+    outcome: StrictOutcome[T] = StrictOutcome()
+    # The messages of the next request: the base, plus (on a retry) the failed response
+    # and the ephemeral feedback. Rebuilt each time, so feedback never accumulates.
+    pending = list(base)
+    attempt = 0
+    while True:
+        attempt += 1
+        started = time.monotonic()
+        try:
+            response = send(model, pending, params)
+        except Exception as exc:  # provider error, timeout, configuration error
+            outcome.latency_ms += int((time.monotonic() - started) * 1000)
+            outcome.stop_reason = "model_error"
+            outcome.error = f"{type(exc).__name__}: {exc}"
+            return outcome
+        elapsed = int((time.monotonic() - started) * 1000)
+        outcome.latency_ms += elapsed
+        text = response_text(response)
+        outcome.responses.append(
+            RawResponse(
+                attempt=attempt,
+                text=text,
+                tool_calls=[
+                    {"tool_name": p.tool_name, "args": p.args_as_dict()}
+                    for p in response.parts
+                    if isinstance(p, ToolCallPart)
+                ],
+                model_name=response.model_name or "",
+                input_tokens=response.usage.input_tokens or 0,
+                output_tokens=response.usage.output_tokens or 0,
+                latency_ms=elapsed,
+            )
+        )
+        if not is_terminal(response):
+            outcome.stop_reason = "tool_call"
+            outcome.error = "The model asked to call tools instead of giving its final answer."
+            return outcome
+        try:
+            value = parse_output(text, output_type)
+        except OutputParseError as exc:
+            failure = SchemaFailure(
+                stage=exc.stage,
+                path=exc.path,
+                message=exc.message,
+                attempt=attempt,
+                cumulative_retries=len(outcome.failures) + 1,
+            )
+            previous = outcome.failures[-1] if outcome.failures else None
+            outcome.failures.append(failure)
+            if previous is not None and previous.signature() == failure.signature():
+                outcome.stop_reason = "stuck_loop"
+                outcome.error = (
+                    f"Stopped retrying: the same {failure.stage} error twice in a row "
+                    f"({failure.path}: {failure.message})."
+                )
+                return outcome
+            if attempt > retries:
+                outcome.stop_reason = "retries_exhausted"
+                outcome.error = (
+                    f"Output still invalid after {retries} retr{'y' if retries == 1 else 'ies'}: "
+                    f"{failure.stage} at {failure.path}: {failure.message}"
+                )
+                return outcome
+            try:
+                feedback = feedback_fn(failure, schema_hint)
+            except Exception:  # O5: never abort the step over a feedback message
+                feedback = GENERIC_FEEDBACK
+            pending = [*base, response, ModelRequest(parts=[UserPromptPart(content=feedback)])]
+            continue
+        outcome.value = value
+        outcome.stop_reason = "ok"
+        outcome.messages = [*base, response]
+        return outcome
