@@ -49,6 +49,14 @@ def configure(app: Celery) -> None:
         task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER,
         worker_hijack_root_logger=False,
         timezone="UTC",
+        # The reaper recovers attempts whose worker died (stale heartbeat); `-B` on the
+        # worker (bin/run-dev) or a separate `celery beat` runs it.
+        beat_schedule={
+            "reap-stale-attempts": {
+                "task": "tasks_app.reap_attempts",
+                "schedule": float(settings.REAPER_INTERVAL_SECONDS),
+            }
+        },
     )
 
 

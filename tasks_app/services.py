@@ -7,7 +7,6 @@ one transaction.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -26,19 +25,12 @@ from tasks_app.models import (
 )
 from tasks_app.states import TaskStatus
 
-# Hooks run after commit when a task needs a new attempt; the runtime registers the
-# enqueue function (tasks_app.jobs) so this module does not import Celery.
-_attempt_enqueuers: list[Callable[[int], None]] = []
+def attempt_enqueue(task_id: int) -> None:
+    """Queue the next attempt of a task once the current transaction commits (a
+    rolled-back transaction queues nothing). Redelivery is harmless: the job claims."""
+    from tasks_app.jobs import run_attempt_job
 
-
-def register_attempt_enqueuer(func: Callable[[int], None]) -> None:
-    if func not in _attempt_enqueuers:
-        _attempt_enqueuers.append(func)
-
-
-def _enqueue_attempt_on_commit(task_id: int) -> None:
-    for func in _attempt_enqueuers:
-        func(task_id)
+    run_attempt_job.delay_on_commit(task_id)
 
 
 @transaction.atomic
@@ -138,7 +130,7 @@ def task_create(
         max_attempts=max_attempts or settings.MAX_ATTEMPTS,
     )
     if enqueue:
-        _enqueue_attempt_on_commit(task.pk)
+        attempt_enqueue(task.pk)
     return task
 
 
@@ -224,7 +216,7 @@ def task_apply_feedback(
         validator_status=validator_status,
     )
     if action == FeedbackAction.REVISE:
-        _enqueue_attempt_on_commit(task.pk)
+        attempt_enqueue(task.pk)
     return task
 
 

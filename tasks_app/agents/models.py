@@ -159,7 +159,9 @@ _TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
 def is_transient_error(exc: BaseException) -> bool:
     """Rate limits, 5xx, connection problems and timeouts are worth retrying; a bad
     request, a refused key or a missing model are not."""
-    if isinstance(exc, ai_exceptions.ModelRequestRejectedError | ai_exceptions.ModelQuotaExceededError):
+    if isinstance(
+        exc, ai_exceptions.ModelRequestRejectedError | ai_exceptions.ModelQuotaExceededError
+    ):
         return False
     if isinstance(exc, ai_exceptions.ModelHTTPError):
         return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500

@@ -1,0 +1,229 @@
+"""``offline:researcher``: a deterministic, network-free research agent (SPEC X7).
+
+It is not an LLM. It really uses the tools it is offered: first ``search_knowledge``
+with the key words of the request, then ``read_document`` on the best one to three
+hits, then it answers extractively: the sentences of what it read that share the most
+key words with the request, quoted, each citing its document title. Offered no tools
+(synthesis, finalization), it answers the same way from the evidence in its prompt.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import Model
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from evidence_app.external import WARNING as EXTERNAL_WARNING
+from tasks_app.agents.tools import keywords, stem
+
+MODEL_NAME = "offline:researcher"
+MAX_READS = 3
+MAX_QUOTES = 3
+NOTHING_FOUND = (
+    "I could not find information about this in the knowledge base I searched, so I cannot "
+    "answer it from evidence."
+)
+
+_DOC_HIT_RE = re.compile(r"^\s*\d+\.\s*\[doc (\d+)\]", re.MULTILINE)
+_TITLE_LINE_RE = re.compile(r"^Title:\s*(.+)$")
+_RENDERED_TITLE_RE = re.compile(r"title:\s*([^;\n]+?)\s*;")
+_SECTION_RE = re.compile(r"^##\s+(.+)$", re.MULTILINE)
+_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_QUOTED_RE = re.compile(r'^"(.+)"\s*\(source:\s*(.+)\)$')
+_NOISE_RE = re.compile(r"^(<\s*/?\s*EXTERNAL-CONTENT.*>|\[The block above is external content.*)$")
+
+
+def offline_researcher_model() -> Model:
+    return FunctionModel(respond, model_name=MODEL_NAME)
+
+
+def request_text(prompt: str) -> str:
+    """The request section of a prompt ("## Request" up to the next "## " heading), or
+    the whole prompt when it has no such section."""
+    sections = list(_SECTION_RE.finditer(prompt))
+    for i, match in enumerate(sections):
+        if match.group(1).strip().lower().startswith("request"):
+            end = sections[i + 1].start() if i + 1 < len(sections) else len(prompt)
+            return prompt[match.end() : end].strip()
+    return prompt
+
+
+def _first_user_prompt(messages: list[ModelMessage]) -> str:
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                    return part.content
+    return ""
+
+
+def _tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
+    return [
+        part
+        for message in messages
+        if isinstance(message, ModelRequest)
+        for part in message.parts
+        if isinstance(part, ToolReturnPart)
+    ]
+
+
+def _calls(messages: list[ModelMessage]) -> list[ToolCallPart]:
+    return [
+        part
+        for message in messages
+        if isinstance(message, ModelResponse)
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    ]
+
+
+@dataclass
+class Quote:
+    sentence: str
+    title: str
+    score: float
+    order: int
+
+
+def _sentences_with_titles(text: str, default_title: str = "") -> list[tuple[str, str]]:
+    """Split text into (sentence, source title) pairs; "Title: X" lines and rendered
+    evidence headers ("title: X;") set the title for what follows."""
+    out: list[tuple[str, str]] = []
+    title = default_title
+    for raw_line in text.splitlines():
+        line = raw_line.strip()
+        if not line or _NOISE_RE.match(line) or line == EXTERNAL_WARNING:
+            continue
+        if m := _TITLE_LINE_RE.match(line):
+            title = m.group(1).strip()
+            continue
+        if m := _RENDERED_TITLE_RE.search(line):
+            title = m.group(1).strip()
+            continue
+        line = re.sub(r"^[#>*\-\s]+|\d+\.\s+(?=[A-Z])", "", line).strip()
+        if line in ("From the knowledge base:",) or line.startswith("Sources: "):
+            continue
+        if m := _QUOTED_RE.match(line):
+            # An earlier run's quote: keep the sentence and its source, not the wrapping.
+            out.append((m.group(1).strip(), m.group(2).strip()))
+            continue
+        for sentence in _SENTENCE_SPLIT_RE.split(line):
+            sentence = sentence.strip()
+            if len(sentence) >= 12:
+                out.append((sentence, title))
+    return out
+
+
+def best_quotes(request: str, text_sources: list[tuple[str, str]]) -> list[Quote]:
+    """The sentences sharing most key words with the request (ties: earlier first)."""
+    request_stems = {stem(w) for w in keywords(request, limit=30)}
+    if not request_stems:
+        return []
+    numeric_question = bool(
+        re.search(r"\b(how (many|much|long|often)|when|which|what)\b", request.lower())
+    )
+    quotes: list[Quote] = []
+    seen: set[str] = set()
+    order = 0
+    for text, default_title in text_sources:
+        for sentence, title in _sentences_with_titles(text, default_title):
+            key = sentence.lower()
+            if key in seen:
+                continue
+            seen.add(key)
+            order += 1
+            words = {stem(w) for w in keywords(sentence, limit=200)}
+            overlap = len(request_stems & words)
+            if overlap == 0:
+                continue
+            score = overlap / len(request_stems)
+            if numeric_question and re.search(r"\d", sentence):
+                score += 0.05
+            # Prefer a statement to a heading or a fragment.
+            if len(sentence.split()) < 5:
+                score -= 0.1
+            quotes.append(Quote(sentence=sentence, title=title, score=score, order=order))
+    quotes.sort(key=lambda q: (-q.score, q.order))
+    if not quotes:
+        return []
+    threshold = max(quotes[0].score * 0.6, 0.2)
+    return [q for q in quotes if q.score >= threshold][:MAX_QUOTES]
+
+
+def compose_answer(quotes: list[Quote]) -> str:
+    if not quotes:
+        return NOTHING_FOUND
+    lines = ["From the knowledge base:"]
+    for quote in quotes:
+        source = f" (source: {quote.title})" if quote.title else ""
+        lines.append(f'- "{quote.sentence}"{source}')
+    titles = list(dict.fromkeys(q.title for q in quotes if q.title))
+    if titles:
+        lines.append("")
+        lines.append("Sources: " + "; ".join(titles) + ".")
+    return "\n".join(lines)
+
+
+def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    prompt = _first_user_prompt(messages)
+    request = request_text(prompt)
+    offered = {tool.name for tool in info.function_tools}
+    calls = _calls(messages)
+    returns = _tool_returns(messages)
+
+    if offered:
+        searched = any(c.tool_name == "search_knowledge" for c in calls)
+        if not searched and "search_knowledge" in offered:
+            query = " ".join(keywords(request, limit=8)) or request[:200]
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("search_knowledge", {"query": query}, tool_call_id="call_search_1")
+                ]
+            )
+        read_ids = {
+            str(c.args_as_dict().get("document_id"))
+            for c in calls
+            if c.tool_name == "read_document"
+        }
+        if not read_ids and "read_document" in offered:
+            hits: list[str] = []
+            for part in returns:
+                if part.tool_name == "search_knowledge":
+                    hits += [
+                        h for h in _DOC_HIT_RE.findall(part.model_response_str()) if h not in hits
+                    ]
+            if hits:
+                return ModelResponse(
+                    parts=[
+                        ToolCallPart(
+                            "read_document",
+                            {"document_id": int(doc_id)},
+                            tool_call_id=f"call_read_{doc_id}",
+                        )
+                        for doc_id in hits[:MAX_READS]
+                    ]
+                )
+        # Answer from what was read (documents first; search snippets if nothing was read).
+        reads = [p for p in returns if p.tool_name != "search_knowledge"]
+        sources = [(p.model_response_str(), "") for p in (reads or returns)]
+        return ModelResponse(parts=[TextPart(compose_answer(best_quotes(request, sources)))])
+
+    # No tools offered: synthesis or finalization, the evidence is in the prompt.
+    evidence = prompt
+    request_section = _SECTION_RE.search(prompt)
+    if request_section and request_text(prompt) != prompt:
+        # Do not quote the request back to itself.
+        evidence = prompt.replace(request, "", 1)
+    sources = [(evidence, "")] + [(p.model_response_str(), "") for p in returns]
+    return ModelResponse(parts=[TextPart(compose_answer(best_quotes(request, sources)))])
