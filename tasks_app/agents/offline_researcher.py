@@ -111,7 +111,7 @@ def _sentences_with_titles(text: str, default_title: str = "") -> list[tuple[str
         if m := _RENDERED_TITLE_RE.search(line):
             title = m.group(1).strip()
             continue
-        line = re.sub(r"^[#>*\-\s]+|\d+\.\s+(?=[A-Z])", "", line).strip()
+        line = re.sub(r"^(?:[#>*\-\s]+|\d+\.\s+(?=[A-Z]))+", "", line).strip()
         if line in ("From the knowledge base:",) or line.startswith("Sources: "):
             continue
         if m := _QUOTED_RE.match(line):
@@ -119,7 +119,7 @@ def _sentences_with_titles(text: str, default_title: str = "") -> list[tuple[str
             out.append((m.group(1).strip(), m.group(2).strip()))
             continue
         for sentence in _SENTENCE_SPLIT_RE.split(line):
-            sentence = sentence.strip()
+            sentence = sentence.replace("**", "").strip()
             if len(sentence) >= 12:
                 out.append((sentence, title))
     return out
@@ -161,6 +161,30 @@ def best_quotes(request: str, text_sources: list[tuple[str, str]]) -> list[Quote
     return [q for q in quotes if q.score >= threshold][:MAX_QUOTES]
 
 
+_NUMBER_RE = re.compile(r"\d[\d,.]*")
+
+
+def _conflicts(quotes: list[Quote]) -> list[str]:
+    """Two quotes from different documents that say the same thing with different
+    figures: report the disagreement instead of picking one."""
+    notes = []
+    for i, a in enumerate(quotes):
+        for b in quotes[i + 1 :]:
+            if a.title == b.title:
+                continue
+            words_a = {stem(w) for w in keywords(_NUMBER_RE.sub(" ", a.sentence), limit=200)}
+            words_b = {stem(w) for w in keywords(_NUMBER_RE.sub(" ", b.sentence), limit=200)}
+            similar = len(words_a & words_b) / max(len(words_a | words_b), 1) >= 0.7
+            numbers_a, numbers_b = _NUMBER_RE.findall(a.sentence), _NUMBER_RE.findall(b.sentence)
+            if similar and numbers_a and numbers_b and numbers_a != numbers_b:
+                notes.append(
+                    f"Note: the sources disagree: {a.title or 'one source'} says "
+                    f"{', '.join(numbers_a)}, {b.title or 'another source'} says "
+                    f"{', '.join(numbers_b)}."
+                )
+    return notes
+
+
 def compose_answer(quotes: list[Quote]) -> str:
     if not quotes:
         return NOTHING_FOUND
@@ -168,6 +192,10 @@ def compose_answer(quotes: list[Quote]) -> str:
     for quote in quotes:
         source = f" (source: {quote.title})" if quote.title else ""
         lines.append(f'- "{quote.sentence}"{source}')
+    conflicts = _conflicts(quotes)
+    if conflicts:
+        lines.append("")
+        lines.extend(conflicts)
     titles = list(dict.fromkeys(q.title for q in quotes if q.title))
     if titles:
         lines.append("")
@@ -216,6 +244,8 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
                 )
         # Answer from what was read (documents first; search snippets if nothing was read).
         reads = [p for p in returns if p.tool_name != "search_knowledge"]
+        if not reads and "read_document" in offered:
+            return ModelResponse(parts=[TextPart(NOTHING_FOUND)])
         sources = [(p.model_response_str(), "") for p in (reads or returns)]
         return ModelResponse(parts=[TextPart(compose_answer(best_quotes(request, sources)))])
 
