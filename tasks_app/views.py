@@ -1,32 +1,468 @@
-"""Pages. Permission checks live here, never in templates (STYLE)."""
+"""Requester and task pages: my tasks, new task, task detail with its lazy sections,
+live progress, and the actions (SPEC U2, U3, U4). Permission checks live here, never
+in templates (STYLE); views call services and never assign ``status``.
+"""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.db.models import Count, TextField
+from django.db.models.functions import Cast, Left, Length
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
 
-from tasks_app.models import Task
+from evidence_app.models import SnapshotKind, ToolEvidence, ValidationSnapshot
+from tasks_app import services, states
+from tasks_app.errors import DomainError
+from tasks_app.forms import FeedbackForm, NoteForm, TaskCreateForm
+from tasks_app.models import Feedback, FeedbackAction, Run, RunMessage, Task, TaskEvent
+from tasks_app.roles import is_reviewer, is_staff_role
+from tasks_app.states import TaskStatus
+from tasks_app.views_common import (
+    MAIN_TARGET,
+    can_act,
+    render_fragment,
+    render_page,
+    reviewer_required,
+    visible_task,
+    wants_fragment,
+)
+
+POLLING_STATUSES = states.EXECUTION_ACTIVE_STATUSES | states.RUNNABLE_STATUSES
+TASKS_PER_PAGE = 50
+
+
+def is_polling(task: Task) -> bool:
+    """A task whose attempt is queued or running: its page polls for progress (U4)."""
+    return task.status in POLLING_STATUSES
+
+
+# --- Lists ---------------------------------------------------------------------------------
 
 
 @login_required
+@require_GET
 def home(request: HttpRequest) -> HttpResponse:
-    tasks = Task.objects.visible_to(request.user).for_list().order_by("-created_at")[:100]
-    counts = dict(
-        Task.objects.visible_to(request.user)
-        .values_list("status")
-        .annotate(n=Count("id"))
-        .values_list("status", "n")
-    )
-    return render(request, "tasks_app/home.html", {"tasks": tasks, "counts": counts})
+    """The requester's own tasks (U4); polls while one of them is queued or running."""
+    return _task_list(request, Task.objects.filter(owner=request.user), scope="mine")
+
+
+@reviewer_required
+@require_GET
+def task_list_all(request: HttpRequest) -> HttpResponse:
+    return _task_list(request, Task.objects.all(), scope="all")
+
+
+def _task_list(request: HttpRequest, base: Any, *, scope: str) -> HttpResponse:
+    status = request.GET.get("status", "")
+    counts = dict(base.order_by().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    qs = base.for_list().order_by("-created_at", "-id")
+    if status in TaskStatus.values:
+        qs = qs.filter(status=status)
+    page = Paginator(qs, TASKS_PER_PAGE).get_page(request.GET.get("page"))
+    polling = any(counts.get(s, 0) for s in POLLING_STATUSES)
+    context = {
+        "page": page,
+        "tasks": page.object_list,
+        "counts": [(s, TaskStatus(s).label, counts.get(s, 0)) for s in TaskStatus.values],
+        "status_filter": status,
+        "scope": scope,
+        "polling": polling,
+        "list_url": request.get_full_path(),
+    }
+    if wants_fragment(request, "task-list"):
+        return render_fragment(request, "tasks_app/task_list.html#task_list", context)
+    return render_page(request, "tasks_app/task_list.html", context)
+
+
+# --- New task ------------------------------------------------------------------------------
 
 
 @login_required
-def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
+def task_new(request: HttpRequest) -> HttpResponse:
+    form = TaskCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            task = services.task_create(
+                owner=request.user,
+                title=data["title"],
+                request=data["request"],
+                rules=data["rules"],
+                plan=data["plan"],
+                validation_policy=data["validation_policy"],
+            )
+        except DomainError as exc:
+            form.add_error(None, exc.message)
+        else:
+            messages.success(request, f"Task #{task.pk} created; the agent will start shortly.")
+            return redirect("task_detail", task_id=task.pk)
+    status = 422 if request.method == "POST" else 200
+    return render_page(request, "tasks_app/task_new.html", {"form": form}, status=status)
+
+
+# --- Task detail ---------------------------------------------------------------------------
+
+
+def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
+    """Everything the detail page shows, in a bounded number of queries whatever the
+    size of the task: big text columns come as a head + length, and a section over
+    ``UI_LAZY_SECTION_CHARS`` is left to a lazy fragment (U2)."""
+    limit = settings.UI_LAZY_SECTION_CHARS
+    qs = (
+        Task.objects.visible_to(request.user)
+        .select_related("owner", "claimed_by")
+        .defer("request", "rules", "final_answer")
+        .annotate(
+            request_len=Length("request"),
+            request_head=Left("request", limit),
+            rules_len=Length("rules"),
+            rules_head=Left("rules", limit),
+            answer_len=Length("final_answer"),
+            answer_head=Left("final_answer", limit),
+        )
+    )
     try:
-        task = Task.objects.visible_to(request.user).select_related("owner").get(pk=task_id)
+        task = qs.get(pk=task_id)
     except Task.DoesNotExist:
         raise Http404("No such task") from None
-    events = task.events.select_related("actor")
-    return render(request, "tasks_app/task_detail.html", {"task": task, "events": events})
+
+    snapshots = list(
+        ValidationSnapshot.objects.filter(task=task)
+        .without_bodies()
+        .select_related("requested_by")
+        .annotate(
+            input_len=Length("rendered_input"),
+            system_len=Length("system_prompt"),
+            raw_len=Length(Cast("raw_responses", TextField())),
+        )
+        .order_by("created_at", "id")
+    )
+    originals = [s for s in snapshots if s.kind == SnapshotKind.VALIDATION]
+    latest = originals[-1] if originals else None
+    selected = latest
+    wanted = request.GET.get("snapshot")
+    if wanted and wanted.isdigit():
+        selected = next((s for s in snapshots if s.pk == int(wanted)), selected)
+    bodies: dict[str, Any] = {}
+    if selected is not None:
+        small = [
+            field
+            for field, size in (
+                ("rendered_input", selected.input_len),
+                ("system_prompt", selected.system_len),
+                ("raw_responses", selected.raw_len),
+            )
+            if (size or 0) <= limit
+        ]
+        if small:
+            bodies = ValidationSnapshot.objects.filter(pk=selected.pk).values(*small).get()
+
+    evidence = list(
+        ToolEvidence.objects.filter(task=task)
+        .without_content()
+        .annotate(size=Length("content"))
+        .order_by("attempt_index", "run_id", "sequence")
+    )
+    runs = list(
+        Run.objects.filter(task=task)
+        .defer("output_text")
+        .annotate(
+            message_count=Count("messages", distinct=True),
+            evidence_count=Count("tool_evidence", distinct=True),
+            output_len=Length("output_text"),
+        )
+        .order_by("attempt_index", "graph_index", "id")
+    )
+    events = list(TaskEvent.objects.filter(task=task).select_related("actor"))
+    feedback = list(Feedback.objects.filter(task=task).select_related("author"))
+    return {
+        "task": task,
+        "lazy_limit": limit,
+        "snapshots": snapshots,
+        "latest": latest,
+        "selected": selected,
+        "selected_input": bodies.get("rendered_input"),
+        # A multi-megabyte input waits for a click instead of loading when scrolled to.
+        "input_click": bool(selected and (selected.input_len or 0) > 1_000_000),
+        "selected_system": bodies.get("system_prompt"),
+        "selected_raw": bodies.get("raw_responses"),
+        "verdict": (latest.result or {}) if latest else {},
+        "evidence": evidence,
+        "evidence_chars": sum(e.size or 0 for e in evidence),
+        "runs": runs,
+        "timeline": _timeline(events, feedback, runs, snapshots),
+        "can_act": can_act(request.user, task),
+        "can_claim": is_reviewer(request.user),
+        "is_staff_role": is_staff_role(request.user),
+        "polling": is_polling(task),
+        "claim_live": task.claim_is_live(),
+        "claimed_by_me": task.claimed_by_id == request.user.pk,
+        "note_form": NoteForm(),
+        "notes": [f for f in feedback if f.action == FeedbackAction.NOTE],
+    }
+
+
+def _timeline(
+    events: list[TaskEvent], feedback: list[Feedback], runs: list[Run], snapshots: list[ValidationSnapshot]
+) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    for e in events:
+        who = e.actor.get_username() if e.actor else e.actor_kind
+        items.append({"at": e.at, "kind": "status", "event": e, "who": who})
+    for f in feedback:
+        items.append({"at": f.created_at, "kind": f.action, "feedback": f})
+    for r in runs:
+        items.append({"at": r.started_at, "kind": "run", "run": r})
+    for s in snapshots:
+        items.append({"at": s.created_at, "kind": s.kind, "snapshot": s})
+    items.sort(key=lambda item: item["at"])
+    return items
+
+
+@login_required
+@require_GET
+def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
+    return render_page(request, "tasks_app/task_detail.html", detail_context(request, task_id))
+
+
+# --- Lazy sections -------------------------------------------------------------------------
+
+TEXT_SECTIONS = {"request": "request", "rules": "rules", "answer": "final_answer"}
+
+
+@login_required
+@require_GET
+def task_section(request: HttpRequest, task_id: int, section: str) -> HttpResponse:
+    """One big text column of the task, loaded on demand."""
+    field = TEXT_SECTIONS.get(section)
+    if field is None:
+        raise Http404("No such section")
+    task = visible_task(request, task_id)
+    text = Task.objects.filter(pk=task.pk).values_list(field, flat=True).get()
+    return render_fragment(
+        request, "tasks_app/_text_block.html", {"text": text, "block_id": f"{section}-{task.pk}"}
+    )
+
+
+def _visible_snapshot(request: HttpRequest, task_id: int, snapshot_id: int, *fields: str) -> ValidationSnapshot:
+    task = visible_task(request, task_id)
+    try:
+        return (
+            ValidationSnapshot.objects.filter(task=task)
+            .only("id", "task_id", "attempt_index", "kind", *fields)
+            .get(pk=snapshot_id)
+        )
+    except ValidationSnapshot.DoesNotExist:
+        raise Http404("No such validation") from None
+
+
+@login_required
+@require_GET
+def snapshot_section(request: HttpRequest, task_id: int, snapshot_id: int, section: str) -> HttpResponse:
+    """The rendered validator input, its system prompt or the raw responses (U2)."""
+    if section == "input":
+        snap = _visible_snapshot(request, task_id, snapshot_id, "rendered_input")
+        return render_fragment(
+            request, "tasks_app/_viewer.html",
+            {"text": snap.rendered_input, "viewer_id": f"input-{snap.pk}", "snapshot": snap, "task_id": task_id},
+        )
+    if section == "system":
+        snap = _visible_snapshot(request, task_id, snapshot_id, "system_prompt")
+        return render_fragment(
+            request, "tasks_app/_viewer.html",
+            {"text": snap.system_prompt, "viewer_id": f"system-{snap.pk}", "snapshot": snap, "task_id": task_id, "part": "system"},
+        )
+    if section == "raw":
+        snap = _visible_snapshot(request, task_id, snapshot_id, "raw_responses", "schema_errors")
+        return render_fragment(request, "tasks_app/_raw_responses.html", {"raw": snap.raw_responses, "snapshot": snap})
+    raise Http404("No such section")
+
+
+@login_required
+@require_GET
+def snapshot_download(request: HttpRequest, task_id: int, snapshot_id: int) -> HttpResponse:
+    """The validator input exactly as sent, as a text file (U2)."""
+    part = request.GET.get("part", "input")
+    field = "system_prompt" if part == "system" else "rendered_input"
+    snap = _visible_snapshot(request, task_id, snapshot_id, field)
+    response = HttpResponse(getattr(snap, field), content_type="text/plain; charset=utf-8")
+    name = f"task-{task_id}-attempt-{snap.attempt_index}-{snap.kind}-{snap.pk}-{'system' if part == 'system' else 'input'}.txt"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+@login_required
+@require_GET
+def evidence_content(request: HttpRequest, task_id: int, evidence_id: int) -> HttpResponse:
+    """Full content of one tool result, loaded when the reviewer opens it (U2)."""
+    task = visible_task(request, task_id)
+    try:
+        item = ToolEvidence.objects.get(pk=evidence_id, task=task)
+    except ToolEvidence.DoesNotExist:
+        raise Http404("No such evidence") from None
+    return render_fragment(request, "tasks_app/_evidence_content.html", {"item": item})
+
+
+@login_required
+@require_GET
+def run_transcript(request: HttpRequest, task_id: int, run_id: int) -> HttpResponse:
+    task = visible_task(request, task_id)
+    try:
+        run = Run.objects.get(pk=run_id, task=task)
+    except Run.DoesNotExist:
+        raise Http404("No such run") from None
+    transcript = list(RunMessage.objects.filter(run=run).order_by("index").defer("payload"))
+    return render_fragment(request, "tasks_app/_transcript.html", {"run": run, "transcript": transcript})
+
+
+# --- Live progress ---------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def task_progress(request: HttpRequest, task_id: int) -> HttpResponse:
+    """Polled while an attempt is queued or running (U4). When the task changed status
+    since the page was drawn, the whole task view is re-fetched into ``#main`` (no full
+    reload); otherwise the steps and tool calls so far are returned."""
+    task = visible_task(request, task_id)
+    seen = request.GET.get("seen", "")
+    if seen.isdigit() and int(seen) != task.version:
+        response = HttpResponse(status=200)
+        response["HX-Location"] = json.dumps(
+            {"path": reverse("task_detail", args=[task.pk]), "target": "#main", "push": "false"}
+        )
+        return response
+    runs = list(
+        Run.objects.filter(task=task, attempt_index=task.attempt_count)
+        .defer("output_text")
+        .order_by("graph_index", "id")
+    )
+    calls = list(
+        ToolEvidence.objects.filter(task=task, attempt_index=task.attempt_count)
+        .without_content()
+        .order_by("-created_at", "-id")[:30]
+    )
+    return render_fragment(
+        request, "tasks_app/_progress.html",
+        {"task": task, "progress_runs": runs, "progress_calls": calls, "polling": is_polling(task)},
+    )
+
+
+# --- Actions ---------------------------------------------------------------------------------
+
+
+def _refusal_status(exc: DomainError) -> int:
+    return exc.http_status if exc.http_status in (409, 422) else 409
+
+
+@login_required
+@require_POST
+def task_feedback(request: HttpRequest, task_id: int) -> HttpResponse:
+    """satisfied / revise / abandon (U3). The form carries the task version the person
+    saw; a task that changed since is refused with a message and nothing is applied."""
+    task = visible_task(request, task_id)
+    if not can_act(request.user, task):
+        raise PermissionDenied("Only the requester or a reviewer can decide on this task.")
+    form = FeedbackForm(request.POST)
+    status = 200
+    if not form.is_valid():
+        messages.error(request, "The action was not understood: " + "; ".join(
+            f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        status = 422
+        return_to = request.POST.get("return_to", "")
+    else:
+        data = form.cleaned_data
+        return_to = data["return_to"]
+        try:
+            task = services.task_apply_feedback(
+                task_id=task.pk,
+                actor=request.user,
+                action=data["action"],
+                comment=data["comment"],
+                expected_version=data["version"],
+            )
+        except DomainError as exc:
+            messages.error(request, f"Not applied: {exc.message}")
+            status = _refusal_status(exc)
+        else:
+            label = dict(FeedbackAction.choices)[data["action"]]
+            messages.success(request, f"#{task.pk} {task.title}: {label.lower()} → {task.get_status_display()}.")
+    return _after_action(request, task.pk, return_to=return_to, status=status)
+
+
+def _after_action(request: HttpRequest, task_id: int, *, return_to: str, status: int) -> HttpResponse:
+    ok = status == 200
+    if return_to == "queue" and is_staff_role(request.user):
+        from tasks_app.views_review import queue_response
+
+        filters = QueryDict(request.POST.get("filters", ""))
+        if request.htmx:
+            return queue_response(request, filters, fragment="queue_list", status=status)
+        return redirect(reverse("review_queue") + ("?" + filters.urlencode() if filters else ""))
+    if ok and return_to == "queue-after" and is_staff_role(request.user):
+        # Reviewer acted from the task page: back to the queue, without a full reload.
+        if request.htmx:
+            response = HttpResponse(status=200)
+            response["HX-Location"] = json.dumps({"path": reverse("review_queue"), "target": "#main"})
+            return response
+        return redirect("review_queue")
+    if request.htmx:
+        return render_page(request, "tasks_app/task_detail.html", detail_context(request, task_id), status=status)
+    return redirect("task_detail", task_id=task_id)
+
+
+@login_required
+@require_POST
+def task_claim(request: HttpRequest, task_id: int) -> HttpResponse:
+    """Claim or release a task for review (U3); a claim held by someone else is refused
+    unless the reviewer explicitly takes it over."""
+    task = visible_task(request, task_id)
+    if not is_reviewer(request.user):
+        raise PermissionDenied("Only reviewers claim tasks.")
+    op = request.POST.get("op", "claim")
+    force = request.POST.get("force") == "1"
+    status = 200
+    try:
+        if op == "release":
+            services.task_release_claim(task_id=task.pk, reviewer=request.user, force=force)
+            messages.info(request, f"Released #{task.pk}.")
+        else:
+            services.task_claim(task_id=task.pk, reviewer=request.user, force=force)
+            messages.success(request, f"You {'took over' if force else 'claimed'} #{task.pk}.")
+    except DomainError as exc:
+        messages.error(request, f"Not applied: {exc.message}")
+        status = _refusal_status(exc)
+    return _after_action(request, task.pk, return_to="", status=status)
+
+
+@login_required
+@require_POST
+def task_note(request: HttpRequest, task_id: int) -> HttpResponse:
+    task = visible_task(request, task_id)
+    if not can_act(request.user, task):
+        raise PermissionDenied("Only the requester or a reviewer can add notes.")
+    form = NoteForm(request.POST)
+    status = 200
+    if form.is_valid():
+        try:
+            services.task_add_note(task_id=task.pk, actor=request.user, comment=form.cleaned_data["comment"])
+            messages.success(request, "Note added.")
+        except DomainError as exc:
+            messages.error(request, exc.message)
+            status = _refusal_status(exc)
+    else:
+        messages.error(request, "A note must not be empty.")
+        status = 422
+    return _after_action(request, task.pk, return_to="", status=status)
+
