@@ -58,6 +58,7 @@ class ValidationPrompt:
     head: str  # request and rules
     evidence: str
     tail: str  # history, earlier feedback and the answer (last)
+    answer: str = ""
 
     @property
     def user(self) -> str:
@@ -126,7 +127,11 @@ def build_prompt(
         ]
     )
     return ValidationPrompt(
-        system=system_prompt(template), head=head, evidence=render_evidence(packet), tail=tail
+        system=system_prompt(template),
+        head=head,
+        evidence=render_evidence(packet),
+        tail=tail,
+        answer=answer,
     )
 
 

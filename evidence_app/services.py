@@ -1,0 +1,349 @@
+"""Validation and replay (SPEC V2, V3, V6, V7, V8, V9, V11).
+
+The validator model is called outside any database transaction (a model call can take
+minutes; no row lock is held meanwhile). The result is written in one atomic block:
+the ``ValidationSnapshot`` and the task's V2 transition through ``task_transition``,
+under the task's row lock, after re-checking that the attempt is still being validated.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from evidence_app.models import SnapshotKind, ValidationSnapshot, ValidationStatus
+from evidence_app.packets import TaskEvidencePacket, build_packet
+from evidence_app.validator.judging import Judgement, judge_prompt
+from evidence_app.validator.prompt import HistoryMessage, build_prompt, format_feedback
+from evidence_app.validator.schema import ValidationResult
+from evidence_app.validator.templates import DEFAULT_TEMPLATE, TemplateVersion, get_template
+from tasks_app.models import Feedback, Run, RunKind, Task, ValidationPolicy
+from tasks_app.states import TaskStatus
+
+log = logging.getLogger(__name__)
+
+__all__ = ["replay_validation", "validation_run", "validation_applies"]
+
+
+def validation_applies(task: Task) -> bool:
+    """V6 policy: ``always``; ``never``; ``keywords``: only when the request mentions one
+    of the task's keywords (case-insensitive)."""
+    if task.validation_policy == ValidationPolicy.NEVER:
+        return False
+    if task.validation_policy == ValidationPolicy.KEYWORDS:
+        request = task.request.lower()
+        return any(
+            str(k).strip().lower() in request
+            for k in task.validation_keywords or []
+            if str(k).strip()
+        )
+    return True
+
+
+def _history(task: Task, *, attempt_index: int, before: datetime | None) -> list[HistoryMessage]:
+    """The task's conversation before this attempt's verdict: earlier attempts' answers
+    and people's feedback and notes, oldest first."""
+    messages: list[HistoryMessage] = []
+    runs = Run.objects.filter(
+        task=task, attempt_index__lt=attempt_index, kind__in=[RunKind.MAIN, RunKind.SYNTHESIS]
+    ).order_by("attempt_index", "graph_index", "id")
+    latest_answer: dict[int, Run] = {}
+    for run in runs:
+        if run.output_text:
+            latest_answer[run.attempt_index] = run
+    for index, run in sorted(latest_answer.items()):
+        messages.append(
+            HistoryMessage(
+                at=run.finished_at or run.started_at,
+                role=f"agent (answer of attempt {index})",
+                text=run.output_text,
+            )
+        )
+    feedback = Feedback.objects.filter(task=task).select_related("author")
+    if before is not None:
+        feedback = feedback.filter(created_at__lt=before)
+    for item in feedback.order_by("created_at", "id"):
+        who = item.author.get_username() if item.author else "someone"
+        text = item.comment or item.get_action_display()
+        messages.append(
+            HistoryMessage(at=item.created_at, role=f"{who} ({item.action})", text=text)
+        )
+    messages.sort(key=lambda m: m.at)
+    return messages
+
+
+def _previous_feedback(task: Task, *, attempt_index: int) -> list[str]:
+    earlier = (
+        ValidationSnapshot.objects.originals()
+        .filter(task=task, attempt_index__lt=attempt_index)
+        .order_by("attempt_index", "created_at", "id")
+        .only("attempt_index", "result", "status")
+    )
+    return [
+        format_feedback(s.attempt_index, {"status": s.status, **(s.result or {})}) for s in earlier
+    ]
+
+
+@dataclass(frozen=True)
+class _Plan:
+    packet: TaskEvidencePacket
+    answer: str
+    template: TemplateVersion
+    model_name: str
+
+
+def _judge(plan: _Plan, *, task: Task, history_before: datetime | None) -> Judgement:
+    prompt = build_prompt(
+        plan.packet,
+        template=plan.template,
+        answer=plan.answer,
+        history=_history(task, attempt_index=plan.packet.attempt_index, before=history_before),
+        previous_feedback=_previous_feedback(task, attempt_index=plan.packet.attempt_index),
+    )
+    try:
+        from tasks_app.agents.models import resolve_model
+
+        model = resolve_model(plan.model_name)
+    except Exception as exc:  # ModelConfigurationError or an import problem: V8
+        reason = f"The validator model '{plan.model_name}' cannot be used: {exc}"
+        return Judgement(
+            result=ValidationResult.validator_error(reason),
+            system_prompt=prompt.system,
+            rendered_input=prompt.user,
+            error=reason,
+        )
+    try:
+        return judge_prompt(
+            prompt,
+            model=model,
+            model_name=plan.model_name,
+            retries=settings.VALIDATOR_SCHEMA_RETRIES,
+        )
+    except Exception as exc:  # never lose the attempt over a validator bug (V8)
+        log.exception("validator crashed on task %s", task.pk)
+        reason = f"The validator failed: {type(exc).__name__}: {exc}"
+        return Judgement(
+            result=ValidationResult.validator_error(reason),
+            system_prompt=prompt.system,
+            rendered_input=prompt.user,
+            error=reason,
+        )
+
+
+def _snapshot(
+    *,
+    task: Task,
+    plan: _Plan,
+    judgement: Judgement,
+    kind: str = SnapshotKind.VALIDATION,
+    replay_of: ValidationSnapshot | None = None,
+    requested_by: Any = None,
+) -> ValidationSnapshot:
+    packet = plan.packet
+    result = judgement.result
+    store = settings.VALIDATION_STORE_PROMPT
+    return ValidationSnapshot.objects.create(
+        task=task,
+        attempt_index=packet.attempt_index,
+        kind=kind,
+        replay_of=replay_of,
+        requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
+        status=result.status,
+        score=result.score,
+        failure_category=result.failure_category,
+        result=result.model_dump(mode="json"),
+        evidence_run_ids=[run.run_id for run in packet.all_runs],
+        session_ids=[run.session_id for run in packet.all_runs],
+        tool_result_count=packet.tool_result_count,
+        evidence_chars=packet.evidence_chars,
+        raw_responses=judgement.raw_responses,
+        system_prompt=judgement.system_prompt if store else "",
+        rendered_input=judgement.rendered_input if store else "",
+        rendered_input_chars=len(judgement.rendered_input),
+        prompt_stored=store,
+        template_name=plan.template.name,
+        template_version=plan.template.version,
+        model_name=plan.model_name,
+        latency_ms=judgement.latency_ms,
+        input_tokens=judgement.input_tokens,
+        output_tokens=judgement.output_tokens,
+        request_count=judgement.request_count,
+        schema_retry_count=judgement.schema_retry_count,
+        schema_errors=judgement.schema_errors,
+        error=judgement.error,
+        chunk_verdicts=judgement.chunk_verdicts,
+    )
+
+
+def _answer_is_usable(answer: str, result: ValidationResult) -> bool:
+    """A usable answer: non-empty, not the runtime's "could not produce" fallback, and
+    not judged a refusal."""
+    if not answer.strip() or result.failure_category == "refusal":
+        return False
+    try:
+        from tasks_app.agents.loop import NO_USABLE_ANSWER
+    except ImportError:  # pragma: no cover - the runtime is part of the project
+        return True
+    return answer.strip() != NO_USABLE_ANSWER.strip()
+
+
+def _v2_target(
+    task: Task, result: ValidationResult, answer: str
+) -> tuple[str, dict[str, Any], str]:
+    """(to_status, updates, reason) for a verdict on the task's current attempt (V2, V3)."""
+    status = result.status
+    summary = f"validator: {status}" + (
+        f" ({result.failure_category})" if result.failure_category else ""
+    )
+    if status == ValidationStatus.ACCEPTED:
+        return TaskStatus.AWAITING_FEEDBACK, {"validation_outcome": "accepted"}, summary
+    if status == ValidationStatus.REJECTED:
+        if task.attempt_count < task.max_attempts:
+            return (
+                TaskStatus.NEEDS_REVISION,
+                {"validation_outcome": None},
+                f"{summary}; retrying (attempt {task.attempt_count + 1} of {task.max_attempts})",
+            )
+        if _answer_is_usable(answer, result):
+            return (
+                TaskStatus.NEEDS_REVIEW,
+                {"validation_outcome": None},
+                f"{summary} on the last attempt; a person decides",
+            )
+        return (
+            TaskStatus.FAILED,
+            {"validation_outcome": None},
+            f"{summary} on the last attempt with no usable answer",
+        )
+    # insufficient_evidence, validator_error: a person looks; never silently passed (V8).
+    reason = summary + (
+        f": {result.issues[0]}" if status == "validator_error" and result.issues else ""
+    )
+    return TaskStatus.NEEDS_REVIEW, {"validation_outcome": None}, reason
+
+
+def _existing(task_id: int, attempt_index: int) -> ValidationSnapshot | None:
+    return (
+        ValidationSnapshot.objects.originals()
+        .filter(task_id=task_id, attempt_index=attempt_index)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def validation_run(*, task_id: int, attempt_index: int) -> ValidationSnapshot | None:
+    """Validate the answer of ``attempt_index`` per the task's policy, store the snapshot
+    and apply the V2 transition. Idempotent: for a task no longer ``validating`` this
+    attempt (a redelivered job) it changes nothing and returns the stored snapshot, if any.
+    Returns None when no validation ran (policy ``never``/no keyword, empty answer).
+    """
+    from tasks_app.services import attempt_enqueue, task_transition
+
+    task = Task.objects.filter(pk=task_id).first()
+    if task is None:
+        return None
+    if task.status != TaskStatus.VALIDATING or task.attempt_count != attempt_index:
+        return _existing(task_id, attempt_index)
+
+    if not validation_applies(task):
+        with transaction.atomic():
+            task_transition(
+                task_id=task_id,
+                to_status=TaskStatus.AWAITING_FEEDBACK,
+                actor_kind="validator",
+                reason=f"validation skipped (policy '{task.validation_policy}')",
+                expected_from=TaskStatus.VALIDATING,
+                updates={"validation_outcome": None},
+            )
+        return None
+
+    packet = build_packet(task, attempt_index)
+    answer = packet.final_output or task.final_answer
+    if not answer.strip():
+        # V6: nothing to validate, no model call; the attempt has no usable answer.
+        with transaction.atomic():
+            task_transition(
+                task_id=task_id,
+                to_status=TaskStatus.FAILED,
+                actor_kind="validator",
+                reason="empty answer: no usable answer, validation skipped",
+                expected_from=TaskStatus.VALIDATING,
+            )
+        return None
+
+    plan = _Plan(
+        packet=packet,
+        answer=answer,
+        template=get_template(DEFAULT_TEMPLATE),
+        model_name=settings.VALIDATOR_MODEL,
+    )
+    judgement = _judge(plan, task=task, history_before=None)
+
+    with transaction.atomic():
+        # Row lock, then re-check: a second delivery of this job that judged in parallel,
+        # or an abandon meanwhile, finds the task moved on and writes nothing.
+        locked = Task.objects.select_for_update().get(pk=task_id)
+        if locked.status != TaskStatus.VALIDATING or locked.attempt_count != attempt_index:
+            return _existing(task_id, attempt_index)
+        snapshot = _snapshot(task=locked, plan=plan, judgement=judgement)
+        to_status, updates, reason = _v2_target(locked, judgement.result, answer)
+        task_transition(
+            task_id=task_id,
+            to_status=to_status,
+            actor_kind="validator",
+            reason=reason,
+            expected_from=TaskStatus.VALIDATING,
+            updates=updates,
+        )
+        if to_status == TaskStatus.NEEDS_REVISION:
+            # The retry prompt reads this snapshot's result (issues, category, revision).
+            attempt_enqueue(task_id)
+    return snapshot
+
+
+def replay_validation(
+    *,
+    snapshot: ValidationSnapshot,
+    template: str | None = None,
+    model: str | None = None,
+    requested_by: Any = None,
+) -> ValidationSnapshot:
+    """Re-run the validator on the stored packet of ``snapshot``'s attempt with another
+    template and/or model (V9). Stores a ``replay`` snapshot linked to the original and
+    never changes the task."""
+    original = snapshot.replay_of or snapshot
+    task = original.task
+    packet = build_packet(task, original.attempt_index)
+    answer = packet.final_output or (
+        task.final_answer if original.attempt_index == task.attempt_count else ""
+    )
+    plan = _Plan(
+        packet=packet,
+        answer=answer,
+        template=get_template(template or original.template_name or DEFAULT_TEMPLATE),
+        model_name=model or original.model_name or settings.VALIDATOR_MODEL,
+    )
+    if not answer.strip():
+        reason = "The stored attempt has no answer to validate."
+        judgement = Judgement(
+            result=ValidationResult.validator_error(reason),
+            system_prompt="",
+            rendered_input="",
+            error=reason,
+        )
+    else:
+        # The history the original saw: nothing said after it was made.
+        judgement = _judge(plan, task=task, history_before=original.created_at)
+    return _snapshot(
+        task=task,
+        plan=plan,
+        judgement=judgement,
+        kind=SnapshotKind.REPLAY,
+        replay_of=original,
+        requested_by=requested_by,
+    )

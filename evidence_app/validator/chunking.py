@@ -1,0 +1,218 @@
+"""Judging evidence in ordered chunks when it exceeds the model's budget (SPEC V11).
+
+Nothing is truncated silently. When system prompt + user message exceed the validator
+model's context budget (``VALIDATOR_CONTEXT_CHARS[model]``, else
+``VALIDATOR_DEFAULT_CONTEXT_CHARS``, in characters), the evidence is split in order
+into parts that fit beside the fixed sections (request, rules, history, earlier
+feedback, answer). A part never cuts a wrapped block open: a block split across parts
+is closed at the end of one part and reopened, labelled "(continued)", in the next.
+
+Each part is judged on its own ("is the answer supported by *this* part?"), every
+part's verdict is kept, and the verdicts are combined:
+
+1. a part that produced no valid verdict → ``validator_error`` (the task goes to a person);
+2. any part ``rejected`` (a clear contradiction) → ``rejected``;
+3. any part ``accepted`` (that part alone supports every claim) → ``accepted``;
+4. otherwise each part lists the claims it could not support. A claim quoted from the
+   answer is a gap only if *every* part lists it (another part may support it); any
+   other gap (e.g. sources disagreeing) is kept from every part. Gaps or a requirement
+   every part reports missing → ``insufficient_evidence``; none → ``accepted``.
+
+If even the fixed sections leave no room for evidence, the status is
+``validator_error`` with that reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from evidence_app.external import TAG, WARNING
+from evidence_app.validator.schema import ValidationResult
+
+# Room kept per part for the part note and a closing/reopening wrapper.
+PART_OVERHEAD_CHARS = 600
+MIN_EVIDENCE_CHARS = 2_000
+
+CHUNK_ADDENDUM = """
+
+The evidence is too long for one request, so you see it in parts; this request holds
+ONE part (the part number is given in the evidence section). Judge the answer against
+THIS part only:
+- "accepted": every claim of the answer is supported by this part;
+- "rejected": only if this part clearly contradicts the answer;
+- otherwise "insufficient_evidence", listing in "evidence_gaps" each claim of the answer
+  this part does not support, as: Not supported by the evidence: "<the claim, quoted
+  exactly from the answer>". Other parts may support it; do not call it fabricated."""
+
+_OPEN_RE = re.compile(rf'^<{TAG} label="(?P<label>[^"]*)">$')
+_CLOSE = f"</{TAG}>"
+_QUOTED_RE = re.compile(r'"(.+)"')
+
+
+def context_budget(model_name: str) -> int:
+    return int(
+        settings.VALIDATOR_CONTEXT_CHARS.get(model_name, settings.VALIDATOR_DEFAULT_CONTEXT_CHARS)
+    )
+
+
+@dataclass(frozen=True)
+class EvidencePart:
+    index: int  # 1-based
+    count: int
+    text: str
+    start: int  # offsets in the unsplit evidence
+    end: int
+
+
+def split_evidence(evidence: str, capacity: int) -> list[EvidencePart]:
+    """Cut ``evidence`` into ordered parts of at most ``capacity`` characters (plus a
+    closing/reopening wrapper line) without leaving a wrapped block open."""
+    if capacity < 1:
+        raise ValueError("capacity must be positive")
+    pieces: list[tuple[str, int, int]] = []
+    lines = evidence.split("\n")
+    current: list[str] = []
+    size = 0
+    start = 0
+    offset = 0
+    open_label: str | None = None
+    reopen = ""
+
+    def flush(end: int) -> None:
+        nonlocal current, size, start, reopen
+        text = reopen + "\n".join(current)
+        if open_label is not None:
+            text += f"\n{_CLOSE}\n{WARNING}"
+            reopen = f'<{TAG} label="{open_label} (continued)">\n'
+        else:
+            reopen = ""
+        pieces.append((text, start, end))
+        current, size, start = [], 0, end
+
+    for line in lines:
+        # Lines longer than a part are cut (inside a block, so re-wrapped like any part).
+        segments = [line[i : i + capacity] for i in range(0, len(line), capacity)] or [""]
+        for segment in segments:
+            if current and size + len(segment) + 1 > capacity:
+                flush(offset)
+            current.append(segment)
+            size += len(segment) + 1
+            offset += len(segment)
+        offset += 1  # the newline
+        if (m := _OPEN_RE.match(line)) is not None:
+            open_label = m.group("label")
+        elif line == _CLOSE:
+            open_label = None
+    if current:
+        open_label = None  # the evidence itself closes every block it opens
+        flush(len(evidence))
+    count = len(pieces)
+    return [
+        EvidencePart(index=i, count=count, text=text, start=s, end=e)
+        for i, (text, s, e) in enumerate(pieces, start=1)
+    ]
+
+
+def part_note(part: EvidencePart) -> str:
+    return (
+        f"(Evidence part {part.index} of {part.count}: characters {part.start}–{part.end} of "
+        "the rendered evidence. Judge the answer against this part only.)"
+    )
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _claim_quote(gap: str, answer: str) -> str | None:
+    """The answer text a gap quotes, if it quotes the answer."""
+    match = _QUOTED_RE.search(gap)
+    if match and _norm(match.group(1)) in _norm(answer):
+        return _norm(match.group(1))
+    return None
+
+
+def combine(verdicts: list[ValidationResult], *, answer: str) -> ValidationResult:
+    """One verdict from the verdicts of every part (rules in the module docstring)."""
+    if not verdicts:
+        return ValidationResult.validator_error("No evidence part was judged.")
+    errors = [v for v in verdicts if v.status == "validator_error"]
+    if errors:
+        return ValidationResult.validator_error(
+            "Part verdicts incomplete: " + "; ".join(i for v in errors for i in v.issues)
+        )
+    rejected = [v for v in verdicts if v.status == "rejected"]
+    if rejected:
+        first = rejected[0]
+        return ValidationResult(
+            status="rejected",
+            score=min(v.score for v in rejected if v.score is not None)
+            if any(v.score is not None for v in rejected)
+            else None,
+            issues=_unique(i for v in rejected for i in v.issues),
+            missing_requirements=_unique(m for v in rejected for m in v.missing_requirements),
+            evidence_gaps=_unique(g for v in rejected for g in v.evidence_gaps),
+            recommended_revision_prompt=" ".join(
+                _unique(v.recommended_revision_prompt for v in rejected)
+            ).strip(),
+            failure_category=first.failure_category or "unsupported_claim",
+            reasoning=f"Rejected in {len(rejected)} of {len(verdicts)} evidence part(s). "
+            + " ".join(_unique(v.reasoning for v in rejected)),
+        )
+    accepted = [v for v in verdicts if v.status == "accepted"]
+    if accepted:
+        return accepted[0].model_copy(
+            update={
+                "reasoning": f"Accepted on evidence part(s) alone ({len(accepted)} of "
+                f"{len(verdicts)}). " + accepted[0].reasoning
+            }
+        )
+    # Every part is insufficient: a claim gap survives only if no part supports it.
+    per_part_claims = []
+    other_gaps: list[str] = []
+    first_text: dict[str, str] = {}
+    for verdict in verdicts:
+        claims = set()
+        for gap in verdict.evidence_gaps:
+            quote = _claim_quote(gap, answer)
+            if quote is None:
+                other_gaps.append(gap)
+            else:
+                claims.add(quote)
+                first_text.setdefault(quote, gap)
+        per_part_claims.append(claims)
+    unsupported = set.intersection(*per_part_claims) if per_part_claims else set()
+    gaps = _unique([first_text[q] for q in sorted(unsupported)] + other_gaps)
+    missing_sets = [{_norm(m) for m in v.missing_requirements} for v in verdicts]
+    missing_everywhere = set.intersection(*missing_sets) if missing_sets else set()
+    missing = _unique(
+        m for v in verdicts for m in v.missing_requirements if _norm(m) in missing_everywhere
+    )
+    scores = [v.score for v in verdicts if v.score is not None]
+    if not gaps and not missing:
+        return ValidationResult(
+            status="accepted",
+            score=max(scores) if scores else None,
+            reasoning=f"Every claim is supported by one of the {len(verdicts)} evidence parts.",
+        )
+    return ValidationResult(
+        status="insufficient_evidence",
+        score=min(scores) if scores else None,
+        issues=_unique([*missing, *gaps]),
+        missing_requirements=missing,
+        evidence_gaps=gaps,
+        failure_category=None,
+        reasoning=f"Judged in {len(verdicts)} evidence parts; {len(gaps)} gap(s) remain after "
+        "combining them.",
+    )
+
+
+def _unique(items):  # type: ignore[no-untyped-def]
+    seen: list[str] = []
+    for item in items:
+        if item and item not in seen:
+            seen.append(item)
+    return seen

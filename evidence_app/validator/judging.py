@@ -1,0 +1,154 @@
+"""Run the validator model over one attempt's prompt (single request or V11 parts).
+
+No database writes here: ``judge_prompt`` returns a ``Judgement`` that
+``evidence_app.services`` stores as a ``ValidationSnapshot``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
+from pydantic_ai.models import Model
+
+from evidence_app.validator.chunking import (
+    CHUNK_ADDENDUM,
+    MIN_EVIDENCE_CHARS,
+    PART_OVERHEAD_CHARS,
+    combine,
+    context_budget,
+    part_note,
+    split_evidence,
+)
+from evidence_app.validator.prompt import ValidationPrompt
+from evidence_app.validator.schema import SCHEMA_DESCRIPTION, ValidationResult
+from evidence_app.validator.strict import StrictOutcome, strict_request
+
+PART_SEPARATOR = "\n\n===== VALIDATOR REQUEST {index} OF {count} =====\n\n"
+
+
+@dataclass
+class Judgement:
+    """Everything one validation produced, ready to be stored (V7)."""
+
+    result: ValidationResult
+    system_prompt: str
+    rendered_input: str
+    raw_responses: list[dict[str, Any]] = field(default_factory=list)
+    schema_errors: list[dict[str, Any]] = field(default_factory=list)
+    schema_retry_count: int = 0
+    request_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: int = 0
+    error: str = ""
+    chunk_verdicts: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, outcome: StrictOutcome[ValidationResult], *, part: int | None) -> None:
+        """Count every request of an outcome, retries included (O4: nothing unbilled)."""
+        for response in outcome.responses:
+            self.raw_responses.append({**response.as_dict(), "part": part})
+        for failure in outcome.failures:
+            self.schema_errors.append({**failure.as_dict(), "part": part})
+        self.schema_retry_count += outcome.retry_count
+        self.request_count += outcome.request_count
+        self.input_tokens += outcome.input_tokens
+        self.output_tokens += outcome.output_tokens
+        self.latency_ms += outcome.latency_ms
+
+
+def _messages(system: str, user: str) -> list[ModelRequest]:
+    return [ModelRequest(parts=[SystemPromptPart(content=system), UserPromptPart(content=user)])]
+
+
+def _result_of(outcome: StrictOutcome[ValidationResult]) -> ValidationResult:
+    if outcome.value is not None:
+        return outcome.value
+    return ValidationResult.validator_error(
+        f"The validator gave no usable verdict ({outcome.stop_reason}): {outcome.error}"
+    )
+
+
+def judge_prompt(
+    prompt: ValidationPrompt, *, model: Model, model_name: str, retries: int
+) -> Judgement:
+    """Judge in one request when the prompt fits the model's budget, else in parts."""
+    budget = context_budget(model_name)
+    if prompt.total_chars <= budget:
+        judgement = Judgement(
+            result=ValidationResult.validator_error("not judged"),
+            system_prompt=prompt.system,
+            rendered_input=prompt.user,
+        )
+        outcome = strict_request(
+            model,
+            _messages(prompt.system, prompt.user),
+            ValidationResult,
+            retries=retries,
+            schema_hint=SCHEMA_DESCRIPTION,
+        )
+        judgement.add(outcome, part=None)
+        judgement.result = _result_of(outcome)
+        judgement.error = outcome.error
+        return judgement
+    return _judge_in_parts(prompt, model=model, budget=budget, retries=retries)
+
+
+def _judge_in_parts(
+    prompt: ValidationPrompt, *, model: Model, budget: int, retries: int
+) -> Judgement:
+    system = prompt.system + CHUNK_ADDENDUM
+    fixed = len(system) + len(prompt.user_with("")) + PART_OVERHEAD_CHARS
+    capacity = budget - fixed
+    if capacity < MIN_EVIDENCE_CHARS:
+        reason = (
+            f"Context overflow: the request, rules, history and answer alone take {fixed} "
+            f"characters of the validator's {budget}-character budget, leaving no room to "
+            "judge the evidence even in parts. A person must review this answer."
+        )
+        return Judgement(
+            result=ValidationResult.validator_error(reason),
+            system_prompt=system,
+            rendered_input=prompt.user,
+            error=reason,
+        )
+    parts = split_evidence(prompt.evidence, capacity)
+    judgement = Judgement(
+        result=ValidationResult.validator_error("not judged"),
+        system_prompt=system,
+        rendered_input="",
+    )
+    inputs: list[str] = []
+    verdicts: list[ValidationResult] = []
+    for part in parts:
+        user = prompt.user_with(part.text, evidence_note=part_note(part))
+        inputs.append(PART_SEPARATOR.format(index=part.index, count=part.count) + user)
+        outcome = strict_request(
+            model,
+            _messages(system, user),
+            ValidationResult,
+            retries=retries,
+            schema_hint=SCHEMA_DESCRIPTION,
+        )
+        judgement.add(outcome, part=part.index)
+        verdict = _result_of(outcome)
+        verdicts.append(verdict)
+        judgement.chunk_verdicts.append(
+            {
+                "part": part.index,
+                "of": part.count,
+                "evidence_start": part.start,
+                "evidence_end": part.end,
+                "input_chars": len(system) + len(user),
+                "status": verdict.status,
+                "result": verdict.model_dump(mode="json"),
+                "stop_reason": outcome.stop_reason,
+                "error": outcome.error,
+            }
+        )
+        if outcome.error:
+            judgement.error = (judgement.error + f"\npart {part.index}: {outcome.error}").strip()
+    judgement.rendered_input = "".join(inputs)
+    judgement.result = combine(verdicts, answer=prompt.answer)
+    return judgement
