@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter, defaultdict
-from datetime import date, timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.contrib import messages
@@ -238,7 +238,8 @@ STATUS_COLOURS = {
 def task_status_by_day(days: list[date]) -> list[dict[str, int]]:
     """How many tasks were in each status at the end of each day, replayed from the
     append-only event log (S3) and the creation times."""
-    end = days[-1] + timedelta(days=1)
+    tz = timezone.get_current_timezone()
+    end = datetime.combine(days[-1] + timedelta(days=1), time.min, tzinfo=tz)
     current: dict[int, str] = {}
     changes: list[tuple[Any, int, str]] = [
         (created, pk, TaskStatus.OPEN) for pk, created in Task.objects.filter(created_at__lt=end).values_list("pk", "created_at").iterator()
@@ -249,7 +250,6 @@ def task_status_by_day(days: list[date]) -> list[dict[str, int]]:
     changes.sort(key=lambda c: c[0])
     result: list[dict[str, int]] = []
     i = 0
-    tz = timezone.get_current_timezone()
     for day in days:
         while i < len(changes) and changes[i][0].astimezone(tz).date() <= day:
             _, pk, status = changes[i]
