@@ -194,7 +194,12 @@ def attempt_finish(*, claim: Claim, result: AgentResult | None, error: str = "")
                     reason=(
                         f"attempt {claim.attempt_index} produced an answer ({result.finish_reason})"
                     ),
-                    updates={"final_answer": result.output_text},
+                    # The attempt is over: no lease while the validator works.
+                    updates={
+                        "final_answer": result.output_text,
+                        "lease_token": "",
+                        "heartbeat_at": None,
+                    },
                 )
                 transaction.on_commit(lambda: _send_validation(claim.task_id, claim.attempt_index))
             else:

@@ -168,26 +168,22 @@ def is_transient_error(exc: BaseException) -> bool:
     return isinstance(exc, _TRANSIENT_TYPES)
 
 
-_thread_state = threading.local()
-
-
-def _thread_event_loop() -> asyncio.AbstractEventLoop:
-    """One event loop per thread, reused across requests so provider HTTP clients keep
-    working; team threads close theirs with ``close_thread_event_loop``."""
-    loop: asyncio.AbstractEventLoop | None = getattr(_thread_state, "loop", None)
-    if loop is None or loop.is_closed():
-        loop = asyncio.new_event_loop()
-        _thread_state.loop = loop
-    return loop
+def _run_coroutine(coro: Any) -> Any:
+    """Run one request on a fresh event loop and close it (no loop is left behind in
+    worker or team threads; pydantic-ai providers re-create their HTTP client when the
+    loop changes)."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            loop.close()
 
 
 def close_thread_event_loop() -> None:
-    """Close this thread's request loop (call at the end of a worker thread)."""
-    loop: asyncio.AbstractEventLoop | None = getattr(_thread_state, "loop", None)
-    if loop is not None and not loop.is_closed():
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
-    _thread_state.loop = None
+    """Kept for callers that close per-thread resources; requests leave no loop open."""
 
 
 def _request_settings(settings: ModelSettings | None) -> ModelSettings:
@@ -226,7 +222,7 @@ def model_request_with_retry(
     retry = 0
     while True:
         try:
-            return _thread_event_loop().run_until_complete(
+            return _run_coroutine(
                 model_request(
                     model,
                     list(messages),
