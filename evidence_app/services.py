@@ -347,3 +347,56 @@ def replay_validation(
         replay_of=original,
         requested_by=requested_by,
     )
+
+
+# --- Bulk replay (V9) ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplayEstimate:
+    tasks: int
+    input_chars: int
+
+    @property
+    def input_tokens(self) -> int:
+        """Rough token estimate: four characters per token."""
+        return self.input_chars // 4
+
+
+def replay_candidates(
+    *,
+    task_ids: list[int] | None = None,
+    task_statuses: list[str] | None = None,
+    validator_statuses: list[str] | None = None,
+    since: datetime | None = None,
+) -> list[ValidationSnapshot]:
+    """The latest original validation of every task matching the filters, newest first."""
+    snapshots = ValidationSnapshot.objects.originals().without_bodies().select_related("task")
+    if task_ids:
+        snapshots = snapshots.filter(task_id__in=task_ids)
+    if task_statuses:
+        snapshots = snapshots.filter(task__status__in=task_statuses)
+    if since is not None:
+        snapshots = snapshots.filter(created_at__gte=since)
+    latest: dict[int, ValidationSnapshot] = {}
+    for snapshot in snapshots.order_by("task_id", "-created_at", "-id"):
+        latest.setdefault(snapshot.task_id, snapshot)
+    chosen = list(latest.values())
+    if validator_statuses:
+        chosen = [s for s in chosen if s.status in validator_statuses]
+    chosen.sort(key=lambda s: (s.created_at, s.pk), reverse=True)
+    return chosen
+
+
+def replay_estimate(
+    snapshots: list[ValidationSnapshot], *, template: str | None = None
+) -> ReplayEstimate:
+    """Input size of replaying these snapshots: the size of the input each one sent
+    (recorded even when the input itself is not stored) plus the system prompt."""
+    from evidence_app.validator.prompt import system_prompt
+
+    chars = 0
+    for snapshot in snapshots:
+        name = template or snapshot.template_name or DEFAULT_TEMPLATE
+        chars += snapshot.rendered_input_chars + len(system_prompt(get_template(name)))
+    return ReplayEstimate(tasks=len({s.task_id for s in snapshots}), input_chars=chars)
