@@ -139,7 +139,8 @@ class _Page(BaseHTTPRequestHandler):
         else:
             body = (
                 b"<html><head><title>Harbour news</title><style>p{color:red}</style></head>"
-                b"<body><script>alert(1)</script><h1>Ships</h1><p>The ferry leaves at 9.</p></body></html>"
+                b"<body><script>alert(1)</script><h1>Ships</h1>"
+                b"<p>The ferry leaves at 9.</p></body></html>"
             )
             content_type = "text/html; charset=utf-8"
         self.send_response(200)
