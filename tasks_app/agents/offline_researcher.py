@@ -35,7 +35,7 @@ NOTHING_FOUND = (
     "answer it from evidence."
 )
 
-_DOC_HIT_RE = re.compile(r"^\s*\d+\.\s*\[doc (\d+)\]", re.MULTILINE)
+_DOC_HIT_RE = re.compile(r"^\s*(?:\d+\.|-)\s*\[doc (\d+)\]", re.MULTILINE)
 _TITLE_LINE_RE = re.compile(r"^Title:\s*(.+)$")
 _RENDERED_TITLE_RE = re.compile(r"title:\s*([^;\n]+?)\s*;")
 _SECTION_RE = re.compile(r"^##\s+(.+)$", re.MULTILINE)

@@ -201,9 +201,11 @@ def search_knowledge(query: str, limit: int = 5) -> ToolOutput:
         return ToolOutput(
             content=f"No documents match '{query}'.", payload={"query": query, "hits": []}
         )
-    lines = [f"{len(hits)} document(s) match '{query}' (best first):"]
-    for position, (doc, score) in enumerate(hits, start=1):
-        lines.append(f"{position}. [doc {doc.pk}] {doc.title} (score {score:.3f})")
+    # Plain list without counts or scores in the text (they are in the payload): figures
+    # here would read like competing facts to a grounding check.
+    lines = [f"Documents matching '{query}', best first:"]
+    for doc, _score in hits:
+        lines.append(f"- [doc {doc.pk}] {doc.title}")
         lines.append(f"   {_snippet(doc.body, terms)}")
     lines.append("Use read_document with a document_id to read a document in full.")
     return ToolOutput(

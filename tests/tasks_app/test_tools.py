@@ -54,7 +54,7 @@ def test_search_ranks_the_matching_document_first_and_read_returns_it_whole() ->
     search = run_tool("search_knowledge", {"query": "How long does parental leave last?"})
     assert not search.is_error
     assert search.payload["hits"][0]["id"] == target.pk
-    assert f"[doc {target.pk}] Parental Leave" in search.content.splitlines()[1]
+    assert search.content.splitlines()[1] == f"- [doc {target.pk}] Parental Leave"
 
     read = run_tool("read_document", {"document_id": target.pk})
     assert read.title == "Parental Leave"
