@@ -83,20 +83,31 @@ def split_evidence(evidence: str, capacity: int) -> list[EvidencePart]:
 
     def flush(end: int) -> None:
         nonlocal current, size, start, reopen
+        carried: list[str] = []
+        if open_label is not None and len(current) > 1 and _OPEN_RE.match(current[-1]):
+            # A block opened on the last line: move its opening to the next part
+            # instead of leaving an empty block here.
+            carried = [current.pop()]
+            end -= len(carried[0]) + 1
         text = reopen + "\n".join(current)
-        if open_label is not None:
+        if carried:
+            reopen = ""
+        elif open_label is not None:
             text += f"\n{_CLOSE}\n{WARNING}"
             reopen = f'<{TAG} label="{open_label} (continued)">\n'
         else:
             reopen = ""
         pieces.append((text, start, end))
-        current, size, start = [], 0, end
+        current, size, start = carried, sum(len(c) + 1 for c in carried), end
 
     for line in lines:
         # Lines longer than a part are cut (inside a block, so re-wrapped like any part).
         segments = [line[i : i + capacity] for i in range(0, len(line), capacity)] or [""]
         for segment in segments:
-            if current and size + len(segment) + 1 > capacity:
+            only_an_opening = len(current) == 1 and _OPEN_RE.match(current[0]) is not None
+            # Never start a part with a block's closing line (an empty "continued" block).
+            closing = segment == _CLOSE
+            if current and size + len(segment) + 1 > capacity and not (only_an_opening or closing):
                 flush(offset)
             current.append(segment)
             size += len(segment) + 1

@@ -40,7 +40,8 @@ CONFLICT_OVERLAP = 0.6
 MIN_CONFLICT_SHARED = 3
 
 _BLOCK_RE = re.compile(
-    r'<EXTERNAL-CONTENT label="(?P<label>[^"]*)">\n(?P<body>.*?)\n</EXTERNAL-CONTENT>', re.DOTALL
+    r'<EXTERNAL-CONTENT label="(?P<label>[^"]*)">\n(?:(?P<body>.*?)\n)?</EXTERNAL-CONTENT>',
+    re.DOTALL,
 )
 _TOOL_RESULT_LABEL_RE = re.compile(r"^R\d+ \S+ result( \(continued\))?$")
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(*])")
@@ -132,7 +133,7 @@ def evidence_sentences(prompt: str) -> list[EvidenceSentence]:
         if not _TOOL_RESULT_LABEL_RE.match(label):
             continue
         source = label.removesuffix(" (continued)")
-        sentences = _split_sentences(match.group("body"))
+        sentences = _split_sentences(match.group("body") or "")
         nums = [numbers(s) for s in sentences]
         for i, sentence in enumerate(sentences):
             window = set().union(*nums[max(0, i - 1) : i + 2])
@@ -150,7 +151,9 @@ def evidence_sentences(prompt: str) -> list[EvidenceSentence]:
 
 def block(prompt: str, label: str) -> str | None:
     """The body of the last wrapped block with this label."""
-    bodies = [m.group("body") for m in _BLOCK_RE.finditer(prompt) if m.group("label") == label]
+    bodies = [
+        m.group("body") or "" for m in _BLOCK_RE.finditer(prompt) if m.group("label") == label
+    ]
     return bodies[-1] if bodies else None
 
 
