@@ -139,3 +139,11 @@ def test_slow_model_times_out(settings: Any) -> None:
         model_request_with_retry(FunctionModel(slow, model_name="slow"), MESSAGES)
     assert time.monotonic() - started < 1.5
     assert is_transient_error(ModelRequestTimeout("slow", 0.2))
+
+
+def test_offline_models_resolve_without_network() -> None:
+    """X7: the embedded defaults resolve to local FunctionModels."""
+    researcher = resolve_model("offline:researcher")
+    judge = resolve_model("offline:judge")
+    assert isinstance(researcher, FunctionModel) and researcher.model_name == "offline:researcher"
+    assert isinstance(judge, FunctionModel)
