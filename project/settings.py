@@ -195,6 +195,9 @@ if CELERY_VISIBILITY_TIMEOUT <= CELERY_TASK_TIME_LIMIT:
         "or a running job is redelivered to a second worker"
     )
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
+# Queue for jobs sent without an explicit queue (a worker must consume it); tests that
+# share a broker give their worker a queue of its own.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
 
 # --- Agents and models ------------------------------------------------------------------
 AGENT_MODEL = env_str("AGENT_MODEL", "offline:researcher")
