@@ -45,15 +45,17 @@ def other_requester(db: Any) -> Any:
     return factories.UserFactory(username="bob")
 
 
+# get_or_create: a transactional test (e.g. the live_server browser tests) flushes every
+# table, including the groups that migration 0002 created, for the tests after it.
 @pytest.fixture
 def reviewer(db: Any) -> Any:
     user = factories.UserFactory(username="rita", is_staff=True)
-    user.groups.add(Group.objects.get(name="reviewers"))
+    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
     return user
 
 
 @pytest.fixture
 def operator(db: Any) -> Any:
     user = factories.UserFactory(username="otto", is_staff=True)
-    user.groups.add(Group.objects.get(name="operators"))
+    user.groups.add(Group.objects.get_or_create(name="operators")[0])
     return user

@@ -101,7 +101,7 @@
       return;
     }
     if (key === "/") {
-      var search = document.querySelector("[data-viewer-search]") || document.querySelector("#queue-filters input[type=search]");
+      var search = document.getElementById("validator-input-search") || document.querySelector("#queue-filters input[type=search]");
       if (search) { search.focus(); search.select(); event.preventDefault(); }
       return;
     }

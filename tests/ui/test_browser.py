@@ -1,0 +1,215 @@
+"""Browser tests: Playwright (sync API) on the system Chromium against the live server
+(SPEC U1, U2, U3, U4, U7). Screenshots go to ``test-artifacts/`` (git-ignored)."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+from tasks_app.models import Task
+from tasks_app.states import TaskStatus as S
+from tests.factories import KnowledgeDocumentFactory, ToolEvidenceFactory
+from tests.ui.conftest import FACT, make_reviewable_task
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
+LAUNCH_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"browser tests need the system Chromium at {CHROMIUM} (apt-get install chromium)"),
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Any, live_server: Any, monkeypatch: Any) -> Iterator[Any]:
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the test
+    # makes between browser steps are still plain synchronous calls.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.errors = errors
+    yield page
+    # Let pending htmx requests settle before the database is flushed.
+    page.wait_for_timeout(200)
+    context.close()
+
+
+def login(page: Any, live_server: Any, username: str, next_url: str) -> None:
+    page.goto(f"{live_server.url}/login/?next={next_url}")
+    page.fill("#id_username", username)
+    page.fill("#id_password", "pw-123456")
+    page.click("button[type=submit]")
+    page.wait_for_url(re.compile(re.escape(next_url) + "$"))
+
+
+def in_worker_thread(func: Any, **kwargs: Any) -> None:
+    """Run a job's service in its own thread, as a worker would: the agent runtime uses
+    asyncio, and this thread already runs Playwright's event loop."""
+    from django.db import connection
+
+    failures: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            func(**kwargs)
+        except BaseException as exc:  # re-raised in the test thread
+            failures.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), f"{func.__name__} did not finish"
+    if failures:
+        raise failures[0]
+
+
+def screenshot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def test_reviewer_triages_a_task_without_full_reloads(page: Any, live_server: Any, reviewer: Any, requester: Any) -> None:
+    """U1–U3: log in, open the queue, open a task, search the validator input for a fact,
+    mark it satisfied; the queue updates without a full page reload."""
+    from playwright.sync_api import expect
+
+    task = make_reviewable_task(requester)
+    other = make_reviewable_task(requester, title="Parental leave in Lisbon")
+    login(page, live_server, "rita", "/review/")
+    expect(page.locator(f'tr[data-task-id="{task.pk}"]')).to_be_visible()
+    page.evaluate("window.__noReload = 'still here'")
+    screenshot(page, "queue.png")
+
+    page.click(f'tr[data-task-id="{task.pk}"] a.open')
+    page.wait_for_url(f"**/tasks/{task.pk}/")
+    expect(page.locator("#validator-input")).to_be_visible()
+    page.fill("#validator-input-search", "1,800 EUR")
+    page.press("#validator-input-search", "Enter")
+    expect(page.locator("#validator-input-count")).to_contain_text("1 / 2")
+    expect(page.locator("#validator-input .l.current mark")).to_have_text("1,800 EUR")
+    # Evidence content loads on demand.
+    page.click(f"#ev-{task.tool_evidence.get(sequence=1).pk} summary")
+    expect(page.locator(f"#evidence-{task.tool_evidence.get(sequence=1).pk}-content")).to_have_text(FACT)
+    screenshot(page, "detail.png")
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#task-actions button[value=satisfied]")
+    page.wait_for_url(re.compile(r"/review/$"))
+    expect(page.locator(f'tr[data-task-id="{task.pk}"]')).to_have_count(0)
+    expect(page.locator(f'tr[data-task-id="{other.pk}"]')).to_be_visible()
+    expect(page.locator("#messages")).to_contain_text("satisfied")
+    assert page.evaluate("window.__noReload") == "still here"
+    assert Task.objects.get(pk=task.pk).status == S.CLOSED
+    assert page.errors == []
+
+
+def test_keyboard_triage_in_the_queue(page: Any, live_server: Any, reviewer: Any, requester: Any) -> None:
+    """U7: j/k move, a abandons after confirmation, the list re-renders in place."""
+    from playwright.sync_api import expect
+
+    first = make_reviewable_task(requester, title="First question")
+    second = make_reviewable_task(requester, title="Second question")
+    login(page, live_server, "rita", "/review/")
+    page.evaluate("window.__noReload = 1")
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    expect(page.locator("tr.selected")).to_have_attribute("data-task-id", str(second.pk))
+    page.keyboard.press("k")
+    expect(page.locator("tr.selected")).to_have_attribute("data-task-id", str(first.pk))
+    messages: list[str] = []
+
+    def accept(dialog: Any) -> None:
+        messages.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", accept)
+    page.keyboard.press("a")
+    expect(page.locator(f'tr[data-task-id="{first.pk}"]')).to_have_count(0)
+    assert "Abandon" in messages[0]
+    assert Task.objects.get(pk=first.pk).status == S.ABANDONED
+    expect(page.locator("tr.selected")).to_have_attribute("data-task-id", str(second.pk))
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/tasks/{second.pk}/")
+    assert page.evaluate("window.__noReload") == 1
+
+
+def test_script_in_evidence_does_not_execute(page: Any, live_server: Any, reviewer: Any, requester: Any) -> None:
+    """U7: a tool result with <script> and <img onerror> renders as text."""
+    from playwright.sync_api import expect
+
+    payload = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned2 = 1">'
+    task = make_reviewable_task(requester, title=payload)
+    item = ToolEvidenceFactory(run=task.runs.get(), sequence=7, tool_name="fetch_url", title=payload, content=payload)
+    snap = task.validations.get()
+    snap.rendered_input = snap.rendered_input + "\n" + payload
+    snap.save()
+    login(page, live_server, "rita", f"/tasks/{task.pk}/")
+    page.click(f"#ev-{item.pk} summary")
+    expect(page.locator(f"#evidence-{item.pk}-content")).to_have_text(payload)
+    expect(page.locator("#validator-input")).to_contain_text("<script>window.__pwned = 1</script>")
+    page.wait_for_timeout(300)
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.evaluate("typeof window.__pwned2") == "undefined"
+
+
+def test_requester_submits_a_task_and_watches_it_progress(page: Any, live_server: Any, requester: Any) -> None:
+    """U4: submit a task, see its status and steps change live (polling) up to a final
+    status, then give feedback, all without a full reload after submitting."""
+    from playwright.sync_api import expect
+
+    from evidence_app.services import validation_run
+    from tasks_app.attempts import attempt_run
+
+    KnowledgeDocumentFactory(title="Training budget", body=FACT + " Unused budget does not carry over.")
+    login(page, live_server, "alice", "/tasks/new/")
+    page.fill("#id_request", "What is the annual training budget per employee?")
+    page.click("#task-new-form button[type=submit]")
+    page.wait_for_url(re.compile(r"/tasks/\d+/$"))
+    task = Task.objects.get(owner=requester)
+    expect(page.locator("#task-status")).to_have_text("Open")
+    page.evaluate("window.__noReload = 'yes'")
+
+    # What the worker does, step by step, while the page polls.
+    in_worker_thread(attempt_run, task_id=task.pk)
+    expect(page.locator("#task-status")).to_have_text("Validating", timeout=15_000)
+    expect(page.locator("#evidence-panel")).to_contain_text("read_document")
+    in_worker_thread(validation_run, task_id=task.pk, attempt_index=1)
+    task.refresh_from_db()
+    final = task.get_status_display()
+    assert task.status in {S.AWAITING_FEEDBACK, S.NEEDS_REVIEW}
+    expect(page.locator("#task-status")).to_have_text(final, timeout=15_000)
+    expect(page.locator("#answer-panel")).to_contain_text("1,800")
+    expect(page.locator("#progress")).to_have_count(0)  # polling stopped
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#task-actions button[value=satisfied]")
+    expect(page.locator("#task-status")).to_have_text("Closed")
+    assert page.evaluate("window.__noReload") == "yes"
+    assert page.errors == []
