@@ -14,8 +14,10 @@ from ninja import Query, Router
 
 from evidence_app.models import ToolEvidence, ValidationSnapshot
 from evidence_app.schemas import (
+    EvidenceFormatQuery,
     EvidenceListOut,
     EvidenceOut,
+    EvidencePageQuery,
     ValidationListOut,
     ValidationOut,
 )
@@ -35,9 +37,9 @@ def _evidence_list_item(evidence: ToolEvidence) -> dict[str, Any]:
         "sequence": evidence.sequence,
         "tool_name": evidence.tool_name,
         "tool_call_id": evidence.tool_call_id,
-        "arguments": evidence.arguments if isinstance(evidence.arguments, dict) else {
-            "value": evidence.arguments
-        },
+        "arguments": evidence.arguments
+        if isinstance(evidence.arguments, dict)
+        else {"value": evidence.arguments},
         "content_chars": evidence.content_chars,
         "content_sha256": evidence.content_sha256,
         "is_error": evidence.is_error,
@@ -53,15 +55,12 @@ def _evidence_list_item(evidence: ToolEvidence) -> dict[str, Any]:
     summary="A run's tool results, without their content",
 )
 def get_run_evidence(
-    request: HttpRequest,
-    run_id: int,
-    limit: int = Query(100, ge=1, le=1000),
-    offset: int = Query(0, ge=0, le=10_000_000),
+    request: HttpRequest, run_id: int, query: Query[EvidencePageQuery]
 ) -> dict[str, Any]:
     run = get_visible_run(request.auth, run_id)  # type: ignore[attr-defined]
     evidence = ToolEvidence.objects.without_content().filter(run_id=run.pk).order_by("sequence")
     count = evidence.count()
-    items = [_evidence_list_item(e) for e in evidence[offset : offset + limit]]
+    items = [_evidence_list_item(e) for e in evidence[query.offset : query.offset + query.limit]]
     return {"items": items, "count": count}
 
 
@@ -89,11 +88,7 @@ def _wants_text(request: HttpRequest, format: str) -> bool:
     summary="One tool result with its full content (JSON or text/plain download)",
     openapi_extra=TEXT_PLAIN_DOC,
 )
-def get_evidence(
-    request: HttpRequest,
-    evidence_id: int,
-    format: str = Query("json", pattern="^(json|text)$", description="'text' for a download"),
-) -> Any:
+def get_evidence(request: HttpRequest, evidence_id: int, query: Query[EvidenceFormatQuery]) -> Any:
     user = request.auth  # type: ignore[attr-defined]
     evidence = ToolEvidence.objects.all()
     if not roles.is_staff_role(user):
@@ -101,7 +96,7 @@ def get_evidence(
     item = evidence.filter(pk=evidence_id).first()
     if item is None:
         raise Http404(f"Evidence {evidence_id} not found.")
-    if _wants_text(request, format):
+    if _wants_text(request, query.format):
         response = HttpResponse(item.content, content_type="text/plain; charset=utf-8")
         response["Content-Disposition"] = (
             f'attachment; filename="evidence-{item.pk}-{item.tool_name}.txt"'
@@ -109,9 +104,8 @@ def get_evidence(
         return response
     data = _evidence_list_item(item)
     data["content"] = item.content
-    data["event_payload"] = (
-        item.event_payload if isinstance(item.event_payload, dict) else {"value": item.event_payload}
-    )
+    payload = item.event_payload
+    data["event_payload"] = payload if isinstance(payload, dict) else {"value": payload}
     return data
 
 
@@ -190,8 +184,6 @@ def get_validation(request: HttpRequest, validation_id: int) -> dict[str, Any]:
         request_count=snapshot.request_count,
         schema_errors=as_list(snapshot.schema_errors),
         chunk_verdicts=as_list(snapshot.chunk_verdicts),
-        requested_by=(
-            snapshot.requested_by.get_username() if snapshot.requested_by_id else None
-        ),
+        requested_by=(snapshot.requested_by.get_username() if snapshot.requested_by_id else None),
     )
     return data

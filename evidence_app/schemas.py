@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from ninja import Schema
 from pydantic import ConfigDict, Field
+
+
+class EvidencePageQuery(Schema):
+    limit: int = Field(100, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=10_000_000)
+
+
+class EvidenceFormatQuery(Schema):
+    format: Literal["json", "text"] = Field("json", description="'text' for a text/plain download")
 
 
 class EvidenceListItemOut(Schema):

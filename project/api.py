@@ -9,6 +9,7 @@ object or a request body over ``API_MAX_BODY_BYTES`` (A3).
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +32,7 @@ api = NinjaAPI(
         "Tasks, feedback, runs, evidence, validations and replay. Authenticate with "
         "`Authorization: Bearer <token>` (create one on /account/ or with "
         "`manage.py create_api_token USER`) or a browser session (with the CSRF header "
-        "for unsafe methods). Every error is `{\"detail\": ..., \"code\": ...}`."
+        'for unsafe methods). Every error is `{"detail": ..., "code": ...}`.'
     ),
     urls_namespace="api-v1",
     docs_url="/docs",
@@ -67,12 +68,42 @@ def _too_large(request: HttpRequest) -> HttpResponse:
     )
 
 
-def refuse_big_bodies(run: Callable[..., Any]) -> Callable[..., Any]:
-    """Refuse a body over ``API_MAX_BODY_BYTES`` before auth or parsing read it (A3).
+def _nul_path(value: Any, path: tuple[str, ...] = ()) -> tuple[str, ...] | None:
+    """Where a NUL character hides in parsed JSON, if anywhere."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in str(key):
+                return (*path, str(key))
+            found = _nul_path(item, (*path, str(key)))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _nul_path(item, (*path, str(index)))
+            if found is not None:
+                return found
+    return None
 
-    Django raises ``RequestDataTooBig`` only when the body is read and only against
-    ``DATA_UPLOAD_MAX_MEMORY_SIZE``; checking the declared length here keeps the API's
-    own setting authoritative. The exception handler below covers the lazy case.
+
+def _nul_refusal(request: HttpRequest, field: str) -> HttpResponse:
+    message = "must not contain NUL characters"
+    body = error_body(422, f"{field}: {message}", "validation_error")
+    body["errors"] = [{"field": field, "message": message}]
+    return api.create_response(request, body, status=422)
+
+
+def guard_request(run: Callable[..., Any]) -> Callable[..., Any]:
+    """Refuse what must never reach a view, before auth or parsing (A3).
+
+    - A body over ``API_MAX_BODY_BYTES``: 413. Django raises ``RequestDataTooBig`` only
+      when the body is read and only against ``DATA_UPLOAD_MAX_MEMORY_SIZE``; checking
+      the declared length here keeps the API's own setting authoritative (the exception
+      handler below covers the lazy case).
+    - A NUL character in a query parameter or anywhere in a JSON body: 422 naming the
+      field. PostgreSQL text and jsonb cannot store it, so it would otherwise surface as
+      a database error (a 500) deep inside a query.
     """
 
     @functools.wraps(run)
@@ -83,12 +114,28 @@ def refuse_big_bodies(run: Callable[..., Any]) -> Callable[..., Any]:
             declared = 0
         if declared > settings.API_MAX_BODY_BYTES:
             return _too_large(request)
+        for name, values in request.GET.lists():
+            if "\x00" in name or any("\x00" in v for v in values):
+                return _nul_refusal(request, name.replace("\x00", ""))
+        if request.method in {"POST", "PUT", "PATCH", "DELETE"} and declared:
+            try:
+                raw = request.body
+            except RequestDataTooBig:
+                return _too_large(request)
+            if b"\x00" in raw or b"\\u0000" in raw:
+                try:
+                    parsed = json.loads(raw)
+                except (ValueError, UnicodeDecodeError):
+                    parsed = None  # ninja answers 400 for a body it cannot parse
+                where = _nul_path(parsed) if parsed is not None else None
+                if where is not None:
+                    return _nul_refusal(request, ".".join(where) or "body")
         return run(request, *args, **kwargs)
 
     return wrapper
 
 
-api.add_decorator(refuse_big_bodies, mode="view")
+api.add_decorator(guard_request, mode="view")
 
 
 @api.exception_handler(DomainError)
@@ -99,13 +146,14 @@ def domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
 
 
 def _field_name(loc: list[Any] | tuple[Any, ...]) -> str:
-    # ninja prefixes the parameter source and, for bodies, the argument name
-    # ("body", "payload", "plan", ...); people want the field path after that.
+    # ninja prefixes the parameter source and the view's argument name (our views call
+    # their body schema "payload" and their query schema "query"):
+    # ("body", "payload", "plan", "nodes", 0, "role") -> "plan.nodes.0.role".
     parts = [str(p) for p in loc]
     if parts and parts[0] in {"body", "query", "path", "header", "cookie", "form", "file"}:
         source = parts[0]
         parts = parts[1:]
-        if source == "body" and len(parts) > 1 and parts[0] == "payload":
+        if len(parts) > 1 and parts[0] == {"body": "payload", "query": "query"}.get(source):
             parts = parts[1:]
     return ".".join(parts) or "body"
 

@@ -20,17 +20,21 @@ from evidence_app.models import ValidationSnapshot
 from tasks_app import roles, services, states
 from tasks_app.models import KnowledgeDocument, Run, Task, TaskEvent
 from tasks_app.schemas import (
+    ActiveTaskQuery,
     DocumentIn,
     DocumentListOut,
     DocumentOut,
+    DocumentQuery,
     EventListOut,
     FeedbackIn,
+    ForceQuery,
     MeOut,
+    MessagePageQuery,
     RunListOut,
     RunMessageListOut,
     TaskCreateIn,
     TaskListOut,
-    TaskOrdering,
+    TaskListQuery,
     TaskOut,
     error_responses,
 )
@@ -38,7 +42,15 @@ from tasks_app.states import TaskStatus
 
 router = Router(tags=["tasks"])
 
-SUMMARY_FIELDS = ("id", "task_id", "attempt_index", "status", "score", "failure_category", "created_at")
+SUMMARY_FIELDS = (
+    "id",
+    "task_id",
+    "attempt_index",
+    "status",
+    "score",
+    "failure_category",
+    "created_at",
+)
 
 
 # --- Permissions ------------------------------------------------------------------------
@@ -50,9 +62,7 @@ def visible_tasks(user: Any) -> QuerySet[Task]:
 
 def get_visible_task(user: Any, task_id: int) -> Task:
     """The task if ``user`` may see it; otherwise 404, whether or not it exists (A2)."""
-    task = (
-        visible_tasks(user).select_related("owner", "claimed_by").filter(pk=task_id).first()
-    )
+    task = visible_tasks(user).select_related("owner", "claimed_by").filter(pk=task_id).first()
     if task is None:
         raise Http404(f"Task {task_id} not found.")
     return task
@@ -195,9 +205,7 @@ def task_detail(task: Task) -> dict[str, Any]:
     return data
 
 
-def list_tasks(
-    tasks: QuerySet[Task], *, ordering: str, limit: int, offset: int
-) -> dict[str, Any]:
+def list_tasks(tasks: QuerySet[Task], *, ordering: str, limit: int, offset: int) -> dict[str, Any]:
     """One page of tasks in three queries whatever its size: the count, the rows (big
     columns deferred, latest verdict id as a subquery) and the verdict summaries.
     """
@@ -287,26 +295,16 @@ def create_task(request: HttpRequest, payload: TaskCreateIn) -> Status:
     response={200: TaskListOut, **error_responses()},
     summary="List tasks (filters, ordering, limit/offset)",
 )
-def get_tasks(
-    request: HttpRequest,
-    status: list[TaskStatus] | None = Query(None, description="Repeatable: ?status=a&status=b"),
-    requires_user_action: bool | None = None,
-    is_open: bool | None = None,
-    is_execution_active: bool | None = None,
-    q: str | None = Query(None, max_length=500, description="Text in title or request"),
-    ordering: TaskOrdering = "-created_at",
-    limit: int = Query(50, ge=1, le=1000),
-    offset: int = Query(0, ge=0, le=10_000_000),
-) -> dict[str, Any]:
+def get_tasks(request: HttpRequest, query: Query[TaskListQuery]) -> dict[str, Any]:
     tasks = _filtered(
         visible_tasks(request.auth),  # type: ignore[attr-defined]
-        status=status,
-        requires_user_action=requires_user_action,
-        is_open=is_open,
-        is_execution_active=is_execution_active,
-        q=q,
+        status=query.status,
+        requires_user_action=query.requires_user_action,
+        is_open=query.is_open,
+        is_execution_active=query.is_execution_active,
+        q=query.q,
     )
-    return list_tasks(tasks, ordering=ordering, limit=limit, offset=offset)
+    return list_tasks(tasks, ordering=query.ordering, limit=query.limit, offset=query.offset)
 
 
 @router.get(
@@ -314,14 +312,9 @@ def get_tasks(
     response={200: TaskListOut, **error_responses()},
     summary="Open tasks (not terminal; includes needs_review)",
 )
-def get_active_tasks(
-    request: HttpRequest,
-    ordering: TaskOrdering = "-created_at",
-    limit: int = Query(50, ge=1, le=1000),
-    offset: int = Query(0, ge=0, le=10_000_000),
-) -> dict[str, Any]:
+def get_active_tasks(request: HttpRequest, query: Query[ActiveTaskQuery]) -> dict[str, Any]:
     tasks = visible_tasks(request.auth).open()  # type: ignore[attr-defined]
-    return list_tasks(tasks, ordering=ordering, limit=limit, offset=offset)
+    return list_tasks(tasks, ordering=query.ordering, limit=query.limit, offset=query.offset)
 
 
 @router.get(
@@ -367,11 +360,11 @@ def give_feedback(request: HttpRequest, task_id: int, payload: FeedbackIn) -> di
     response={200: TaskOut, **error_responses(403, 404, 409)},
     summary="Claim a task for review (reviewers); ?force=true takes over",
 )
-def claim_task(request: HttpRequest, task_id: int, force: bool = False) -> dict[str, Any]:
+def claim_task(request: HttpRequest, task_id: int, query: Query[ForceQuery]) -> dict[str, Any]:
     user = request.auth  # type: ignore[attr-defined]
     task = get_visible_task(user, task_id)
     require_staff_role(user)
-    services.task_claim(task_id=task.pk, reviewer=user, force=force)
+    services.task_claim(task_id=task.pk, reviewer=user, force=query.force)
     return task_detail(get_visible_task(user, task.pk))
 
 
@@ -380,11 +373,11 @@ def claim_task(request: HttpRequest, task_id: int, force: bool = False) -> dict[
     response={200: TaskOut, **error_responses(403, 404, 409)},
     summary="Release a claim (reviewers); ?force=true releases someone else's",
 )
-def release_claim(request: HttpRequest, task_id: int, force: bool = False) -> dict[str, Any]:
+def release_claim(request: HttpRequest, task_id: int, query: Query[ForceQuery]) -> dict[str, Any]:
     user = request.auth  # type: ignore[attr-defined]
     task = get_visible_task(user, task_id)
     require_staff_role(user)
-    services.task_release_claim(task_id=task.pk, reviewer=user, force=force)
+    services.task_release_claim(task_id=task.pk, reviewer=user, force=query.force)
     return task_detail(get_visible_task(user, task.pk))
 
 
@@ -457,10 +450,7 @@ def get_task_runs(request: HttpRequest, task_id: int) -> dict[str, Any]:
     summary="A run's transcript, in order",
 )
 def get_run_messages(
-    request: HttpRequest,
-    run_id: int,
-    limit: int = Query(200, ge=1, le=1000),
-    offset: int = Query(0, ge=0, le=10_000_000),
+    request: HttpRequest, run_id: int, query: Query[MessagePageQuery]
 ) -> dict[str, Any]:
     run = get_visible_run(request.auth, run_id)  # type: ignore[attr-defined]
     messages = run.messages.order_by("index")
@@ -474,7 +464,7 @@ def get_run_messages(
             "payload": m.payload if isinstance(m.payload, dict) else {"value": m.payload},
             "created_at": m.created_at,
         }
-        for m in messages[offset : offset + limit]
+        for m in messages[query.offset : query.offset + query.limit]
     ]
     return {"items": items, "count": count}
 
@@ -516,21 +506,16 @@ def create_document(request: HttpRequest, payload: DocumentIn) -> Status:
     summary="List or search knowledge-base documents (operators)",
     tags=["documents"],
 )
-def get_documents(
-    request: HttpRequest,
-    q: str | None = Query(None, max_length=500, description="Text in title or body"),
-    limit: int = Query(50, ge=1, le=1000),
-    offset: int = Query(0, ge=0, le=10_000_000),
-) -> dict[str, Any]:
+def get_documents(request: HttpRequest, query: Query[DocumentQuery]) -> dict[str, Any]:
     require_operator(request.auth)  # type: ignore[attr-defined]
     documents = KnowledgeDocument.objects.for_list()
-    if q and q.strip():
-        text = q.strip()
+    if query.q and query.q.strip():
+        text = query.q.strip()
         documents = documents.filter(Q(title__icontains=text) | Q(body__icontains=text))
     count = documents.count()
     items = [
         document_out(d, with_body=False)
-        for d in documents.order_by("title", "id")[offset : offset + limit]
+        for d in documents.order_by("title", "id")[query.offset : query.offset + query.limit]
     ]
     return {"items": items, "count": count}
 

@@ -79,9 +79,7 @@ def api_token_create(*, user: Any, name: str = "default") -> tuple[ApiToken, str
     if len(name) > 100:
         raise InvalidInput("name: at most 100 characters")
     raw = ApiToken.generate_raw()
-    token = ApiToken.objects.create(
-        user=user, name=name, prefix=raw[:12], key_hash=hash_token(raw)
-    )
+    token = ApiToken.objects.create(user=user, name=name, prefix=raw[:12], key_hash=hash_token(raw))
     return token, raw
 
 

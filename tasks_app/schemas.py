@@ -108,6 +108,14 @@ def _check_acyclic(graph: dict[str, list[str]]) -> None:
             stack.extend((dep, False) for dep in graph[node])
 
 
+# The runtime's plan model is the authority when it is installed (issue 3); PlanIn above
+# is the same shape, kept so the API stands on its own.
+try:
+    from tasks_app.agents.plans import Plan as PlanSchema
+except ImportError:  # pragma: no cover - the runtime package is part of the project
+    PlanSchema = PlanIn  # type: ignore[misc,assignment]
+
+
 # --- Tasks ------------------------------------------------------------------------------
 
 
@@ -117,7 +125,9 @@ class TaskCreateIn(Schema):
     request: str = Field(min_length=1, max_length=200_000, description="What the agent should do")
     title: str = Field("", max_length=300)
     rules: str = Field("", max_length=50_000, description="Rules the answer must follow")
-    plan: PlanIn | None = Field(None, description="Omit for a single agent")
+    plan: PlanSchema | None = Field(  # type: ignore[valid-type]
+        None, description="Omit for a single agent; kind defaults to 'team' when nodes are given"
+    )
     validation_policy: Literal["always", "never", "keywords"] = "always"
     validation_keywords: list[str] = Field(default_factory=list, max_length=100)
 
@@ -126,6 +136,14 @@ class TaskCreateIn(Schema):
     def _not_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be blank")
+        return value
+
+    @field_validator("plan", mode="before")
+    @classmethod
+    def _default_kind(cls, value: Any) -> Any:
+        # Same defaulting as tasks_app.agents.plans.parse_plan: {} is a single agent.
+        if isinstance(value, dict) and "kind" not in value:
+            return {**value, "kind": "team" if "nodes" in value else "single"}
         return value
 
 
@@ -214,6 +232,35 @@ class TaskListOut(Schema):
 
 
 TaskOrdering = Literal["created_at", "-created_at", "updated_at", "-updated_at", "id", "-id"]
+
+
+class PageQuery(Schema):
+    limit: int = Field(50, ge=1, le=1000)
+    offset: int = Field(0, ge=0, le=10_000_000)
+
+
+class ActiveTaskQuery(PageQuery):
+    ordering: TaskOrdering = "-created_at"
+
+
+class TaskListQuery(ActiveTaskQuery):
+    status: list[TaskStatus] | None = Field(None, description="Repeatable: ?status=a&status=b")
+    requires_user_action: bool | None = None
+    is_open: bool | None = None
+    is_execution_active: bool | None = None
+    q: str | None = Field(None, max_length=500, description="Text in title or request")
+
+
+class MessagePageQuery(PageQuery):
+    limit: int = Field(200, ge=1, le=1000)
+
+
+class DocumentQuery(PageQuery):
+    q: str | None = Field(None, max_length=500, description="Text in title or body")
+
+
+class ForceQuery(Schema):
+    force: bool = Field(False, description="Take over or release someone else's live claim")
 
 
 class EventOut(Schema):

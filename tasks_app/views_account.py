@@ -23,9 +23,7 @@ NEW_TOKEN_SESSION_KEY = "account_new_api_token"
 def account(request: HttpRequest) -> HttpResponse:
     new_token = request.session.pop(NEW_TOKEN_SESSION_KEY, None)
     tokens = ApiToken.objects.filter(user=request.user).order_by("-created_at")
-    return render(
-        request, "accounts/account.html", {"tokens": tokens, "new_token": new_token}
-    )
+    return render(request, "accounts/account.html", {"tokens": tokens, "new_token": new_token})
 
 
 @login_required
