@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -171,7 +172,17 @@ def is_transient_error(exc: BaseException) -> bool:
 def _run_coroutine(coro: Any) -> Any:
     """Run one request on a fresh event loop and close it (no loop is left behind in
     worker or team threads; pydantic-ai providers re-create their HTTP client when the
-    loop changes)."""
+    loop changes). Called from a thread that already runs a loop (e.g. an async caller),
+    the request runs on a helper thread instead of failing."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _run_on_new_loop(coro)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-request") as pool:
+        return pool.submit(_run_on_new_loop, coro).result()
+
+
+def _run_on_new_loop(coro: Any) -> Any:
     loop = asyncio.new_event_loop()
     try:
         return loop.run_until_complete(coro)

@@ -147,3 +147,16 @@ def test_offline_models_resolve_without_network() -> None:
     judge = resolve_model("offline:judge")
     assert isinstance(researcher, FunctionModel) and researcher.model_name == "offline:researcher"
     assert isinstance(judge, FunctionModel)
+
+
+def test_request_works_from_a_thread_that_runs_an_event_loop() -> None:
+    """X6: a caller inside a running event loop (async code, Playwright) still gets its
+    blocking request, run on a helper thread."""
+    import asyncio
+
+    model = FunctionModel(lambda m, i: ModelResponse(parts=[TextPart("ok")]), model_name="s")
+
+    async def caller() -> ModelResponse:
+        return model_request_with_retry(model, MESSAGES)
+
+    assert asyncio.run(caller()).parts == [TextPart("ok")]
