@@ -93,6 +93,7 @@ def in_worker_thread(func: Any, **kwargs: Any) -> None:
 
 def screenshot(page: Any, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
+    page.evaluate("window.scrollTo(0, 0)")  # the sticky top bar stays at the top
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
