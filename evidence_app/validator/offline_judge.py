@@ -38,6 +38,10 @@ MODEL_NAME = "offline:judge"
 SUPPORT_OVERLAP = 0.6
 CONFLICT_OVERLAP = 0.6
 MIN_CONFLICT_SHARED = 3
+# A figure answers a "how many/how long/when" request only in a claim about the request's
+# subject: one sharing this share of the request's content words.
+FIGURE_RELEVANCE = 0.4
+_QUESTION_WORDS = frozenset({"many", "much", "long", "often", "old", "far", "percentage", "date"})
 
 _BLOCK_RE = re.compile(
     r'<EXTERNAL-CONTENT label="(?P<label>[^"]*)">\n(?:(?P<body>.*?)\n)?</EXTERNAL-CONTENT>',
@@ -95,6 +99,11 @@ def numbers(text: str) -> set[str]:
         if any(ch.isdigit() for ch in norm):
             found.add(norm)
     return found
+
+
+def subject_words(request: str) -> set[str]:
+    """The request's content words without the question's own words ("how long")."""
+    return {w for w in content_words(request) if w not in _QUESTION_WORDS}
 
 
 @dataclass
@@ -266,7 +275,8 @@ def judge(prompt: str) -> dict[str, object]:
             else "The answer makes no checkable statement that answers the request."
         )
     elif _FIGURE_QUESTION_RE.search(request) and not any(
-        numbers(c.claim) and len(content_words(c.claim) & content_words(request)) >= 2
+        numbers(c.claim)
+        and _overlap(subject_words(request), content_words(c.claim)) >= FIGURE_RELEVANCE
         for c in supported
     ):
         missing.append("The request asks for a figure or date; the answer gives none.")
