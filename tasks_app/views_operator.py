@@ -115,19 +115,27 @@ def ops_task_inputs(request: HttpRequest, task_id: int) -> HttpResponse:
     a = pick("a", originals[-2] if len(originals) >= 2 else None)
     b = pick("b", originals[-1] if originals else None)
     diff: list[tuple[str, str]] = []
-    diff_capped = False
+    system_diff: list[tuple[str, str]] = []
+    diff_capped = system_capped = False
     if a is not None and b is not None and a.pk != b.pk:
-        texts = dict(ValidationSnapshot.objects.filter(pk__in=[a.pk, b.pk]).values_list("pk", "rendered_input"))
-        diff, diff_capped = diff_lines(
-            texts[a.pk], texts[b.pk],
-            label_a=f"attempt {a.attempt_index} {a.kind} #{a.pk}", label_b=f"attempt {b.attempt_index} {b.kind} #{b.pk}",
-        )
+        rows = {
+            pk: (text, system)
+            for pk, text, system in ValidationSnapshot.objects.filter(pk__in=[a.pk, b.pk]).values_list(
+                "pk", "rendered_input", "system_prompt"
+            )
+        }
+        label_a = f"attempt {a.attempt_index} {a.kind} #{a.pk}"
+        label_b = f"attempt {b.attempt_index} {b.kind} #{b.pk}"
+        diff, diff_capped = diff_lines(rows[a.pk][0], rows[b.pk][0], label_a=label_a, label_b=label_b)
+        # A replay with another template differs in the instructions, not the material.
+        system_diff, system_capped = diff_lines(rows[a.pk][1], rows[b.pk][1], label_a=label_a, label_b=label_b)
     requests_ = list(
         LLMRequestSnapshot.objects.filter(run__task=task).defer("full_request").select_related("run").order_by("run__attempt_index", "run_id", "iteration")
     )
     return render_page(
         request, "tasks_app/ops_task_inputs.html",
         {"task": task, "snapshots": snapshots, "a": a, "b": b, "diff": diff, "diff_capped": diff_capped,
+         "system_diff": system_diff, "system_capped": system_capped,
          "diff_max": DIFF_MAX_LINES, "llm_requests": requests_},
     )
 
