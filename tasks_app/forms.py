@@ -34,18 +34,31 @@ def validate_plan(raw: dict[str, Any]) -> dict[str, Any]:
 
 
 class TaskCreateForm(forms.Form):
-    title = forms.CharField(max_length=300, required=False, help_text="Optional; defaults to the first line of the request.")
+    title = forms.CharField(
+        max_length=300,
+        required=False,
+        help_text="Optional; defaults to the first line of the request.",
+    )
     request = forms.CharField(widget=forms.Textarea(attrs={"rows": 7}), max_length=200_000)
     rules = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 3}), required=False, max_length=50_000,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        max_length=50_000,
         help_text="Constraints the answer must follow; the validator checks them.",
     )
     plan = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 6, "placeholder": '{"mode": "parallel", "nodes": [...]}'}),
-        required=False, max_length=50_000,
-        help_text="Optional team plan as JSON (nodes with roles and a graph mode). Empty = single agent.",
+        widget=forms.Textarea(
+            attrs={"rows": 6, "placeholder": '{"mode": "parallel", "nodes": [...]}'}
+        ),
+        required=False,
+        max_length=50_000,
+        help_text=(
+            "Optional team plan as JSON (nodes with roles and a graph mode). Empty = single agent."
+        ),
     )
-    validation_policy = forms.ChoiceField(choices=ValidationPolicy.choices, initial=ValidationPolicy.ALWAYS)
+    validation_policy = forms.ChoiceField(
+        choices=ValidationPolicy.choices, initial=ValidationPolicy.ALWAYS
+    )
 
     def clean_plan(self) -> dict[str, Any]:
         raw = self.cleaned_data.get("plan", "").strip()
@@ -54,7 +67,9 @@ class TaskCreateForm(forms.Form):
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"The plan is not valid JSON: {exc.msg} (line {exc.lineno}).") from None
+            raise forms.ValidationError(
+                f"The plan is not valid JSON: {exc.msg} (line {exc.lineno})."
+            ) from None
         if not isinstance(value, dict):
             raise forms.ValidationError("The plan must be a JSON object.")
         return validate_plan(value)
@@ -73,16 +88,24 @@ class NoteForm(forms.Form):
     comment = forms.CharField(max_length=20_000, widget=forms.Textarea(attrs={"rows": 2}))
 
 
-CLAIM_CHOICES = [("", "Any claim"), ("unclaimed", "Unclaimed"), ("claimed", "Claimed"), ("mine", "Claimed by me")]
+CLAIM_CHOICES = [
+    ("", "Any claim"),
+    ("unclaimed", "Unclaimed"),
+    ("claimed", "Claimed"),
+    ("mine", "Claimed by me"),
+]
 
 
 class QueueFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search title")
     category = forms.ChoiceField(
-        required=False, choices=[("", "Any category"), *FailureCategory.choices], label="Failure category"
+        required=False,
+        choices=[("", "Any category"), *FailureCategory.choices],
+        label="Failure category",
     )
     vstatus = forms.ChoiceField(
-        required=False, choices=[("", "Any verdict"), *ValidationStatus.choices, ("none", "No verdict")],
+        required=False,
+        choices=[("", "Any verdict"), *ValidationStatus.choices, ("none", "No verdict")],
         label="Validator status",
     )
     claimed = forms.ChoiceField(required=False, choices=CLAIM_CHOICES, label="Claim")
@@ -97,4 +120,8 @@ class ReplayForm(forms.Form):
         names = template_names or []
         self.fields["template"].choices = [("", "Same as the original"), *[(n, n) for n in names]]
         self.fields["model"].initial = settings.VALIDATOR_MODEL
-        self.fields["model"].help_text = "e.g. offline:judge, openai:gpt-4.1, anthropic:claude-sonnet-4-5, compat:llama3"
+        self.fields[
+            "model"
+        ].help_text = (
+            "e.g. offline:judge, openai:gpt-4.1, anthropic:claude-sonnet-4-5, compat:llama3"
+        )

@@ -28,7 +28,6 @@ from tasks_app.models import Feedback, FeedbackAction, Run, RunMessage, Task, Ta
 from tasks_app.roles import is_reviewer, is_staff_role
 from tasks_app.states import TaskStatus
 from tasks_app.views_common import (
-    MAIN_TARGET,
     can_act,
     render_fragment,
     render_page,
@@ -64,7 +63,9 @@ def task_list_all(request: HttpRequest) -> HttpResponse:
 
 def _task_list(request: HttpRequest, base: Any, *, scope: str) -> HttpResponse:
     status = request.GET.get("status", "")
-    counts = dict(base.order_by().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    counts = dict(
+        base.order_by().values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
     qs = base.for_list().order_by("-created_at", "-id")
     if status in TaskStatus.values:
         qs = qs.filter(status=status)
@@ -213,7 +214,10 @@ def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
 
 
 def _timeline(
-    events: list[TaskEvent], feedback: list[Feedback], runs: list[Run], snapshots: list[ValidationSnapshot]
+    events: list[TaskEvent],
+    feedback: list[Feedback],
+    runs: list[Run],
+    snapshots: list[ValidationSnapshot],
 ) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for e in events:
@@ -254,7 +258,9 @@ def task_section(request: HttpRequest, task_id: int, section: str) -> HttpRespon
     )
 
 
-def _visible_snapshot(request: HttpRequest, task_id: int, snapshot_id: int, *fields: str) -> ValidationSnapshot:
+def _visible_snapshot(
+    request: HttpRequest, task_id: int, snapshot_id: int, *fields: str
+) -> ValidationSnapshot:
     task = visible_task(request, task_id)
     try:
         return (
@@ -268,23 +274,40 @@ def _visible_snapshot(request: HttpRequest, task_id: int, snapshot_id: int, *fie
 
 @login_required
 @require_GET
-def snapshot_section(request: HttpRequest, task_id: int, snapshot_id: int, section: str) -> HttpResponse:
+def snapshot_section(
+    request: HttpRequest, task_id: int, snapshot_id: int, section: str
+) -> HttpResponse:
     """The rendered validator input, its system prompt or the raw responses (U2)."""
     if section == "input":
         snap = _visible_snapshot(request, task_id, snapshot_id, "rendered_input")
         return render_fragment(
-            request, "tasks_app/_viewer.html",
-            {"text": snap.rendered_input, "viewer_id": f"input-{snap.pk}", "snapshot": snap, "task_id": task_id},
+            request,
+            "tasks_app/_viewer.html",
+            {
+                "text": snap.rendered_input,
+                "viewer_id": f"input-{snap.pk}",
+                "snapshot": snap,
+                "task_id": task_id,
+            },
         )
     if section == "system":
         snap = _visible_snapshot(request, task_id, snapshot_id, "system_prompt")
         return render_fragment(
-            request, "tasks_app/_viewer.html",
-            {"text": snap.system_prompt, "viewer_id": f"system-{snap.pk}", "snapshot": snap, "task_id": task_id, "part": "system"},
+            request,
+            "tasks_app/_viewer.html",
+            {
+                "text": snap.system_prompt,
+                "viewer_id": f"system-{snap.pk}",
+                "snapshot": snap,
+                "task_id": task_id,
+                "part": "system",
+            },
         )
     if section == "raw":
         snap = _visible_snapshot(request, task_id, snapshot_id, "raw_responses", "schema_errors")
-        return render_fragment(request, "tasks_app/_raw_responses.html", {"raw": snap.raw_responses, "snapshot": snap})
+        return render_fragment(
+            request, "tasks_app/_raw_responses.html", {"raw": snap.raw_responses, "snapshot": snap}
+        )
     raise Http404("No such section")
 
 
@@ -296,7 +319,8 @@ def snapshot_download(request: HttpRequest, task_id: int, snapshot_id: int) -> H
     field = "system_prompt" if part == "system" else "rendered_input"
     snap = _visible_snapshot(request, task_id, snapshot_id, field)
     response = HttpResponse(getattr(snap, field), content_type="text/plain; charset=utf-8")
-    name = f"task-{task_id}-attempt-{snap.attempt_index}-{snap.kind}-{snap.pk}-{'system' if part == 'system' else 'input'}.txt"
+    suffix = "system" if part == "system" else "input"
+    name = f"task-{task_id}-attempt-{snap.attempt_index}-{snap.kind}-{snap.pk}-{suffix}.txt"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     response["X-Content-Type-Options"] = "nosniff"
     return response
@@ -323,7 +347,9 @@ def run_transcript(request: HttpRequest, task_id: int, run_id: int) -> HttpRespo
     except Run.DoesNotExist:
         raise Http404("No such run") from None
     transcript = list(RunMessage.objects.filter(run=run).order_by("index").defer("payload"))
-    return render_fragment(request, "tasks_app/_transcript.html", {"run": run, "transcript": transcript})
+    return render_fragment(
+        request, "tasks_app/_transcript.html", {"run": run, "transcript": transcript}
+    )
 
 
 # --- Live progress ---------------------------------------------------------------------------
@@ -354,7 +380,8 @@ def task_progress(request: HttpRequest, task_id: int) -> HttpResponse:
         .order_by("-created_at", "-id")[:30]
     )
     return render_fragment(
-        request, "tasks_app/_progress.html",
+        request,
+        "tasks_app/_progress.html",
         {"task": task, "progress_runs": runs, "progress_calls": calls, "polling": is_polling(task)},
     )
 
@@ -377,8 +404,11 @@ def task_feedback(request: HttpRequest, task_id: int) -> HttpResponse:
     form = FeedbackForm(request.POST)
     status = 200
     if not form.is_valid():
-        messages.error(request, "The action was not understood: " + "; ".join(
-            f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+        messages.error(
+            request,
+            "The action was not understood: "
+            + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()),
+        )
         status = 422
         return_to = request.POST.get("return_to", "")
     else:
@@ -397,11 +427,15 @@ def task_feedback(request: HttpRequest, task_id: int) -> HttpResponse:
             status = _refusal_status(exc)
         else:
             label = dict(FeedbackAction.choices)[data["action"]]
-            messages.success(request, f"#{task.pk} {task.title}: {label.lower()} → {task.get_status_display()}.")
+            messages.success(
+                request, f"#{task.pk} {task.title}: {label.lower()} → {task.get_status_display()}."
+            )
     return _after_action(request, task.pk, return_to=return_to, status=status)
 
 
-def _after_action(request: HttpRequest, task_id: int, *, return_to: str, status: int) -> HttpResponse:
+def _after_action(
+    request: HttpRequest, task_id: int, *, return_to: str, status: int
+) -> HttpResponse:
     ok = status == 200
     if return_to == "queue" and is_staff_role(request.user):
         from tasks_app.views_review import queue_response
@@ -414,11 +448,15 @@ def _after_action(request: HttpRequest, task_id: int, *, return_to: str, status:
         # Reviewer acted from the task page: back to the queue, without a full reload.
         if request.htmx:
             response = HttpResponse(status=200)
-            response["HX-Location"] = json.dumps({"path": reverse("review_queue"), "target": "#main"})
+            response["HX-Location"] = json.dumps(
+                {"path": reverse("review_queue"), "target": "#main"}
+            )
             return response
         return redirect("review_queue")
     if request.htmx:
-        return render_page(request, "tasks_app/task_detail.html", detail_context(request, task_id), status=status)
+        return render_page(
+            request, "tasks_app/task_detail.html", detail_context(request, task_id), status=status
+        )
     return redirect("task_detail", task_id=task_id)
 
 
@@ -456,7 +494,9 @@ def task_note(request: HttpRequest, task_id: int) -> HttpResponse:
     status = 200
     if form.is_valid():
         try:
-            services.task_add_note(task_id=task.pk, actor=request.user, comment=form.cleaned_data["comment"])
+            services.task_add_note(
+                task_id=task.pk, actor=request.user, comment=form.cleaned_data["comment"]
+            )
             messages.success(request, "Note added.")
         except DomainError as exc:
             messages.error(request, exc.message)
@@ -465,4 +505,3 @@ def task_note(request: HttpRequest, task_id: int) -> HttpResponse:
         messages.error(request, "A note must not be empty.")
         status = 422
     return _after_action(request, task.pk, return_to="", status=status)
-

@@ -45,19 +45,34 @@ def _templates() -> list[Any]:
 @operator_required
 @require_GET
 def ops_index(request: HttpRequest) -> HttpResponse:
-    by_kind = dict(ValidationSnapshot.objects.order_by().values_list("kind").annotate(n=Count("id")).values_list("kind", "n"))
+    by_kind = dict(
+        ValidationSnapshot.objects.order_by()
+        .values_list("kind")
+        .annotate(n=Count("id"))
+        .values_list("kind", "n")
+    )
     models = list(
         ValidationSnapshot.objects.order_by()
         .values("model_name", "template_version")
-        .annotate(n=Count("id"), errors=Count("id", filter=Q(status=ValidationStatus.VALIDATOR_ERROR)))
+        .annotate(
+            n=Count("id"), errors=Count("id", filter=Q(status=ValidationStatus.VALIDATOR_ERROR))
+        )
         .order_by("-n")[:20]
     )
     recent = list(
-        ValidationSnapshot.objects.without_bodies().select_related("task").order_by("-created_at", "-id")[:25]
+        ValidationSnapshot.objects.without_bodies()
+        .select_related("task")
+        .order_by("-created_at", "-id")[:25]
     )
     return render_page(
-        request, "tasks_app/ops_index.html",
-        {"by_kind": by_kind, "models": models, "recent": recent, "request_count": LLMRequestSnapshot.objects.count()},
+        request,
+        "tasks_app/ops_index.html",
+        {
+            "by_kind": by_kind,
+            "models": models,
+            "recent": recent,
+            "request_count": LLMRequestSnapshot.objects.count(),
+        },
     )
 
 
@@ -65,16 +80,25 @@ def ops_index(request: HttpRequest) -> HttpResponse:
 @require_GET
 def ops_templates(request: HttpRequest) -> HttpResponse:
     usage = dict(
-        ValidationSnapshot.objects.order_by().values_list("template_version").annotate(n=Count("id")).values_list("template_version", "n")
+        ValidationSnapshot.objects.order_by()
+        .values_list("template_version")
+        .annotate(n=Count("id"))
+        .values_list("template_version", "n")
     )
     templates = [{"t": t, "uses": usage.get(t.version, 0)} for t in _templates()]
-    return render_page(request, "tasks_app/ops_templates.html", {"templates": templates, "installed": bool(templates)})
+    return render_page(
+        request,
+        "tasks_app/ops_templates.html",
+        {"templates": templates, "installed": bool(templates)},
+    )
 
 
 def diff_lines(a: str, b: str, *, label_a: str, label_b: str) -> tuple[list[tuple[str, str]], bool]:
     """Unified diff of two texts as (css class, line) pairs; escaped by the template."""
     out: list[tuple[str, str]] = []
-    for line in difflib.unified_diff(a.splitlines(), b.splitlines(), fromfile=label_a, tofile=label_b, lineterm="", n=3):
+    for line in difflib.unified_diff(
+        a.splitlines(), b.splitlines(), fromfile=label_a, tofile=label_b, lineterm="", n=3
+    ):
         if line.startswith(("+++", "---")):
             cls = "hunk"
         elif line.startswith("@@"):
@@ -120,30 +144,51 @@ def ops_task_inputs(request: HttpRequest, task_id: int) -> HttpResponse:
     if a is not None and b is not None and a.pk != b.pk:
         rows = {
             pk: (text, system)
-            for pk, text, system in ValidationSnapshot.objects.filter(pk__in=[a.pk, b.pk]).values_list(
-                "pk", "rendered_input", "system_prompt"
-            )
+            for pk, text, system in ValidationSnapshot.objects.filter(
+                pk__in=[a.pk, b.pk]
+            ).values_list("pk", "rendered_input", "system_prompt")
         }
         label_a = f"attempt {a.attempt_index} {a.kind} #{a.pk}"
         label_b = f"attempt {b.attempt_index} {b.kind} #{b.pk}"
-        diff, diff_capped = diff_lines(rows[a.pk][0], rows[b.pk][0], label_a=label_a, label_b=label_b)
+        diff, diff_capped = diff_lines(
+            rows[a.pk][0], rows[b.pk][0], label_a=label_a, label_b=label_b
+        )
         # A replay with another template differs in the instructions, not the material.
-        system_diff, system_capped = diff_lines(rows[a.pk][1], rows[b.pk][1], label_a=label_a, label_b=label_b)
+        system_diff, system_capped = diff_lines(
+            rows[a.pk][1], rows[b.pk][1], label_a=label_a, label_b=label_b
+        )
     requests_ = list(
-        LLMRequestSnapshot.objects.filter(run__task=task).defer("full_request").select_related("run").order_by("run__attempt_index", "run_id", "iteration")
+        LLMRequestSnapshot.objects.filter(run__task=task)
+        .defer("full_request")
+        .select_related("run")
+        .order_by("run__attempt_index", "run_id", "iteration")
     )
     return render_page(
-        request, "tasks_app/ops_task_inputs.html",
-        {"task": task, "snapshots": snapshots, "a": a, "b": b, "diff": diff, "diff_capped": diff_capped,
-         "system_diff": system_diff, "system_capped": system_capped,
-         "diff_max": DIFF_MAX_LINES, "llm_requests": requests_},
+        request,
+        "tasks_app/ops_task_inputs.html",
+        {
+            "task": task,
+            "snapshots": snapshots,
+            "a": a,
+            "b": b,
+            "diff": diff,
+            "diff_capped": diff_capped,
+            "system_diff": system_diff,
+            "system_capped": system_capped,
+            "diff_max": DIFF_MAX_LINES,
+            "llm_requests": requests_,
+        },
     )
 
 
 @operator_required
 @require_GET
 def ops_llm_requests(request: HttpRequest) -> HttpResponse:
-    qs = LLMRequestSnapshot.objects.defer("full_request").select_related("run").order_by("-created_at", "-id")
+    qs = (
+        LLMRequestSnapshot.objects.defer("full_request")
+        .select_related("run")
+        .order_by("-created_at", "-id")
+    )
     task_id = request.GET.get("task", "")
     if task_id.isdigit():
         qs = qs.filter(run__task_id=int(task_id))
@@ -151,12 +196,20 @@ def ops_llm_requests(request: HttpRequest) -> HttpResponse:
     if model:
         qs = qs.filter(model_name=model)
     page = Paginator(qs, 100).get_page(request.GET.get("page"))
-    return render_page(request, "tasks_app/ops_llm_requests.html", {"page": page, "rows": page.object_list, "task_filter": task_id, "model_filter": model})
+    return render_page(
+        request,
+        "tasks_app/ops_llm_requests.html",
+        {"page": page, "rows": page.object_list, "task_filter": task_id, "model_filter": model},
+    )
 
 
 def _snapshot_or_404(snapshot_id: int) -> ValidationSnapshot:
     try:
-        return ValidationSnapshot.objects.without_bodies().select_related("task", "requested_by").get(pk=snapshot_id)
+        return (
+            ValidationSnapshot.objects.without_bodies()
+            .select_related("task", "requested_by")
+            .get(pk=snapshot_id)
+        )
     except ValidationSnapshot.DoesNotExist:
         raise Http404("No such validation") from None
 
@@ -169,14 +222,19 @@ def ops_validation(request: HttpRequest, snapshot_id: int) -> HttpResponse:
     original = snap.replay_of if snap.kind == SnapshotKind.REPLAY and snap.replay_of_id else snap
     if original is not snap:
         original = _snapshot_or_404(original.pk)
-    replays = list(original.replays.without_bodies().select_related("requested_by").order_by("-created_at", "-id"))
+    replays = list(
+        original.replays.without_bodies()
+        .select_related("requested_by")
+        .order_by("-created_at", "-id")
+    )
     chosen = replays[0] if replays else None
     wanted = request.GET.get("replay", "")
     if wanted.isdigit():
         chosen = next((r for r in replays if r.pk == int(wanted)), chosen)
     form = ReplayForm(template_names=[t.name for t in _templates()])
     return render_page(
-        request, "tasks_app/ops_validation.html",
+        request,
+        "tasks_app/ops_validation.html",
         {"original": original, "replays": replays, "chosen": chosen, "form": form},
     )
 
@@ -189,7 +247,9 @@ def ops_replay(request: HttpRequest, snapshot_id: int) -> HttpResponse:
     snap = _snapshot_or_404(snapshot_id)
     form = ReplayForm(request.POST, template_names=[t.name for t in _templates()])
     if not form.is_valid():
-        messages.error(request, "Replay not queued: " + "; ".join(" ".join(v) for v in form.errors.values()))
+        messages.error(
+            request, "Replay not queued: " + "; ".join(" ".join(v) for v in form.errors.values())
+        )
         return redirect("ops_validation", snapshot_id=snap.pk)
     template = form.cleaned_data["template"] or None
     model = form.cleaned_data["model"].strip() or None
@@ -203,7 +263,8 @@ def ops_replay(request: HttpRequest, snapshot_id: int) -> HttpResponse:
     transaction.on_commit(send)
     messages.success(
         request,
-        f"Replay of validation #{snap.pk} queued (template {template or 'as original'}, model {model or 'as original'}). "
+        f"Replay of validation #{snap.pk} queued (template {template or 'as original'}, "
+        f"model {model or 'as original'}). "
         "It appears here when the worker has run it.",
     )
     return redirect("ops_validation", snapshot_id=snap.pk)
@@ -224,22 +285,40 @@ def ops_agreement(request: HttpRequest) -> HttpResponse:
     rows = []
     for g in groups:
         confusion = getattr(g, "confusion", {}) or {}
-        statuses = [s for s in ValidationStatus.values if s in confusion] + [s for s in confusion if s not in ValidationStatus.values]
-        rows.append({
-            "g": g,
-            "matrix": [(s, [confusion.get(s, {}).get(d, 0) for d in decisions]) for s in statuses],
-        })
-    return render_page(request, "tasks_app/ops_agreement.html", {"rows": rows, "decisions": decisions, "installed": installed})
+        statuses = [s for s in ValidationStatus.values if s in confusion] + [
+            s for s in confusion if s not in ValidationStatus.values
+        ]
+        rows.append(
+            {
+                "g": g,
+                "matrix": [
+                    (s, [confusion.get(s, {}).get(d, 0) for d in decisions]) for s in statuses
+                ],
+            }
+        )
+    return render_page(
+        request,
+        "tasks_app/ops_agreement.html",
+        {"rows": rows, "decisions": decisions, "installed": installed},
+    )
 
 
 # --- Charts --------------------------------------------------------------------------------
 
 STATUS_COLOURS = {
-    TaskStatus.OPEN: "#9db4d6", TaskStatus.RUNNING: "#4a7fd0", TaskStatus.VALIDATING: "#7aa5e8",
-    TaskStatus.AWAITING_FEEDBACK: "#48a868", TaskStatus.NEEDS_REVIEW: "#e0a800", TaskStatus.NEEDS_REVISION: "#c07ad8",
-    TaskStatus.FAILED: "#d24b4b", TaskStatus.CLOSED: "#2e7d4f", TaskStatus.ABANDONED: "#9aa3ad",
-    ValidationStatus.ACCEPTED: "#2e9d5b", ValidationStatus.REJECTED: "#d24b4b",
-    ValidationStatus.INSUFFICIENT_EVIDENCE: "#e0a800", ValidationStatus.VALIDATOR_ERROR: "#8e3aa1",
+    TaskStatus.OPEN: "#9db4d6",
+    TaskStatus.RUNNING: "#4a7fd0",
+    TaskStatus.VALIDATING: "#7aa5e8",
+    TaskStatus.AWAITING_FEEDBACK: "#48a868",
+    TaskStatus.NEEDS_REVIEW: "#e0a800",
+    TaskStatus.NEEDS_REVISION: "#c07ad8",
+    TaskStatus.FAILED: "#d24b4b",
+    TaskStatus.CLOSED: "#2e7d4f",
+    TaskStatus.ABANDONED: "#9aa3ad",
+    ValidationStatus.ACCEPTED: "#2e9d5b",
+    ValidationStatus.REJECTED: "#d24b4b",
+    ValidationStatus.INSUFFICIENT_EVIDENCE: "#e0a800",
+    ValidationStatus.VALIDATOR_ERROR: "#8e3aa1",
 }
 
 
@@ -250,10 +329,17 @@ def task_status_by_day(days: list[date]) -> list[dict[str, int]]:
     end = datetime.combine(days[-1] + timedelta(days=1), time.min, tzinfo=tz)
     current: dict[int, str] = {}
     changes: list[tuple[Any, int, str]] = [
-        (created, pk, TaskStatus.OPEN) for pk, created in Task.objects.filter(created_at__lt=end).values_list("pk", "created_at").iterator()
+        (created, pk, TaskStatus.OPEN)
+        for pk, created in Task.objects.filter(created_at__lt=end)
+        .values_list("pk", "created_at")
+        .iterator()
     ]
     changes += [
-        (at, task_id, to) for task_id, at, to in TaskEvent.objects.filter(at__lt=end).order_by().values_list("task_id", "at", "to_status").iterator()
+        (at, task_id, to)
+        for task_id, at, to in TaskEvent.objects.filter(at__lt=end)
+        .order_by()
+        .values_list("task_id", "at", "to_status")
+        .iterator()
     ]
     changes.sort(key=lambda c: c[0])
     result: list[dict[str, int]] = []
@@ -282,7 +368,9 @@ def validator_status_by_day(days: list[date]) -> list[dict[str, int]]:
     return [per_day.get(d, {}) for d in days]
 
 
-def stacked_bars(days: list[date], series: list[dict[str, int]], keys: list[str], labels: dict[str, str]) -> dict[str, Any]:
+def stacked_bars(
+    days: list[date], series: list[dict[str, int]], keys: list[str], labels: dict[str, str]
+) -> dict[str, Any]:
     """Geometry of a stacked bar chart, drawn as SVG by the template (no JS library)."""
     width, height, left, bottom, top = 960, 240, 44, 26, 10
     plot_h = height - bottom - top
@@ -299,17 +387,44 @@ def stacked_bars(days: list[date], series: list[dict[str, int]], keys: list[str]
                 continue
             h = plot_h * n / top_value
             y -= h
-            bars.append({"x": round(x, 1), "y": round(y, 1), "w": round(bar_w, 1), "h": round(h, 1),
-                         "colour": STATUS_COLOURS.get(key, "#888"), "title": f"{day:%Y-%m-%d} {labels.get(key, key)}: {n}"})
+            bars.append(
+                {
+                    "x": round(x, 1),
+                    "y": round(y, 1),
+                    "w": round(bar_w, 1),
+                    "h": round(h, 1),
+                    "colour": STATUS_COLOURS.get(key, "#888"),
+                    "title": f"{day:%Y-%m-%d} {labels.get(key, key)}: {n}",
+                }
+            )
     ticks = []
     for frac in (0, 0.25, 0.5, 0.75, 1):
         value = top_value * frac
-        ticks.append({"y": round(height - bottom - plot_h * frac, 1), "label": f"{value:.0f}" if top_value >= 4 or frac in (0, 1) else ""})
+        ticks.append(
+            {
+                "y": round(height - bottom - plot_h * frac, 1),
+                "label": f"{value:.0f}" if top_value >= 4 or frac in (0, 1) else "",
+            }
+        )
     every = max(1, len(days) // 10)
-    xlabels = [{"x": round(left + i * step + step / 2, 1), "label": f"{d:%m-%d}"} for i, d in enumerate(days) if i % every == 0]
-    legend = [{"key": k, "label": labels.get(k, k), "colour": STATUS_COLOURS.get(k, "#888")} for k in keys]
-    return {"width": width, "height": height, "left": left, "bottom": height - bottom, "bars": bars,
-            "ticks": ticks, "xlabels": xlabels, "legend": legend}
+    xlabels = [
+        {"x": round(left + i * step + step / 2, 1), "label": f"{d:%m-%d}"}
+        for i, d in enumerate(days)
+        if i % every == 0
+    ]
+    legend = [
+        {"key": k, "label": labels.get(k, k), "colour": STATUS_COLOURS.get(k, "#888")} for k in keys
+    ]
+    return {
+        "width": width,
+        "height": height,
+        "left": left,
+        "bottom": height - bottom,
+        "bars": bars,
+        "ticks": ticks,
+        "xlabels": xlabels,
+        "legend": legend,
+    }
 
 
 @operator_required
@@ -319,11 +434,17 @@ def ops_charts(request: HttpRequest) -> HttpResponse:
     n_days = min(max(int(raw_days), 2), 180) if raw_days.isdigit() else 30
     today = timezone.localdate()
     days = [today - timedelta(days=n_days - 1 - i) for i in range(n_days)]
-    task_chart = stacked_bars(days, task_status_by_day(days), list(TaskStatus.values), dict(TaskStatus.choices))
+    task_chart = stacked_bars(
+        days, task_status_by_day(days), list(TaskStatus.values), dict(TaskStatus.choices)
+    )
     validator_chart = stacked_bars(
-        days, validator_status_by_day(days), list(ValidationStatus.values), dict(ValidationStatus.choices)
+        days,
+        validator_status_by_day(days),
+        list(ValidationStatus.values),
+        dict(ValidationStatus.choices),
     )
     return render_page(
-        request, "tasks_app/ops_charts.html",
+        request,
+        "tasks_app/ops_charts.html",
         {"task_chart": task_chart, "validator_chart": validator_chart, "n_days": n_days},
     )

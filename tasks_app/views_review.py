@@ -28,7 +28,11 @@ def queue_queryset(user: Any, filters: dict[str, Any]) -> QuerySet[Task]:
     The verdict comes from correlated subqueries so the whole page is one query however
     many tasks and snapshots there are.
     """
-    latest = ValidationSnapshot.objects.originals().filter(task=OuterRef("pk")).order_by("-created_at", "-id")
+    latest = (
+        ValidationSnapshot.objects.originals()
+        .filter(task=OuterRef("pk"))
+        .order_by("-created_at", "-id")
+    )
     qs = (
         Task.objects.needs_review()
         .for_list()
@@ -65,9 +69,14 @@ def queue_response(
 ) -> HttpResponse:
     form = QueueFilterForm(params)
     filters = form.cleaned_data if form.is_valid() else {}
-    page = Paginator(queue_queryset(request.user, filters), QUEUE_PAGE_SIZE).get_page(params.get("page"))
+    page = Paginator(queue_queryset(request.user, filters), QUEUE_PAGE_SIZE).get_page(
+        params.get("page")
+    )
     counts = dict(
-        Task.objects.order_by().values_list("status").annotate(n=Count("id")).values_list("status", "n")
+        Task.objects.order_by()
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .values_list("status", "n")
     )
     clean = QueryDict(mutable=True)
     for key in ("q", "category", "vstatus", "claimed"):

@@ -23,7 +23,9 @@ def feedback_url(task: Task) -> str:
     return reverse("task_feedback", args=[task.pk])
 
 
-def test_reviewer_marks_satisfied_and_returns_to_queue(client: Any, reviewer: Any, review_task: Any) -> None:
+def test_reviewer_marks_satisfied_and_returns_to_queue(
+    client: Any, reviewer: Any, review_task: Any
+) -> None:
     """U3, V3: satisfied closes the task (force-accepted: the validator did not accept);
     from the task page the reviewer goes back to the queue without a full reload."""
     client.force_login(reviewer)
@@ -33,7 +35,10 @@ def test_reviewer_marks_satisfied_and_returns_to_queue(client: Any, reviewer: An
         **HX_MAIN,
     )
     assert response.status_code == 200
-    assert '"path": "/review/"' in response["HX-Location"] and '"target": "#main"' in response["HX-Location"]
+    assert (
+        '"path": "/review/"' in response["HX-Location"]
+        and '"target": "#main"' in response["HX-Location"]
+    )
     review_task.refresh_from_db()
     assert review_task.status == S.CLOSED
     assert review_task.validation_outcome == "force_accepted"
@@ -43,34 +48,53 @@ def test_reviewer_marks_satisfied_and_returns_to_queue(client: Any, reviewer: An
     assert "satisfied" in queue and 'hx-swap-oob="true"' in queue  # the message travels out of band
 
 
-def test_revise_needs_a_comment_and_queues_nothing_without_it(client: Any, reviewer: Any, review_task: Any) -> None:
+def test_revise_needs_a_comment_and_queues_nothing_without_it(
+    client: Any, reviewer: Any, review_task: Any
+) -> None:
     """S5: a revision without comment is refused (422), nothing changes."""
     client.force_login(reviewer)
-    response = client.post(feedback_url(review_task), {"action": "revise", "comment": " ", "version": review_task.version}, **HX_MAIN)
+    response = client.post(
+        feedback_url(review_task),
+        {"action": "revise", "comment": " ", "version": review_task.version},
+        **HX_MAIN,
+    )
     assert response.status_code == 422
     assert "needs a comment" in response.content.decode()
     review_task.refresh_from_db()
     assert review_task.status == S.NEEDS_REVIEW
 
 
-def test_revise_with_comment_moves_to_needs_revision(client: Any, requester: Any, review_task: Any) -> None:
+def test_revise_with_comment_moves_to_needs_revision(
+    client: Any, requester: Any, review_task: Any
+) -> None:
     """S5, U4: the requester's own revise with a comment."""
     client.force_login(requester)
-    response = client.post(feedback_url(review_task), {"action": "revise", "comment": "Cite section 18", "version": review_task.version})
-    assert response.status_code == 302 and response["Location"] == reverse("task_detail", args=[review_task.pk])
+    response = client.post(
+        feedback_url(review_task),
+        {"action": "revise", "comment": "Cite section 18", "version": review_task.version},
+    )
+    assert response.status_code == 302 and response["Location"] == reverse(
+        "task_detail", args=[review_task.pk]
+    )
     review_task.refresh_from_db()
     assert review_task.status == S.NEEDS_REVISION
     assert Feedback.objects.get(task=review_task).comment == "Cite section 18"
 
 
-def test_stale_action_is_refused_with_409_and_nothing_applied(client: Any, reviewer: Any, review_task: Any) -> None:
+def test_stale_action_is_refused_with_409_and_nothing_applied(
+    client: Any, reviewer: Any, review_task: Any
+) -> None:
     """U3: the form carries the version the reviewer saw; the task changed since → 409."""
     client.force_login(reviewer)
     seen = review_task.version
     # Someone else revised it meanwhile (new version).
-    services.task_apply_feedback(task_id=review_task.pk, actor=review_task.owner, action="revise", comment="redo")
+    services.task_apply_feedback(
+        task_id=review_task.pk, actor=review_task.owner, action="revise", comment="redo"
+    )
     events_before = TaskEvent.objects.filter(task=review_task).count()
-    response = client.post(feedback_url(review_task), {"action": "abandon", "version": seen}, **HX_MAIN)
+    response = client.post(
+        feedback_url(review_task), {"action": "abandon", "version": seen}, **HX_MAIN
+    )
     assert response.status_code == 409
     body = response.content.decode()
     assert "Not applied" in body and "changed since you loaded it" in body
@@ -89,10 +113,14 @@ def test_double_submit_is_applied_once(client: Any, reviewer: Any, review_task: 
     assert Feedback.objects.filter(task=review_task).count() == 1
 
 
-def test_stale_action_without_htmx_redirects_with_message(client: Any, reviewer: Any, review_task: Any) -> None:
+def test_stale_action_without_htmx_redirects_with_message(
+    client: Any, reviewer: Any, review_task: Any
+) -> None:
     """U3: plain form posts (no JS) get a redirect and the message."""
     client.force_login(reviewer)
-    response = client.post(feedback_url(review_task), {"action": "satisfied", "version": review_task.version - 1})
+    response = client.post(
+        feedback_url(review_task), {"action": "satisfied", "version": review_task.version - 1}
+    )
     assert response.status_code == 302
     assert any("changed since you loaded it" in str(m) for m in get_messages(response.wsgi_request))
     review_task.refresh_from_db()
@@ -110,7 +138,9 @@ def test_illegal_action_is_refused(client: Any, requester: Any) -> None:
     assert task.status == S.RUNNING
 
 
-def test_claim_by_another_reviewer_blocks_actions_until_taken_over(client: Any, reviewer: Any, review_task: Any) -> None:
+def test_claim_by_another_reviewer_blocks_actions_until_taken_over(
+    client: Any, reviewer: Any, review_task: Any
+) -> None:
     """U3: a live claim by someone else refuses the action; an explicit take-over works."""
     other = UserFactory(username="ruth", is_staff=True)
     other.groups.add(*reviewer.groups.all())
@@ -118,13 +148,32 @@ def test_claim_by_another_reviewer_blocks_actions_until_taken_over(client: Any, 
     client.force_login(reviewer)
     page = client.get(reverse("task_detail", args=[review_task.pk])).content.decode()
     assert "Claimed by <strong>ruth</strong>" in page and "Take over claim" in page
-    response = client.post(feedback_url(review_task), {"action": "abandon", "version": review_task.version}, **HX_MAIN)
+    response = client.post(
+        feedback_url(review_task), {"action": "abandon", "version": review_task.version}, **HX_MAIN
+    )
     assert response.status_code == 409 and "claimed by ruth" in response.content.decode()
-    assert client.post(reverse("task_claim", args=[review_task.pk]), {"op": "claim"}, **HX_MAIN).status_code == 409
-    assert client.post(reverse("task_claim", args=[review_task.pk]), {"op": "claim", "force": "1"}, **HX_MAIN).status_code == 200
+    assert (
+        client.post(
+            reverse("task_claim", args=[review_task.pk]), {"op": "claim"}, **HX_MAIN
+        ).status_code
+        == 409
+    )
+    assert (
+        client.post(
+            reverse("task_claim", args=[review_task.pk]), {"op": "claim", "force": "1"}, **HX_MAIN
+        ).status_code
+        == 200
+    )
     review_task.refresh_from_db()
     assert review_task.claimed_by == reviewer
-    assert client.post(feedback_url(review_task), {"action": "abandon", "version": review_task.version}, **HX_MAIN).status_code == 200
+    assert (
+        client.post(
+            feedback_url(review_task),
+            {"action": "abandon", "version": review_task.version},
+            **HX_MAIN,
+        ).status_code
+        == 200
+    )
     review_task.refresh_from_db()
     assert review_task.status == S.ABANDONED
 
@@ -135,7 +184,10 @@ def test_claim_and_release(client: Any, reviewer: Any, review_task: Any) -> None
     client.post(reverse("task_claim", args=[review_task.pk]), {"op": "claim"})
     review_task.refresh_from_db()
     assert review_task.claimed_by == reviewer
-    assert "You hold the claim" in client.get(reverse("task_detail", args=[review_task.pk])).content.decode()
+    assert (
+        "You hold the claim"
+        in client.get(reverse("task_detail", args=[review_task.pk])).content.decode()
+    )
     client.post(reverse("task_claim", args=[review_task.pk]), {"op": "release"})
     review_task.refresh_from_db()
     assert review_task.claimed_by is None
@@ -144,16 +196,28 @@ def test_claim_and_release(client: Any, reviewer: Any, review_task: Any) -> None
 def test_requester_cannot_claim(client: Any, requester: Any, review_task: Any) -> None:
     """U3: claims are for reviewers."""
     client.force_login(requester)
-    assert client.post(reverse("task_claim", args=[review_task.pk]), {"op": "claim"}).status_code == 403
+    assert (
+        client.post(reverse("task_claim", args=[review_task.pk]), {"op": "claim"}).status_code
+        == 403
+    )
 
 
-def test_operator_only_user_cannot_decide_on_others_tasks(client: Any, operator: Any, review_task: Any) -> None:
+def test_operator_only_user_cannot_decide_on_others_tasks(
+    client: Any, operator: Any, review_task: Any
+) -> None:
     """S5: decisions belong to the requester and reviewers."""
     client.force_login(operator)
-    assert client.post(feedback_url(review_task), {"action": "abandon", "version": review_task.version}).status_code == 403
+    assert (
+        client.post(
+            feedback_url(review_task), {"action": "abandon", "version": review_task.version}
+        ).status_code
+        == 403
+    )
 
 
-def test_queue_keyboard_action_rerenders_the_list(client: Any, reviewer: Any, review_task: Any, requester: Any) -> None:
+def test_queue_keyboard_action_rerenders_the_list(
+    client: Any, reviewer: Any, review_task: Any, requester: Any
+) -> None:
     """U1, U3: an action sent from the queue (s/r/a) answers with the refreshed list,
     keeping the filters."""
     from tests.ui.conftest import make_reviewable_task
@@ -162,24 +226,35 @@ def test_queue_keyboard_action_rerenders_the_list(client: Any, reviewer: Any, re
     client.force_login(reviewer)
     response = client.post(
         feedback_url(review_task),
-        {"action": "abandon", "version": review_task.version, "return_to": "queue", "filters": "vstatus=insufficient_evidence"},
-        HTTP_HX_REQUEST="true", HTTP_HX_TARGET="queue-list",
+        {
+            "action": "abandon",
+            "version": review_task.version,
+            "return_to": "queue",
+            "filters": "vstatus=insufficient_evidence",
+        },
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="queue-list",
     )
     body = response.content.decode()
     assert response.status_code == 200
     assert body.lstrip().startswith('<div id="queue-list"')
     assert f'data-task-id="{review_task.pk}"' not in body and f'data-task-id="{second.pk}"' in body
-    assert "vstatus=insufficient_evidence" in body  # the refreshed list keeps polling with the filters
+    assert (
+        "vstatus=insufficient_evidence" in body
+    )  # the refreshed list keeps polling with the filters
     assert "abandon" in body.lower()
 
 
-def test_queue_keyboard_action_stale_gets_409_list(client: Any, reviewer: Any, review_task: Any) -> None:
+def test_queue_keyboard_action_stale_gets_409_list(
+    client: Any, reviewer: Any, review_task: Any
+) -> None:
     """U3: a stale action from the queue re-renders the list with the message, status 409."""
     client.force_login(reviewer)
     response = client.post(
         feedback_url(review_task),
         {"action": "satisfied", "version": 0, "return_to": "queue"},
-        HTTP_HX_REQUEST="true", HTTP_HX_TARGET="queue-list",
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="queue-list",
     )
     assert response.status_code == 409
     assert "Not applied" in response.content.decode()
@@ -190,9 +265,19 @@ def test_queue_keyboard_action_stale_gets_409_list(client: Any, reviewer: Any, r
 def test_notes(client: Any, reviewer: Any, review_task: Any) -> None:
     """U3 (notes): a reviewer adds a note; it shows on the page; an empty one is refused."""
     client.force_login(reviewer)
-    client.post(reverse("task_note", args=[review_task.pk]), {"comment": "Checked section 18 by hand."})
-    assert "Checked section 18 by hand." in client.get(reverse("task_detail", args=[review_task.pk])).content.decode()
-    assert client.post(reverse("task_note", args=[review_task.pk]), {"comment": ""}, **HX_MAIN).status_code == 422
+    client.post(
+        reverse("task_note", args=[review_task.pk]), {"comment": "Checked section 18 by hand."}
+    )
+    assert (
+        "Checked section 18 by hand."
+        in client.get(reverse("task_detail", args=[review_task.pk])).content.decode()
+    )
+    assert (
+        client.post(
+            reverse("task_note", args=[review_task.pk]), {"comment": ""}, **HX_MAIN
+        ).status_code
+        == 422
+    )
 
 
 def test_csrf_is_enforced_on_actions(reviewer: Any, review_task: Any) -> None:
@@ -201,9 +286,18 @@ def test_csrf_is_enforced_on_actions(reviewer: Any, review_task: Any) -> None:
 
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(reviewer)
-    assert strict.post(feedback_url(review_task), {"action": "abandon", "version": review_task.version}).status_code == 403
+    assert (
+        strict.post(
+            feedback_url(review_task), {"action": "abandon", "version": review_task.version}
+        ).status_code
+        == 403
+    )
     page = strict.get(reverse("task_detail", args=[review_task.pk]))
     token = page.context["csrf_token"]
-    ok = strict.post(feedback_url(review_task), {"action": "abandon", "version": review_task.version},
-                     HTTP_X_CSRFTOKEN=str(token), **HX_MAIN)
+    ok = strict.post(
+        feedback_url(review_task),
+        {"action": "abandon", "version": review_task.version},
+        HTTP_X_CSRFTOKEN=str(token),
+        **HX_MAIN,
+    )
     assert ok.status_code == 200

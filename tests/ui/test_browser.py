@@ -21,14 +21,21 @@ from tests.ui.conftest import FACT, make_reviewable_task
 CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
 LAUNCH_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-    "--disable-sync", "--no-first-run",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
 ]
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"browser tests need the system Chromium at {CHROMIUM} (apt-get install chromium)"),
+    pytest.mark.skipif(
+        not os.path.exists(CHROMIUM),
+        reason=f"browser tests need the system Chromium at {CHROMIUM} (apt-get install chromium)",
+    ),
 ]
 
 
@@ -97,7 +104,9 @@ def screenshot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
-def test_reviewer_triages_a_task_without_full_reloads(page: Any, live_server: Any, reviewer: Any, requester: Any) -> None:
+def test_reviewer_triages_a_task_without_full_reloads(
+    page: Any, live_server: Any, reviewer: Any, requester: Any
+) -> None:
     """U1–U3: log in, open the queue, open a task, search the validator input for a fact,
     mark it satisfied; the queue updates without a full page reload."""
     from playwright.sync_api import expect
@@ -118,7 +127,9 @@ def test_reviewer_triages_a_task_without_full_reloads(page: Any, live_server: An
     expect(page.locator("#validator-input .l.current mark")).to_have_text("1,800 EUR")
     # Evidence content loads on demand.
     page.click(f"#ev-{task.tool_evidence.get(sequence=1).pk} summary")
-    expect(page.locator(f"#evidence-{task.tool_evidence.get(sequence=1).pk}-content")).to_have_text(FACT)
+    expect(page.locator(f"#evidence-{task.tool_evidence.get(sequence=1).pk}-content")).to_have_text(
+        FACT
+    )
     screenshot(page, "detail.png")
 
     page.once("dialog", lambda dialog: dialog.accept())
@@ -132,7 +143,9 @@ def test_reviewer_triages_a_task_without_full_reloads(page: Any, live_server: An
     assert page.errors == []
 
 
-def test_keyboard_triage_in_the_queue(page: Any, live_server: Any, reviewer: Any, requester: Any) -> None:
+def test_keyboard_triage_in_the_queue(
+    page: Any, live_server: Any, reviewer: Any, requester: Any
+) -> None:
     """U7: j/k move, a abandons after confirmation, the list re-renders in place."""
     from playwright.sync_api import expect
 
@@ -162,13 +175,17 @@ def test_keyboard_triage_in_the_queue(page: Any, live_server: Any, reviewer: Any
     assert page.evaluate("window.__noReload") == 1
 
 
-def test_script_in_evidence_does_not_execute(page: Any, live_server: Any, reviewer: Any, requester: Any) -> None:
+def test_script_in_evidence_does_not_execute(
+    page: Any, live_server: Any, reviewer: Any, requester: Any
+) -> None:
     """U7: a tool result with <script> and <img onerror> renders as text."""
     from playwright.sync_api import expect
 
     payload = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned2 = 1">'
     task = make_reviewable_task(requester, title=payload)
-    item = ToolEvidenceFactory(run=task.runs.get(), sequence=7, tool_name="fetch_url", title=payload, content=payload)
+    item = ToolEvidenceFactory(
+        run=task.runs.get(), sequence=7, tool_name="fetch_url", title=payload, content=payload
+    )
     snap = task.validations.get()
     snap.rendered_input = snap.rendered_input + "\n" + payload
     snap.save()
@@ -181,7 +198,9 @@ def test_script_in_evidence_does_not_execute(page: Any, live_server: Any, review
     assert page.evaluate("typeof window.__pwned2") == "undefined"
 
 
-def test_requester_submits_a_task_and_watches_it_progress(page: Any, live_server: Any, requester: Any) -> None:
+def test_requester_submits_a_task_and_watches_it_progress(
+    page: Any, live_server: Any, requester: Any
+) -> None:
     """U4: submit a task, see its status and steps change live (polling) up to a final
     status, then give feedback, all without a full reload after submitting."""
     from playwright.sync_api import expect
@@ -189,7 +208,9 @@ def test_requester_submits_a_task_and_watches_it_progress(page: Any, live_server
     from evidence_app.services import validation_run
     from tasks_app.attempts import attempt_run
 
-    KnowledgeDocumentFactory(title="Training budget", body=FACT + " Unused budget does not carry over.")
+    KnowledgeDocumentFactory(
+        title="Training budget", body=FACT + " Unused budget does not carry over."
+    )
     login(page, live_server, "alice", "/tasks/new/")
     page.fill("#id_request", "What is the annual training budget per employee?")
     page.click("#task-new-form button[type=submit]")

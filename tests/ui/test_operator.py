@@ -32,43 +32,72 @@ def test_template_page_lists_versions_and_text(client: Any, operator: Any) -> No
 def test_inputs_page_diffs_two_attempts(client: Any, operator: Any, requester: Any) -> None:
     """U5: rendered inputs of each attempt and an escaped unified diff between them."""
     task = make_reviewable_task(requester)
-    ValidationSnapshotFactory(task=task, attempt_index=2, status="accepted",
-                              rendered_input=task.validations.get().rendered_input.replace("1,800", "<b>2,000</b>"))
+    ValidationSnapshotFactory(
+        task=task,
+        attempt_index=2,
+        status="accepted",
+        rendered_input=task.validations.get().rendered_input.replace("1,800", "<b>2,000</b>"),
+    )
     client.force_login(operator)
     page = client.get(reverse("ops_task_inputs", args=[task.pk])).content.decode()
     assert '<span class="del">-The annual training budget per employee is 1,800 EUR.</span>' in page
-    assert '<span class="add">+The annual training budget per employee is &lt;b&gt;2,000&lt;/b&gt; EUR.</span>' in page
+    assert (
+        '<span class="add">+The annual training budget per employee is '
+        "&lt;b&gt;2,000&lt;/b&gt; EUR.</span>" in page
+    )
 
 
 def test_llm_request_snapshots_page(client: Any, operator: Any, requester: Any) -> None:
     """U5, X2: compact request snapshots, filterable by task."""
     task = make_reviewable_task(requester)
-    LLMRequestSnapshot.objects.create(run=task.runs.get(), iteration=1, provider="offline", model_name="offline:researcher",
-                                      message_count=3, tool_names=["search_documents", "read_document"],
-                                      message_chars=1234, tool_schema_chars=456, latency_ms=12)
+    LLMRequestSnapshot.objects.create(
+        run=task.runs.get(),
+        iteration=1,
+        provider="offline",
+        model_name="offline:researcher",
+        message_count=3,
+        tool_names=["search_documents", "read_document"],
+        message_chars=1234,
+        tool_schema_chars=456,
+        latency_ms=12,
+    )
     client.force_login(operator)
     page = client.get(reverse("ops_llm_requests"), {"task": task.pk}).content.decode()
     assert "search_documents, read_document" in page and "1234" in page
     assert "offline:researcher (offline stand-in, not an LLM)" in page
-    assert "search_documents" in client.get(reverse("ops_task_inputs", args=[task.pk])).content.decode()
+    assert (
+        "search_documents"
+        in client.get(reverse("ops_task_inputs", args=[task.pk])).content.decode()
+    )
 
 
 def test_replay_is_queued_and_shown_side_by_side(
-    client: Any, operator: Any, requester: Any, monkeypatch: Any, django_capture_on_commit_callbacks: Any
+    client: Any,
+    operator: Any,
+    requester: Any,
+    monkeypatch: Any,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
     """V9, U5: the form enqueues the replay job by name after commit (the request never
     waits on the validator); once the worker ran it the replay sits beside the original."""
     from project.celery import app as celery_app
 
     sent: list[tuple[str, list[Any]]] = []
-    monkeypatch.setattr(celery_app, "send_task", lambda name, args=None, **kw: sent.append((name, args)))
+    monkeypatch.setattr(
+        celery_app, "send_task", lambda name, args=None, **kw: sent.append((name, args))
+    )
     task = make_reviewable_task(requester)
     original = task.validations.get()
     client.force_login(operator)
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(reverse("ops_replay", args=[original.pk]), {"template": "terse", "model": "offline:judge"})
+        response = client.post(
+            reverse("ops_replay", args=[original.pk]),
+            {"template": "terse", "model": "offline:judge"},
+        )
     assert response.status_code == 302
-    assert sent == [("evidence_app.replay_validation", [original.pk, "terse", "offline:judge", operator.pk])]
+    assert sent == [
+        ("evidence_app.replay_validation", [original.pk, "terse", "offline:judge", operator.pk])
+    ]
     # What the worker does with that message:
     replay_validation_job(*sent[0][1])
     replay = ValidationSnapshot.objects.get(kind="replay")

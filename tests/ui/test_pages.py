@@ -23,7 +23,12 @@ def hx(target: str) -> dict[str, str]:
 
 def test_pages_require_login(client: Any, review_task: Any) -> None:
     """U1: every page redirects an anonymous visitor to the login page."""
-    for url in [reverse("home"), reverse("review_queue"), reverse("task_detail", args=[review_task.pk]), reverse("ops_index")]:
+    for url in [
+        reverse("home"),
+        reverse("review_queue"),
+        reverse("task_detail", args=[review_task.pk]),
+        reverse("ops_index"),
+    ]:
         response = client.get(url)
         assert response.status_code == 302
         assert response["Location"].startswith(reverse("login"))
@@ -63,10 +68,17 @@ def test_requester_sees_only_own_tasks(client: Any, requester: Any, other_reques
     assert "Mine" in page and "Theirs" not in page
     assert client.get(reverse("task_detail", args=[theirs.pk])).status_code == 404
     assert client.get(reverse("task_detail", args=[mine.pk])).status_code == 200
-    assert client.post(reverse("task_feedback", args=[theirs.pk]), {"action": "abandon", "version": 0}).status_code == 404
+    assert (
+        client.post(
+            reverse("task_feedback", args=[theirs.pk]), {"action": "abandon", "version": 0}
+        ).status_code
+        == 404
+    )
 
 
-def test_queue_lists_needs_review_oldest_first_with_counts(client: Any, reviewer: Any, requester: Any) -> None:
+def test_queue_lists_needs_review_oldest_first_with_counts(
+    client: Any, reviewer: Any, requester: Any
+) -> None:
     """U1: only needs_review tasks, oldest first, counts per status."""
     from datetime import timedelta
 
@@ -74,7 +86,12 @@ def test_queue_lists_needs_review_oldest_first_with_counts(client: Any, reviewer
 
     now = timezone.now()
     newer = TaskFactory(owner=requester, title="Newer one", status=S.NEEDS_REVIEW, created_at=now)
-    older = TaskFactory(owner=requester, title="Older one", status=S.NEEDS_REVIEW, created_at=now - timedelta(days=2))
+    older = TaskFactory(
+        owner=requester,
+        title="Older one",
+        status=S.NEEDS_REVIEW,
+        created_at=now - timedelta(days=2),
+    )
     TaskFactory(owner=requester, title="Still running", status=S.RUNNING)
     client.force_login(reviewer)
     page = client.get(reverse("review_queue")).content.decode()
@@ -84,7 +101,9 @@ def test_queue_lists_needs_review_oldest_first_with_counts(client: Any, reviewer
     assert f'data-task-id="{older.pk}"' in page and f'data-task-id="{newer.pk}"' in page
 
 
-def test_queue_filters_by_verdict_category_claim_and_text(client: Any, reviewer: Any, review_task: Any, requester: Any) -> None:
+def test_queue_filters_by_verdict_category_claim_and_text(
+    client: Any, reviewer: Any, review_task: Any, requester: Any
+) -> None:
     """U1: filters use the latest verdict (subquery) and the claim."""
     plain = TaskFactory(owner=requester, title="No verdict yet", status=S.NEEDS_REVIEW)
     client.force_login(reviewer)
@@ -106,7 +125,9 @@ def test_queue_filters_by_verdict_category_claim_and_text(client: Any, reviewer:
     assert ids({"claimed": "unclaimed"}) == {review_task.pk}
 
 
-def test_queue_htmx_refresh_returns_only_the_list(client: Any, reviewer: Any, review_task: Any) -> None:
+def test_queue_htmx_refresh_returns_only_the_list(
+    client: Any, reviewer: Any, review_task: Any
+) -> None:
     """U1: the polled/filtered list is a fragment, not a page; it keeps polling."""
     client.force_login(reviewer)
     response = client.get(reverse("review_queue"), **hx("queue-list"))
@@ -119,7 +140,12 @@ def test_queue_htmx_refresh_returns_only_the_list(client: Any, reviewer: Any, re
 
 def test_queue_paginates(client: Any, reviewer: Any, requester: Any) -> None:
     """U1: 50 per page."""
-    Task.objects.bulk_create([Task(owner=requester, title=f"T{i}", request="r", status=S.NEEDS_REVIEW) for i in range(60)])
+    Task.objects.bulk_create(
+        [
+            Task(owner=requester, title=f"T{i}", request="r", status=S.NEEDS_REVIEW)
+            for i in range(60)
+        ]
+    )
     client.force_login(reviewer)
     first = client.get(reverse("review_queue"))
     assert len(first.context["tasks"]) == 50
@@ -128,18 +154,30 @@ def test_queue_paginates(client: Any, reviewer: Any, requester: Any) -> None:
 
 
 def test_task_detail_shows_everything(client: Any, reviewer: Any, review_task: Any) -> None:
-    """U2: request, rules, answer, verdict fields, rendered input, raw response, evidence, runs, timeline."""
+    """U2: request, rules, answer, verdict fields, rendered input, raw response,
+    evidence, runs, timeline."""
     client.force_login(reviewer)
     response = client.get(reverse("task_detail", args=[review_task.pk]))
     page = response.content.decode()
     assert response.status_code == 200
     for text in [
-        "What is the annual training budget per employee?", "Cite the handbook section.",
-        "It is 1,800 EUR per employee per year", "Insufficient evidence", "Unsupported claim",
-        "The section number is not in the evidence.", "cite the section", "handbook section 18 heading",
-        "Quote the section heading.", "The amount is supported by R2", "offline:judge (offline stand-in, not an LLM)",
-        "search_documents", "read_document", "Timeline", "validating → <strong>needs_review</strong>",
-        "You are a strict validator.", "&quot;status&quot;: &quot;insufficient_evidence&quot;",
+        "What is the annual training budget per employee?",
+        "Cite the handbook section.",
+        "It is 1,800 EUR per employee per year",
+        "Insufficient evidence",
+        "Unsupported claim",
+        "The section number is not in the evidence.",
+        "cite the section",
+        "handbook section 18 heading",
+        "Quote the section heading.",
+        "The amount is supported by R2",
+        "offline:judge (offline stand-in, not an LLM)",
+        "search_documents",
+        "read_document",
+        "Timeline",
+        "validating → <strong>needs_review</strong>",
+        "You are a strict validator.",
+        "&quot;status&quot;: &quot;insufficient_evidence&quot;",
     ]:
         assert text in page, text
     # The validator input is in the line-numbered viewer, exactly as stored.
@@ -148,7 +186,9 @@ def test_task_detail_shows_everything(client: Any, reviewer: Any, review_task: A
     assert page.count(FACT) == 1
 
 
-def test_task_detail_htmx_navigation_returns_content_only(client: Any, reviewer: Any, review_task: Any) -> None:
+def test_task_detail_htmx_navigation_returns_content_only(
+    client: Any, reviewer: Any, review_task: Any
+) -> None:
     """U1: moving from the queue to a task swaps #main, no full page."""
     client.force_login(reviewer)
     response = client.get(reverse("task_detail", args=[review_task.pk]), **hx("main"))
@@ -163,24 +203,36 @@ def test_lazy_fragments_return_full_content(client: Any, reviewer: Any, review_t
     response = client.get(reverse("evidence_content", args=[review_task.pk, item.pk]), **HX)
     assert FACT in response.content.decode() and "hx-disable" in response.content.decode()
     run = review_task.runs.get()
-    transcript = client.get(reverse("run_transcript", args=[review_task.pk, run.pk]), **HX).content.decode()
+    transcript = client.get(
+        reverse("run_transcript", args=[review_task.pk, run.pk]), **HX
+    ).content.decode()
     assert "assistant" in transcript and "1,800 EUR" in transcript
-    section = client.get(reverse("task_section", args=[review_task.pk, "request"]), **HX).content.decode()
+    section = client.get(
+        reverse("task_section", args=[review_task.pk, "request"]), **HX
+    ).content.decode()
     assert "annual training budget" in section
     snap = review_task.validations.get()
     download = client.get(reverse("snapshot_download", args=[review_task.pk, snap.pk]))
     assert download["Content-Type"].startswith("text/plain")
     assert "attachment" in download["Content-Disposition"]
     assert download.content.decode() == snap.rendered_input
-    system = client.get(reverse("snapshot_download", args=[review_task.pk, snap.pk]), {"part": "system"})
+    system = client.get(
+        reverse("snapshot_download", args=[review_task.pk, snap.pk]), {"part": "system"}
+    )
     assert system.content.decode() == snap.system_prompt
-    raw = client.get(reverse("snapshot_section", args=[review_task.pk, snap.pk, "raw"]), **HX).content.decode()
+    raw = client.get(
+        reverse("snapshot_section", args=[review_task.pk, snap.pk, "raw"]), **HX
+    ).content.decode()
     assert "insufficient_evidence" in raw
-    viewer = client.get(reverse("snapshot_section", args=[review_task.pk, snap.pk, "input"]), **HX).content.decode()
+    viewer = client.get(
+        reverse("snapshot_section", args=[review_task.pk, snap.pk, "input"]), **HX
+    ).content.decode()
     assert 'class="viewer"' in viewer and FACT in viewer
 
 
-def test_fragments_of_another_persons_task_are_404(client: Any, other_requester: Any, review_task: Any) -> None:
+def test_fragments_of_another_persons_task_are_404(
+    client: Any, other_requester: Any, review_task: Any
+) -> None:
     """A2, STYLE: a fragment URL checks permissions on its own."""
     client.force_login(other_requester)
     item = review_task.tool_evidence.first()
@@ -197,12 +249,21 @@ def test_fragments_of_another_persons_task_are_404(client: Any, other_requester:
         assert client.get(url).status_code == 404, url
 
 
-def test_untrusted_content_is_escaped_everywhere(client: Any, reviewer: Any, review_task: Any) -> None:
+def test_untrusted_content_is_escaped_everywhere(
+    client: Any, reviewer: Any, review_task: Any
+) -> None:
     """U7: tool output, titles, arguments and answers with markup render as text."""
     payload = '<script>window.pwned = 1</script><img src=x onerror="window.pwned=2">'
     run = review_task.runs.get()
-    item = ToolEvidenceFactory(run=run, sequence=9, tool_name="fetch_url", title=payload, url="https://x.test/?q=<b>",
-                               arguments={"url": payload}, content=payload)
+    item = ToolEvidenceFactory(
+        run=run,
+        sequence=9,
+        tool_name="fetch_url",
+        title=payload,
+        url="https://x.test/?q=<b>",
+        arguments={"url": payload},
+        content=payload,
+    )
     Task.objects.filter(pk=review_task.pk).update(final_answer=payload, title=payload)
     snap = review_task.validations.get()
     snap.rendered_input = payload
@@ -211,7 +272,9 @@ def test_untrusted_content_is_escaped_everywhere(client: Any, reviewer: Any, rev
     client.force_login(reviewer)
     pages = [
         client.get(reverse("task_detail", args=[review_task.pk])).content.decode(),
-        client.get(reverse("evidence_content", args=[review_task.pk, item.pk]), **HX).content.decode(),
+        client.get(
+            reverse("evidence_content", args=[review_task.pk, item.pk]), **HX
+        ).content.decode(),
         client.get(reverse("review_queue")).content.decode(),
     ]
     for page in pages:
@@ -225,7 +288,13 @@ def test_htmx_is_configured_safely_and_served_locally(client: Any, requester: An
     """U7: htmx from static (no CDN), no eval, no script tags from swaps, CSRF header on body."""
     client.force_login(requester)
     page = client.get(reverse("home")).content.decode()
-    assert '"allowScriptTags": false' in page and '"allowEval": false' in page and '"selfRequestsOnly": true' in page
-    assert "/static/django_htmx/htmx-2" in page and "unpkg" not in page and "cdn" not in page.lower()
+    assert (
+        '"allowScriptTags": false' in page
+        and '"allowEval": false' in page
+        and '"selfRequestsOnly": true' in page
+    )
+    assert (
+        "/static/django_htmx/htmx-2" in page and "unpkg" not in page and "cdn" not in page.lower()
+    )
     assert 'hx-headers=\'{"X-CSRFToken": "' in page
     assert "/static/js/app.js" in page

@@ -22,13 +22,25 @@ def test_new_task_form_creates_a_task(client: Any, requester: Any) -> None:
     """U4, A1: request, rules and policy; redirect to the task page with a message."""
     client.force_login(requester)
     assert client.get(reverse("task_new")).status_code == 200
-    response = client.post(reverse("task_new"), {
-        "title": "", "request": "How many remote days are allowed?\nPlease cite.", "rules": "Be brief.",
-        "plan": "", "validation_policy": "always",
-    })
+    response = client.post(
+        reverse("task_new"),
+        {
+            "title": "",
+            "request": "How many remote days are allowed?\nPlease cite.",
+            "rules": "Be brief.",
+            "plan": "",
+            "validation_policy": "always",
+        },
+    )
     task = Task.objects.get(owner=requester)
-    assert response.status_code == 302 and response["Location"] == reverse("task_detail", args=[task.pk])
-    assert task.title == "How many remote days are allowed?" and task.rules == "Be brief." and task.plan == {}
+    assert response.status_code == 302 and response["Location"] == reverse(
+        "task_detail", args=[task.pk]
+    )
+    assert (
+        task.title == "How many remote days are allowed?"
+        and task.rules == "Be brief."
+        and task.plan == {}
+    )
     page = client.get(response["Location"]).content.decode()
     assert f"Task #{task.pk} created" in page
     assert 'id="progress"' in page and "every 2s" in page  # live progress while queued
@@ -36,21 +48,38 @@ def test_new_task_form_creates_a_task(client: Any, requester: Any) -> None:
 
 def test_new_task_form_accepts_a_valid_team_plan(client: Any, requester: Any) -> None:
     """U4, X4: an optional team plan as JSON, checked by the runtime's plan schema."""
-    plan = {"kind": "team", "mode": "parallel", "nodes": [{"id": "a", "role": "Reader"}, {"id": "b", "role": "Checker"}]}
+    plan = {
+        "kind": "team",
+        "mode": "parallel",
+        "nodes": [{"id": "a", "role": "Reader"}, {"id": "b", "role": "Checker"}],
+    }
     client.force_login(requester)
-    client.post(reverse("task_new"), {"request": "Compare policies", "plan": json.dumps(plan), "validation_policy": "always"})
+    client.post(
+        reverse("task_new"),
+        {"request": "Compare policies", "plan": json.dumps(plan), "validation_policy": "always"},
+    )
     assert Task.objects.get(owner=requester).plan == plan
 
 
 @pytest.mark.parametrize(
     ("plan", "message"),
-    [("{not json", "not valid JSON"), ("[1, 2]", "must be a JSON object"),
-     ('{"kind": "team", "mode": "sideways", "nodes": [{"id": "a", "role": "r"}]}', "The plan is not valid")],
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        (
+            '{"kind": "team", "mode": "sideways", "nodes": [{"id": "a", "role": "r"}]}',
+            "The plan is not valid",
+        ),
+    ],
 )
-def test_new_task_form_rejects_bad_plans(client: Any, requester: Any, plan: str, message: str) -> None:
+def test_new_task_form_rejects_bad_plans(
+    client: Any, requester: Any, plan: str, message: str
+) -> None:
     """A3, U4: a bad plan is a form error (422), no task is created."""
     client.force_login(requester)
-    response = client.post(reverse("task_new"), {"request": "x", "plan": plan, "validation_policy": "always"})
+    response = client.post(
+        reverse("task_new"), {"request": "x", "plan": plan, "validation_policy": "always"}
+    )
     assert response.status_code == 422
     assert message in response.content.decode()
     assert not Task.objects.exists()
@@ -71,21 +100,37 @@ def test_progress_shows_steps_and_tool_calls_as_they_happen(client: Any, request
     url = reverse("task_progress", args=[task.pk])
     first = client.get(url, {"seen": 2}, **HX).content.decode()
     assert "Running" in first and "search_documents" not in first
-    ToolEvidenceFactory(run=run, sequence=0, tool_name="search_documents", arguments={"query": "remote <b>days</b>"})
+    ToolEvidenceFactory(
+        run=run, sequence=0, tool_name="search_documents", arguments={"query": "remote <b>days</b>"}
+    )
     second = client.get(url, {"seen": 2}, **HX).content.decode()
     assert "search_documents" in second and "&lt;b&gt;days&lt;/b&gt;" in second
     assert "offline:researcher (offline stand-in, not an LLM)" in second
 
 
-def test_progress_reloads_the_task_view_when_the_status_changed(client: Any, requester: Any) -> None:
+def test_progress_reloads_the_task_view_when_the_status_changed(
+    client: Any, requester: Any
+) -> None:
     """U4: a status change since the page was drawn re-fetches #main (no full reload);
     the final view no longer polls."""
-    task = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK, attempt_count=1, version=4, final_answer="Done.")
+    task = TaskFactory(
+        owner=requester,
+        status=S.AWAITING_FEEDBACK,
+        attempt_count=1,
+        version=4,
+        final_answer="Done.",
+    )
     client.force_login(requester)
     response = client.get(reverse("task_progress", args=[task.pk]), {"seen": 2}, **HX)
     location = json.loads(response["HX-Location"])
-    assert location == {"path": reverse("task_detail", args=[task.pk]), "target": "#main", "push": "false"}
-    page = client.get(location["path"], HTTP_HX_REQUEST="true", HTTP_HX_TARGET="main").content.decode()
+    assert location == {
+        "path": reverse("task_detail", args=[task.pk]),
+        "target": "#main",
+        "push": "false",
+    }
+    page = client.get(
+        location["path"], HTTP_HX_REQUEST="true", HTTP_HX_TARGET="main"
+    ).content.decode()
     assert 'id="progress"' not in page
     assert "Done." in page and 'value="satisfied"' in page  # feedback buttons for the requester
 
@@ -97,7 +142,9 @@ def test_my_tasks_polls_only_while_something_runs(client: Any, requester: Any) -
     page = client.get(reverse("home")).content.decode()
     assert 'hx-trigger="every 3s"' in page
     Task.objects.filter(pk=task.pk).update(status=S.CLOSED)
-    fragment = client.get(reverse("home"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="task-list").content.decode()
+    fragment = client.get(
+        reverse("home"), HTTP_HX_REQUEST="true", HTTP_HX_TARGET="task-list"
+    ).content.decode()
     assert "every 3s" not in fragment and fragment.lstrip().startswith('<div id="task-list"')
 
 

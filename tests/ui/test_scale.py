@@ -20,10 +20,29 @@ def test_queue_with_500_tasks_makes_a_bounded_number_of_queries(
 ) -> None:
     """U1: the queue page costs the same few queries for 500 tasks with verdicts."""
     tasks = Task.objects.bulk_create(
-        [Task(owner=requester, title=f"Question {i}", request="r" * 1000, status=S.NEEDS_REVIEW, claimed_by=reviewer if i % 7 == 0 else None) for i in range(500)]
+        [
+            Task(
+                owner=requester,
+                title=f"Question {i}",
+                request="r" * 1000,
+                status=S.NEEDS_REVIEW,
+                claimed_by=reviewer if i % 7 == 0 else None,
+            )
+            for i in range(500)
+        ]
     )
     ValidationSnapshot.objects.bulk_create(
-        [ValidationSnapshot(task=t, attempt_index=1, status="insufficient_evidence", failure_category="incomplete", score=0.5, rendered_input="x" * 2000) for t in tasks]
+        [
+            ValidationSnapshot(
+                task=t,
+                attempt_index=1,
+                status="insufficient_evidence",
+                failure_category="incomplete",
+                score=0.5,
+                rendered_input="x" * 2000,
+            )
+            for t in tasks
+        ]
     )
     client.force_login(reviewer)
     client.get(reverse("review_queue"))  # warm the session
@@ -32,7 +51,12 @@ def test_queue_with_500_tasks_makes_a_bounded_number_of_queries(
         response = client.get(reverse("review_queue"), {"vstatus": "insufficient_evidence"})
     assert response.status_code == 200 and response.context["page"].paginator.count == 500
     with django_assert_max_num_queries(7):
-        response = client.get(reverse("review_queue"), {"page": 10}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="queue-list")
+        response = client.get(
+            reverse("review_queue"),
+            {"page": 10},
+            HTTP_HX_REQUEST="true",
+            HTTP_HX_TARGET="queue-list",
+        )
     assert len(response.context["tasks"]) == 50
 
 
@@ -41,12 +65,29 @@ def test_detail_with_200_evidence_items_makes_a_bounded_number_of_queries(
 ) -> None:
     """U2: evidence list, runs, snapshots and timeline in a fixed number of queries."""
     task = make_reviewable_task(requester)
-    runs = Run.objects.bulk_create([Run(task=task, attempt_index=1, kind="team_node", node_id=f"n{i}", model_name="m") for i in range(10)])
-    ToolEvidence.objects.bulk_create(
-        [ToolEvidence(run=runs[i % 10], task=task, attempt_index=1, sequence=i, tool_name="read_document",
-                      arguments={"document_id": i}, content=f"content {i} " * 50) for i in range(200)]
+    runs = Run.objects.bulk_create(
+        [
+            Run(task=task, attempt_index=1, kind="team_node", node_id=f"n{i}", model_name="m")
+            for i in range(10)
+        ]
     )
-    RunMessage.objects.bulk_create([RunMessage(run=runs[i % 10], index=i, role="tool", content="m") for i in range(300)])
+    ToolEvidence.objects.bulk_create(
+        [
+            ToolEvidence(
+                run=runs[i % 10],
+                task=task,
+                attempt_index=1,
+                sequence=i,
+                tool_name="read_document",
+                arguments={"document_id": i},
+                content=f"content {i} " * 50,
+            )
+            for i in range(200)
+        ]
+    )
+    RunMessage.objects.bulk_create(
+        [RunMessage(run=runs[i % 10], index=i, role="tool", content="m") for i in range(300)]
+    )
     client.force_login(reviewer)
     client.get(reverse("home"))
     # session, user, groups, task, snapshots, small snapshot bodies, evidence, runs,
@@ -57,7 +98,9 @@ def test_detail_with_200_evidence_items_makes_a_bounded_number_of_queries(
     assert len(response.context["evidence"]) == 202
 
 
-def test_first_response_stays_small_for_a_10_mb_task(client: Any, reviewer: Any, requester: Any, settings: Any) -> None:
+def test_first_response_stays_small_for_a_10_mb_task(
+    client: Any, reviewer: Any, requester: Any, settings: Any
+) -> None:
     """U2: 10 MB of evidence, a 10 MB rendered input and a 1 MB answer: the page is small,
     the big sections are lazy placeholders, and each lazy URL returns everything."""
     settings.UI_LAZY_SECTION_CHARS = 20_000
@@ -65,9 +108,13 @@ def test_first_response_stays_small_for_a_10_mb_task(client: Any, reviewer: Any,
     deep_fact = "DEEP FACT: the Lisbon office closes at 17:45 on Fridays."
     big = ("filler line of evidence text\n" * 350_000) + deep_fact
     run = task.runs.get()
-    ToolEvidence.objects.create(run=run, task=task, attempt_index=1, sequence=5, tool_name="read_document", content=big)
+    ToolEvidence.objects.create(
+        run=run, task=task, attempt_index=1, sequence=5, tool_name="read_document", content=big
+    )
     snap = task.validations.get()
-    ValidationSnapshot.objects.filter(pk=snap.pk).update(rendered_input=big, rendered_input_chars=len(big))
+    ValidationSnapshot.objects.filter(pk=snap.pk).update(
+        rendered_input=big, rendered_input_chars=len(big)
+    )
     Task.objects.filter(pk=task.pk).update(final_answer="answer " * 150_000)
     client.force_login(reviewer)
     response = client.get(reverse("task_detail", args=[task.pk]))
@@ -84,4 +131,7 @@ def test_first_response_stays_small_for_a_10_mb_task(client: Any, reviewer: Any,
     download = client.get(reverse("snapshot_download", args=[task.pk, snap.pk]))
     assert download.content.decode() == big
     item = ToolEvidence.objects.get(task=task, sequence=5)
-    assert deep_fact in client.get(reverse("evidence_content", args=[task.pk, item.pk])).content.decode()
+    assert (
+        deep_fact
+        in client.get(reverse("evidence_content", args=[task.pk, item.pk])).content.decode()
+    )
