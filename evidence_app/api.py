@@ -10,19 +10,28 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse
-from ninja import Query, Router
+from ninja import Query, Router, Status
+from ninja.errors import ValidationError
 
+from evidence_app.agreement import agreement_stats
+from evidence_app.jobs import replay_validation_job
 from evidence_app.models import ToolEvidence, ValidationSnapshot
 from evidence_app.schemas import (
+    AgreementOut,
     EvidenceFormatQuery,
     EvidenceListOut,
     EvidenceOut,
     EvidencePageQuery,
+    ReplayIn,
+    ReplayQueuedOut,
     ValidationListOut,
     ValidationOut,
 )
+from evidence_app.validator.templates import get_template
 from tasks_app import roles
-from tasks_app.api import as_list, get_visible_run, get_visible_task, verdict
+from tasks_app.agents.models import resolve_model
+from tasks_app.api import as_list, get_visible_run, get_visible_task, require_operator, verdict
+from tasks_app.errors import DomainError
 from tasks_app.schemas import error_responses
 
 router = Router(tags=["evidence"])
@@ -187,3 +196,59 @@ def get_validation(request: HttpRequest, validation_id: int) -> dict[str, Any]:
         requested_by=(snapshot.requested_by.get_username() if snapshot.requested_by_id else None),
     )
     return data
+
+
+def _field_error(field: str, message: str) -> ValidationError:
+    return ValidationError([{"loc": ("body", "payload", field), "msg": message, "type": "value"}])
+
+
+@router.post(
+    "/validations/{validation_id}/replay",
+    response={202: ReplayQueuedOut, **error_responses(403, 404)},
+    summary="Re-run the validator on the stored evidence with another template or model "
+    "(operators); the task is not changed",
+    tags=["validations"],
+)
+def replay(request: HttpRequest, validation_id: int, payload: ReplayIn) -> Status:
+    user = request.auth  # type: ignore[attr-defined]
+    require_operator(user)
+    snapshot = get_visible_validation(user, validation_id)
+    # Refuse a bad template or model now, with a 422 naming it, rather than storing a
+    # validator_error replay later.
+    template = (payload.template or "").strip() or None
+    model = (payload.model or "").strip() or None
+    if template is not None:
+        try:
+            get_template(template)
+        except DomainError as exc:
+            raise _field_error("template", exc.message) from None
+    if model is not None:
+        try:
+            resolve_model(model)
+        except DomainError as exc:
+            raise _field_error("model", exc.message) from None
+
+    # Sent after commit: a rolled-back request queues nothing (X1).
+    replay_validation_job.delay_on_commit(snapshot.pk, template, model, user.pk)
+    return Status(
+        202,
+        {
+            "status": "queued",
+            "validation_id": snapshot.pk,
+            "task_id": snapshot.task_id,
+            "template": template,
+            "model": model,
+        },
+    )
+
+
+@router.get(
+    "/stats/agreement",
+    response={200: AgreementOut, **error_responses(403)},
+    summary="Validator-human agreement per template version and model (operators)",
+    tags=["validations"],
+)
+def agreement(request: HttpRequest) -> dict[str, Any]:
+    require_operator(request.auth)  # type: ignore[attr-defined]
+    items = [group.model_dump() for group in agreement_stats()]
+    return {"items": items, "count": len(items)}

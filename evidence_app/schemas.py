@@ -121,7 +121,8 @@ class ReplayQueuedOut(Schema):
 class AgreementGroupOut(Schema):
     template_version: str
     model_name: str
-    count: int
+    count: int = Field(description="Human decisions that followed a validation")
+    compared: int = Field(description="Of those, the ones with a validator call (not errors)")
     agreement_rate: float | None
     kappa: float | None
     confusion: dict[str, dict[str, int]]

@@ -74,6 +74,8 @@ def test_openapi_document_is_valid_and_lists_the_endpoints(requester: Any) -> No
         "GET /api/v1/evidence/{evidence_id}",
         "GET /api/v1/tasks/{task_id}/validations",
         "GET /api/v1/validations/{validation_id}",
+        "POST /api/v1/validations/{validation_id}/replay",
+        "GET /api/v1/stats/agreement",
         "POST /api/v1/documents",
         "GET /api/v1/documents",
     ):
