@@ -137,6 +137,8 @@ def test_parallel_nodes_overlap(scripted_model: Any) -> None:
     latest_start = max(r.started_at for r in runs)
     earliest_end = min(r.finished_at for r in runs)
     assert latest_start < earliest_end, "all three node runs were running at the same moment"
+    overlap = (earliest_end - latest_start).total_seconds()
+    print(f"\nparallel team: 3 x 0.5 s nodes in {elapsed:.2f} s, all 3 overlapping {overlap:.2f} s")
     assert model.peak == 3
     assert elapsed < 1.2, f"team took {elapsed:.2f}s"
     assert outcome.synthesis.output_text == "synthesised answer"
