@@ -16,9 +16,9 @@ from pydantic_ai.models.function import AgentInfo
 from evidence_app.models import ToolEvidence
 from project.celery import app as celery_app
 from tasks_app import services
+from tasks_app.agents.loop import AgentResult
 from tasks_app.agents.recorder import Fence, LeaseLost
 from tasks_app.agents.tools import REGISTRY, Tool, ToolOutput, register_tool
-from tasks_app.agents.loop import AgentResult
 from tasks_app.attempts import attempt_claim, attempt_finish, attempt_reap
 from tasks_app.jobs import reap_attempts_job, run_attempt_job
 from tasks_app.models import Run, RunMessage, Task, TaskEvent
