@@ -10,6 +10,7 @@ from django.conf import settings
 
 from evidence_app.models import FailureCategory, ValidationStatus
 from tasks_app.models import ValidationPolicy
+from tasks_app.states import TaskStatus
 
 FEEDBACK_CHOICES = [
     ("satisfied", "Satisfied"),
@@ -48,7 +49,14 @@ class TaskCreateForm(forms.Form):
     )
     plan = forms.CharField(
         widget=forms.Textarea(
-            attrs={"rows": 6, "placeholder": '{"mode": "parallel", "nodes": [...]}'}
+            attrs={
+                "rows": 6,
+                "placeholder": (
+                    '{"kind": "team", "mode": "parallel", "nodes": ['
+                    '{"id": "policy", "role": "Policy reader"}, '
+                    '{"id": "costs", "role": "Cost checker"}]}'
+                ),
+            }
         ),
         required=False,
         max_length=50_000,
@@ -125,3 +133,46 @@ class ReplayForm(forms.Form):
         ].help_text = (
             "e.g. offline:judge, openai:gpt-4.1, anthropic:claude-sonnet-4-5, compat:llama3"
         )
+
+
+class BulkReplayForm(forms.Form):
+    """Filters for a bulk replay (V9); the page shows the estimate before anything runs."""
+
+    task_statuses = forms.MultipleChoiceField(
+        choices=TaskStatus.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Task status",
+    )
+    validator_statuses = forms.MultipleChoiceField(
+        choices=ValidationStatus.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Latest verdict",
+    )
+    task_ids = forms.CharField(
+        required=False, max_length=2000, label="Task ids", help_text="e.g. 3, 7, 12"
+    )
+    since_days = forms.IntegerField(
+        required=False, min_value=1, max_value=3650, label="Validated in the last N days"
+    )
+    template = forms.ChoiceField(choices=[], required=False, label="Prompt template")
+    model = forms.CharField(max_length=200, required=False, label="Validator model")
+
+    def __init__(self, *args: Any, template_names: list[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["template"].choices = [
+            ("", "Same as each original"),
+            *[(n, n) for n in template_names or []],
+        ]
+
+    def clean_task_ids(self) -> list[int]:
+        raw = self.cleaned_data.get("task_ids", "")
+        ids: list[int] = []
+        for part in raw.replace(" ", ",").split(","):
+            if not part:
+                continue
+            if not part.isdigit():
+                raise forms.ValidationError(f"'{part}' is not a task id.")
+            ids.append(int(part))
+        return ids

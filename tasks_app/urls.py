@@ -33,6 +33,7 @@ urlpatterns = [
     path("ops/requests/", views_operator.ops_llm_requests, name="ops_llm_requests"),
     path("ops/validations/<int:snapshot_id>/", views_operator.ops_validation, name="ops_validation"),
     path("ops/validations/<int:snapshot_id>/replay/", views_operator.ops_replay, name="ops_replay"),
+    path("ops/replay/", views_operator.ops_bulk_replay, name="ops_bulk_replay"),
     path("ops/agreement/", views_operator.ops_agreement, name="ops_agreement"),
     path("ops/charts/", views_operator.ops_charts, name="ops_charts"),
 ]

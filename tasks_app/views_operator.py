@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db import transaction
@@ -19,11 +20,12 @@ from django.db.models import Count, Q
 from django.db.models.functions import Length, TruncDate
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app.models import SnapshotKind, ValidationSnapshot, ValidationStatus
-from tasks_app.forms import ReplayForm
+from tasks_app.forms import BulkReplayForm, ReplayForm
 from tasks_app.models import LLMRequestSnapshot, Task, TaskEvent
 from tasks_app.states import TaskStatus
 from tasks_app.views_common import operator_required, render_page
@@ -448,3 +450,63 @@ def ops_charts(request: HttpRequest) -> HttpResponse:
         "tasks_app/ops_charts.html",
         {"task_chart": task_chart, "validator_chart": validator_chart, "n_days": n_days},
     )
+
+
+@operator_required
+def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
+    """Replay the latest validation of many tasks (V9): the estimated input size is
+    shown first, and more than ``REPLAY_BULK_MAX_TASKS`` tasks are refused."""
+    from evidence_app.services import replay_candidates, replay_estimate
+
+    cap = settings.REPLAY_BULK_MAX_TASKS
+    data = request.POST if request.method == "POST" else request.GET
+    form = BulkReplayForm(data or None, template_names=[t.name for t in _templates()])
+    context: dict[str, Any] = {"form": form, "cap": cap, "previewed": False}
+    if not form.is_bound or not form.is_valid():
+        return render_page(request, "tasks_app/ops_bulk_replay.html", context)
+    f = form.cleaned_data
+    since = timezone.now() - timedelta(days=f["since_days"]) if f["since_days"] else None
+    candidates = replay_candidates(
+        task_ids=f["task_ids"] or None,
+        task_statuses=f["task_statuses"] or None,
+        validator_statuses=f["validator_statuses"] or None,
+        since=since,
+    )
+    template = f["template"] or None
+    estimate = replay_estimate(candidates[:cap], template=template) if candidates else None
+    context.update(
+        previewed=True,
+        candidates=candidates[:100],
+        total=len(candidates),
+        estimate=estimate,
+        over_cap=len(candidates) > cap,
+        query=data.urlencode(),
+    )
+    if request.method == "POST":
+        if not candidates:
+            messages.error(request, "Nothing to replay: no validation matches these filters.")
+        elif len(candidates) > cap:
+            messages.error(
+                request,
+                f"{len(candidates)} tasks match, more than REPLAY_BULK_MAX_TASKS ({cap}). "
+                "Narrow the filters.",
+            )
+        else:
+            model = f["model"].strip() or None
+            jobs = [[s.pk, template, model, request.user.pk] for s in candidates]
+
+            def send() -> None:
+                from project.celery import app as celery_app
+
+                for args in jobs:
+                    celery_app.send_task(REPLAY_JOB, args=args)
+
+            transaction.on_commit(send)
+            messages.success(
+                request,
+                f"Queued {len(jobs)} replays (~{estimate.input_tokens if estimate else 0:,} input "
+                "tokens). Each shows beside its original when the worker has run it.",
+            )
+            return redirect(reverse("ops_bulk_replay") + "?" + data.urlencode())
+        return render_page(request, "tasks_app/ops_bulk_replay.html", context, status=409)
+    return render_page(request, "tasks_app/ops_bulk_replay.html", context)

@@ -9,14 +9,13 @@ worker whose lease was taken over (reaper, abandon) writes nothing.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 from pydantic_ai.messages import (
     ModelMessage,
@@ -32,6 +31,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model, ModelRequestParameters
 
 from evidence_app.models import ToolEvidence
+from tasks_app.agents.db import db_turn
 from tasks_app.agents.tools import ToolOutput
 from tasks_app.models import LLMRequestSnapshot, Run, RunMessage, RunStatus, Task
 from tasks_app.states import TaskStatus
@@ -40,20 +40,6 @@ from tasks_app.states import TaskStatus
 class LeaseLost(Exception):
     """The attempt's lease was taken over or the task left ``running`` (abandoned):
     stop at once and write nothing more."""
-
-
-# SQLite allows one writer at a time and its in-memory test database shares one cache
-# between threads: team threads take turns on the database (model calls still overlap).
-_sqlite_lock = threading.RLock()
-
-
-@contextmanager
-def db_turn() -> Iterator[None]:
-    if connection.vendor == "sqlite":
-        with _sqlite_lock:
-            yield
-    else:
-        yield
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from django.conf import settings
 from django.db import connection
 from pydantic_ai.tools import ToolDefinition
 
+from tasks_app.agents.db import db_turn
 from tasks_app.models import KnowledgeDocument
 
 log = logging.getLogger(__name__)
@@ -193,10 +194,11 @@ def search_knowledge(query: str, limit: int = 5) -> ToolOutput:
         raise ToolError("query must not be empty")
     limit = max(1, min(int(limit), 10))
     terms = keywords(query) or [query.lower()]
-    if connection.vendor == "postgresql":
-        hits = _search_postgres(query, terms, limit)
-    else:
-        hits = _search_simple(terms, limit)
+    with db_turn():
+        if connection.vendor == "postgresql":
+            hits = _search_postgres(query, terms, limit)
+        else:
+            hits = _search_simple(terms, limit)
     if not hits:
         return ToolOutput(
             content=f"No documents match '{query}'.", payload={"query": query, "hits": []}
@@ -222,7 +224,8 @@ def read_document(document_id: int | str) -> ToolOutput:
         pk = int(str(document_id).strip().removeprefix("doc").strip())
     except ValueError:
         raise ToolError(f"document_id must be a number, got {document_id!r}") from None
-    doc = KnowledgeDocument.objects.filter(pk=pk).first()
+    with db_turn():
+        doc = KnowledgeDocument.objects.filter(pk=pk).first()
     if doc is None:
         raise ToolError(f"there is no document with id {pk}")
     # The whole body, never cut: a fact deep in a long document must reach the evidence.

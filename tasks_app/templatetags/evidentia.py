@@ -104,3 +104,8 @@ def raw_text(item: Any) -> str:
     if isinstance(item, str):
         return item
     return pretty_json(item)
+
+
+@register.filter
+def thousands(value: int | None) -> str:
+    return f"{int(value or 0):,}"

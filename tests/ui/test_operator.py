@@ -136,3 +136,44 @@ def test_operator_index(client: Any, operator: Any, requester: Any) -> None:
     client.force_login(operator)
     page = client.get(reverse("ops_index")).content.decode()
     assert reverse("ops_validation", args=[task.validations.get().pk]) in page
+
+
+def test_bulk_replay_shows_the_estimate_first_and_respects_the_cap(
+    client: Any,
+    operator: Any,
+    requester: Any,
+    settings: Any,
+    monkeypatch: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """V9: the preview shows how many tasks and the estimated input size; over
+    REPLAY_BULK_MAX_TASKS nothing can be queued; within it, one job per task."""
+    from project.celery import app as celery_app
+
+    sent: list[list[Any]] = []
+    monkeypatch.setattr(celery_app, "send_task", lambda name, args=None, **kw: sent.append(args))
+    first = make_reviewable_task(requester)
+    second = make_reviewable_task(requester, title="Second")
+    ValidationSnapshot.objects.update(rendered_input_chars=4000)
+    client.force_login(operator)
+    url = reverse("ops_bulk_replay")
+    assert client.get(url).status_code == 200
+    params = {"validator_statuses": ["insufficient_evidence"], "template": "terse"}
+    preview = client.get(url, params).content.decode()
+    assert (
+        "2 tasks match" in preview
+        and "Estimated input" in preview
+        and "Replay 2 validations" in preview
+    )
+    settings.REPLAY_BULK_MAX_TASKS = 1
+    assert "Narrow the filters" in client.get(url, params).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        refused = client.post(url, params)
+    assert refused.status_code == 409 and sent == []
+    settings.REPLAY_BULK_MAX_TASKS = 50
+    with django_capture_on_commit_callbacks(execute=True):
+        queued = client.post(url, params)
+    assert queued.status_code == 302
+    snapshots = {first.validations.get().pk, second.validations.get().pk}
+    assert {args[0] for args in sent} == snapshots
+    assert all(args[1:] == ["terse", None, operator.pk] for args in sent)
