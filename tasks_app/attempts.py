@@ -29,9 +29,9 @@ from django.utils import timezone
 
 from tasks_app import services
 from tasks_app.agents import prompts
+from tasks_app.agents.db import db_turn
 from tasks_app.agents.loop import AgentLoop, AgentResult
 from tasks_app.agents.plans import SinglePlan, TeamPlan, parse_plan
-from tasks_app.agents.db import db_turn
 from tasks_app.agents.recorder import Fence, LeaseLost
 from tasks_app.agents.team import run_team
 from tasks_app.agents.tools import DEFAULT_TOOLS

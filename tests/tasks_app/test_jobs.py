@@ -374,3 +374,19 @@ def test_fence_beat_refreshes_the_heartbeat() -> None:
     Fence(task_id=task.pk, lease_token=claim.lease_token).beat()
     task.refresh_from_db()
     assert (timezone.now() - task.heartbeat_at).total_seconds() < 5
+
+
+@pytest.mark.django_db
+def test_a_misconfigured_model_fails_the_attempt_with_the_reason(
+    settings: Any, monkeypatch: pytest.MonkeyPatch, sent: list[Any]
+) -> None:
+    """X6: a missing API key is a configuration error recorded on the run and the task,
+    not a crashed worker."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    settings.AGENT_MODEL = "anthropic:claude-sonnet-4-5"
+    task = TaskFactory()
+    assert run_attempt_job(task.pk) == S.FAILED
+    run = Run.objects.get(task=task)
+    assert run.status == "failed" and "ANTHROPIC_API_KEY" in run.error
+    assert "ANTHROPIC_API_KEY" in TaskEvent.objects.filter(task=task).last().reason
+    assert sent == []
