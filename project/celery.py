@@ -23,12 +23,14 @@ def configure(app: Celery) -> None:
     }
     if settings.CELERY_BROKER_URL.startswith("filesystem://"):
         folder = settings.CELERY_BROKER_FOLDER
-        for sub in ("queue", "processed"):
+        for sub in ("queue", "processed", "control"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
         transport_options.update(
             data_folder_in=str(folder / "queue"),
             data_folder_out=str(folder / "queue"),
             processed_folder=str(folder / "processed"),
+            # kombu keeps its exchange table here; its default is ./control in the cwd.
+            control_folder=str(folder / "control"),
             store_processed=False,
         )
     app.conf.update(
