@@ -185,13 +185,42 @@ def _conflicts(quotes: list[Quote]) -> list[str]:
     return notes
 
 
-def compose_answer(quotes: list[Quote]) -> str:
+_QUANTITY_QUESTION_RE = re.compile(
+    r"\b(how (many|much|long|often|old|far)|what (percentage|percent|amount|rate|share)|"
+    r"which (percentage|amount|rate))\b",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = (
+    "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty "
+    "forty fifty sixty hundred thousand half quarter double twice once"
+).split()
+_HAS_QUANTITY_RE = re.compile(r"\d|%|\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
+
+
+def quantity_gap(request: str, quotes: list[Quote]) -> str:
+    """A note when the request asks for a quantity and no quoted passage states one, so
+    the answer does not pass off related sentences as the figure asked for."""
+    if not quotes or not _QUANTITY_QUESTION_RE.search(request):
+        return ""
+    if any(_HAS_QUANTITY_RE.search(q.sentence) for q in quotes):
+        return ""
+    return (
+        "Note: none of the passages I read states the figure the request asks for; "
+        "the documents may not contain it."
+    )
+
+
+def compose_answer(quotes: list[Quote], request: str = "") -> str:
     if not quotes:
         return NOTHING_FOUND
     lines = ["From the knowledge base:"]
     for quote in quotes:
         source = f" (source: {quote.title})" if quote.title else ""
         lines.append(f'- "{quote.sentence}"{source}')
+    gap = quantity_gap(request, quotes)
+    if gap:
+        lines.append("")
+        lines.append(gap)
     conflicts = _conflicts(quotes)
     if conflicts:
         lines.append("")
@@ -247,7 +276,9 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if not reads and "read_document" in offered:
             return ModelResponse(parts=[TextPart(NOTHING_FOUND)])
         sources = [(p.model_response_str(), "") for p in (reads or returns)]
-        return ModelResponse(parts=[TextPart(compose_answer(best_quotes(request, sources)))])
+        return ModelResponse(
+            parts=[TextPart(compose_answer(best_quotes(request, sources), request))]
+        )
 
     # No tools offered: synthesis or finalization, the evidence is in the prompt.
     evidence = prompt
@@ -256,4 +287,4 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         # Do not quote the request back to itself.
         evidence = prompt.replace(request, "", 1)
     sources = [(evidence, "")] + [(p.model_response_str(), "") for p in returns]
-    return ModelResponse(parts=[TextPart(compose_answer(best_quotes(request, sources)))])
+    return ModelResponse(parts=[TextPart(compose_answer(best_quotes(request, sources), request))])

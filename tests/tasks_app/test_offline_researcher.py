@@ -123,3 +123,15 @@ def test_answers_the_demo_deep_fact_questions_from_the_handbook() -> None:
         assert spec["answer_fact"] in result.output_text, (spec["title"], result.output_text)
         for title in spec["source_titles"]:
             assert title in result.output_text
+
+
+def test_flags_a_missing_figure_instead_of_passing_off_related_sentences() -> None:
+    """X7: asked for a quantity the documents never state, the answer says so."""
+    KnowledgeDocumentFactory(
+        title="Pensions",
+        body="The company pension scheme is offered to employees in Germany. "
+        "The People team explains the pension scheme during onboarding.",
+    )
+    result = research("What percentage does the employer contribute to the company pension scheme?")
+    assert "Pensions" in result.output_text
+    assert "none of the passages I read states the figure" in result.output_text
