@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
@@ -259,12 +259,14 @@ def attempt_run(*, task_id: int, worker: str = "") -> Task | None:
 class ReapReport:
     requeued: list[int]
     failed: list[int]
+    reenqueued: list[int] = field(default_factory=list)
 
 
 def attempt_reap(*, now: object = None) -> ReapReport:
     """Recover running attempts whose heartbeat is older than ATTEMPT_LEASE_SECONDS or
     missing: back to ``open`` and re-enqueued (at most ATTEMPT_MAX_REQUEUES times), else
-    ``failed`` with the reason. Fresh attempts and every other status are untouched."""
+    ``failed`` with the reason. Fresh attempts and needs_review are untouched. Runnable
+    tasks left waiting a whole lease period get their job sent again."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)  # type: ignore[operator]
     stale = list(
@@ -307,4 +309,27 @@ def attempt_reap(*, now: object = None) -> ReapReport:
                     report.failed.append(task_id)
         except (StaleAction, Task.DoesNotExist):
             continue
+    report.reenqueued = _reenqueue_waiting(cutoff=cutoff, now=now)
     return report
+
+
+def _reenqueue_waiting(*, cutoff: object, now: object) -> list[int]:
+    """Runnable tasks (open/needs_revision, never needs_review) untouched for a whole
+    lease period get their job sent again, in case the first was lost (broker down at
+    commit time). A duplicate is harmless: only one delivery can claim the attempt.
+    Touching updated_at sends at most one extra job per lease period."""
+    waiting = list(
+        Task.objects.filter(status__in=RUNNABLE_STATUSES, updated_at__lt=cutoff).values_list(
+            "pk", "updated_at"
+        )
+    )
+    sent: list[int] = []
+    for task_id, updated_at in waiting:
+        with db_turn(), transaction.atomic():
+            touched = Task.objects.filter(
+                pk=task_id, status__in=RUNNABLE_STATUSES, updated_at=updated_at
+            ).update(updated_at=now)
+            if touched:
+                services.attempt_enqueue(task_id)
+                sent.append(task_id)
+    return sent

@@ -285,7 +285,7 @@ def test_reaper_fails_an_attempt_requeued_too_often(settings: Any) -> None:
     """X1: re-queueing is bounded by ATTEMPT_MAX_REQUEUES; then the task fails with the reason."""
     settings.ATTEMPT_MAX_REQUEUES = 2
     task = TaskFactory(status=S.RUNNING, lease_token="t", heartbeat_at=None, requeue_count=2)
-    assert reap_attempts_job() == {"requeued": [], "failed": [task.pk]}
+    assert reap_attempts_job() == {"requeued": [], "failed": [task.pk], "reenqueued": []}
     task.refresh_from_db()
     assert task.status == S.FAILED
     assert "re-queued 2 times" in TaskEvent.objects.filter(task=task).last().reason
@@ -390,3 +390,28 @@ def test_a_misconfigured_model_fails_the_attempt_with_the_reason(
     assert run.status == "failed" and "ANTHROPIC_API_KEY" in run.error
     assert "ANTHROPIC_API_KEY" in TaskEvent.objects.filter(task=task).last().reason
     assert sent == []
+
+
+@pytest.mark.django_db
+def test_reaper_resends_the_job_of_a_runnable_task_left_waiting(
+    settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """X1/S4: an open task whose job was lost is queued again once per lease period;
+    fresh open tasks and needs_review are not."""
+    settings.ATTEMPT_LEASE_SECONDS = 300
+    old = timezone.now() - timedelta(minutes=10)
+    waiting = TaskFactory(status=S.OPEN)
+    revision = TaskFactory(status=S.NEEDS_REVISION)
+    fresh = TaskFactory(status=S.OPEN)
+    review = TaskFactory(status=S.NEEDS_REVIEW)
+    Task.objects.filter(pk__in=[waiting.pk, revision.pk, review.pk]).update(updated_at=old)
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        report = attempt_reap()
+    assert sorted(report.reenqueued) == sorted([waiting.pk, revision.pk])
+    assert sorted(cb.args for cb in callbacks) == sorted([(waiting.pk,), (revision.pk,)])
+    assert fresh.pk not in report.reenqueued and review.pk not in report.reenqueued
+    # Touched: not sent again on the next sweep.
+    assert attempt_reap().reenqueued == []
+    waiting.refresh_from_db()
+    assert waiting.status == S.OPEN

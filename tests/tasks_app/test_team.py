@@ -140,7 +140,7 @@ def test_parallel_nodes_overlap(scripted_model: Any) -> None:
     overlap = (earliest_end - latest_start).total_seconds()
     print(f"\nparallel team: 3 x 0.5 s nodes in {elapsed:.2f} s, all 3 overlapping {overlap:.2f} s")
     assert model.peak == 3
-    assert elapsed < 1.2, f"team took {elapsed:.2f}s"
+    assert elapsed < 1.4, f"team took {elapsed:.2f}s"
     assert outcome.synthesis.output_text == "synthesised answer"
 
 
