@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -200,6 +200,13 @@ def not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 @api.exception_handler(RequestDataTooBig)
 def request_too_big(request: HttpRequest, exc: RequestDataTooBig) -> HttpResponse:
     return _too_large(request)
+
+
+@api.exception_handler(SuspiciousOperation)
+def suspicious_request(request: HttpRequest, exc: SuspiciousOperation) -> HttpResponse:
+    # Django's refusals of a malformed request (too many form fields, ...): a 400 as
+    # Django itself would answer, in our shape.
+    return api.create_response(request, error_body(400, f"Bad request: {exc}"), status=400)
 
 
 @api.exception_handler(Exception)

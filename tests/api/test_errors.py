@@ -114,3 +114,15 @@ def test_nul_characters_are_422_naming_the_field(alice: Client) -> None:
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "plan.nodes.0.role"
     assert not Task.objects.exists()
+
+
+def test_form_with_too_many_fields_is_a_json_400(requester: Any, settings: Any) -> None:
+    """A3: Django's other refusals of a malformed body (SuspiciousOperation) are a 400 in
+    the error shape, not a 500."""
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 5
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(requester)
+    client.get("/account/")  # the CSRF cookie, so the check goes on to read the form
+    response = client.post("/api/v1/tasks", {f"f{i}": "x" for i in range(20)})
+    assert response.status_code == 400
+    assert response.json()["code"] == "bad_request"
