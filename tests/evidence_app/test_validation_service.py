@@ -321,3 +321,25 @@ def test_untrusted_answer_cannot_steer_the_judge_out_of_its_block(
     tail = user_text[user_text.rindex("== ANSWER UNDER REVIEW") :]
     assert tail.count("</EXTERNAL-CONTENT>") == 1
     assert "&lt;/EXTERNAL-CONTENT>" in tail
+
+
+def test_history_holds_the_last_messages_wrapped(
+    scripted_judge: ScriptedJudge, settings: Any
+) -> None:
+    """V4: the recent conversation history (last VALIDATOR_HISTORY_MESSAGES) is wrapped."""
+    from tasks_app.models import Feedback
+
+    settings.VALIDATOR_HISTORY_MESSAGES = 2
+    scripted_judge.replies = [verdict("accepted")]
+    task = validating_task()
+    for i in range(4):
+        Feedback.objects.create(task=task, action="note", comment=f"note number {i}")
+    snapshot = _run(task)
+    assert snapshot is not None
+    history = snapshot.rendered_input.split("== RECENT CONVERSATION HISTORY ==")[1].split(
+        "== PREVIOUS VALIDATOR FEEDBACK =="
+    )[0]
+    assert "(last 2 of 4 messages)" in history
+    assert "note number 2" in history and "note number 3" in history
+    assert "note number 0" not in history and "note number 1" not in history
+    assert '<EXTERNAL-CONTENT label="conversation history">' in history
