@@ -109,3 +109,20 @@ def raw_text(item: Any) -> str:
 @register.filter
 def thousands(value: int | None) -> str:
     return f"{int(value or 0):,}"
+
+
+@register.filter
+def raw_parts(item: Any) -> dict[str, Any]:
+    """A stored raw validator response split into its text, exactly as the model
+    returned it, and the facts recorded beside it (attempt, tokens, latency...)."""
+    if isinstance(item, str):
+        return {"text": item, "meta": []}
+    if isinstance(item, dict) and isinstance(item.get("text"), str):
+        meta = [(k, v) for k, v in item.items() if k != "text" and v not in (None, "", [], {})]
+        return {
+            "text": item["text"],
+            "meta": [
+                (k, compact_json(v) if not isinstance(v, str | int | float) else v) for k, v in meta
+            ],
+        }
+    return {"text": pretty_json(item), "meta": []}

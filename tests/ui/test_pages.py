@@ -298,3 +298,32 @@ def test_htmx_is_configured_safely_and_served_locally(client: Any, requester: An
     )
     assert 'hx-headers=\'{"X-CSRFToken": "' in page
     assert "/static/js/app.js" in page
+
+
+def test_raw_responses_and_schema_retry_failures_are_shown(
+    client: Any, reviewer: Any, review_task: Any
+) -> None:
+    """U2, O4, V7: each raw response verbatim with its facts, and every schema-retry
+    failure (stage, path, message) even when a later retry succeeded."""
+    snap = review_task.validations.get()
+    snap.raw_responses = [
+        {"attempt": 1, "text": "not json <at all>", "input_tokens": 10},
+        {"attempt": 2, "text": '{"status": "insufficient_evidence"}', "input_tokens": 12},
+    ]
+    snap.schema_errors = [
+        {
+            "stage": "json-parse",
+            "path": "",
+            "message": "Expecting value",
+            "attempt": 1,
+            "cumulative_retries": 1,
+        },
+    ]
+    snap.schema_retry_count = 1
+    snap.save()
+    client.force_login(reviewer)
+    page = client.get(reverse("task_detail", args=[review_task.pk])).content.decode()
+    assert "not json &lt;at all&gt;" in page and "input_tokens: 12" in page
+    assert (
+        "Schema-retry failures (1)" in page and "json-parse" in page and "Expecting value" in page
+    )
