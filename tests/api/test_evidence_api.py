@@ -190,14 +190,16 @@ def test_operator_adds_and_searches_documents(otto: Client) -> None:
 
 def test_only_operators_touch_documents(alice: Client, rita: Client) -> None:
     """A2: requesters and reviewers get 403 on documents; nothing is written."""
+    existing = KnowledgeDocumentFactory()
     for client in (alice, rita):
+        assert client.get(f"/api/v1/documents/{existing.pk}").status_code == 403
         response = client.post(
             "/api/v1/documents", {"title": "t", "body": "b"}, content_type="application/json"
         )
         assert response.status_code == 403
         assert response.json()["code"] == "permission_denied"
         assert client.get("/api/v1/documents").status_code == 403
-    assert not KnowledgeDocument.objects.exists()
+    assert list(KnowledgeDocument.objects.all()) == [existing]
 
 
 def test_blank_document_is_422(otto: Client) -> None:
