@@ -1,8 +1,10 @@
 """Tasks API (SPEC A1, A2, S2, S5, U3): create, list, read, feedback, claims, events, runs.
 
 Endpoints read through querysets and write only through ``tasks_app.services``; none
-assigns ``status``. Object permissions: requesters see and act on their own tasks only
-(anyone else's is a 404, so ids do not leak); reviewers and operators see all.
+assigns ``status``. Each write and the reads that build its response share one
+transaction, so an error after the write leaves nothing behind and queues no job.
+Object permissions: requesters see and act on their own tasks only (anyone else's is a
+404, so ids do not leak); reviewers and operators see all.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404, HttpRequest
 from ninja import Query, Router, Status
@@ -278,16 +281,17 @@ def me(request: HttpRequest) -> dict[str, Any]:
 )
 def create_task(request: HttpRequest, payload: TaskCreateIn) -> Status:
     user = request.auth  # type: ignore[attr-defined]
-    task = services.task_create(
-        owner=user,
-        request=payload.request,
-        title=payload.title,
-        rules=payload.rules,
-        plan=payload.plan.model_dump(mode="json") if payload.plan else None,
-        validation_policy=payload.validation_policy,
-        validation_keywords=payload.validation_keywords,
-    )
-    return Status(201, task_detail(get_visible_task(user, task.pk)))
+    with transaction.atomic():
+        task = services.task_create(
+            owner=user,
+            request=payload.request,
+            title=payload.title,
+            rules=payload.rules,
+            plan=payload.plan.model_dump(mode="json") if payload.plan else None,
+            validation_policy=payload.validation_policy,
+            validation_keywords=payload.validation_keywords,
+        )
+        return Status(201, task_detail(get_visible_task(user, task.pk)))
 
 
 @router.get(
@@ -344,15 +348,16 @@ def give_feedback(request: HttpRequest, task_id: int, payload: FeedbackIn) -> di
                 }
             ]
         )
-    services.task_apply_feedback(
-        task_id=task.pk,
-        actor=user,
-        action=payload.action,
-        comment=payload.comment,
-        expected_version=payload.expected_version,
-        force=payload.force,
-    )
-    return task_detail(get_visible_task(user, task.pk))
+    with transaction.atomic():
+        services.task_apply_feedback(
+            task_id=task.pk,
+            actor=user,
+            action=payload.action,
+            comment=payload.comment,
+            expected_version=payload.expected_version,
+            force=payload.force,
+        )
+        return task_detail(get_visible_task(user, task.pk))
 
 
 @router.post(
@@ -364,8 +369,9 @@ def claim_task(request: HttpRequest, task_id: int, query: Query[ForceQuery]) -> 
     user = request.auth  # type: ignore[attr-defined]
     task = get_visible_task(user, task_id)
     require_staff_role(user)
-    services.task_claim(task_id=task.pk, reviewer=user, force=query.force)
-    return task_detail(get_visible_task(user, task.pk))
+    with transaction.atomic():
+        services.task_claim(task_id=task.pk, reviewer=user, force=query.force)
+        return task_detail(get_visible_task(user, task.pk))
 
 
 @router.delete(
@@ -377,8 +383,9 @@ def release_claim(request: HttpRequest, task_id: int, query: Query[ForceQuery]) 
     user = request.auth  # type: ignore[attr-defined]
     task = get_visible_task(user, task_id)
     require_staff_role(user)
-    services.task_release_claim(task_id=task.pk, reviewer=user, force=query.force)
-    return task_detail(get_visible_task(user, task.pk))
+    with transaction.atomic():
+        services.task_release_claim(task_id=task.pk, reviewer=user, force=query.force)
+        return task_detail(get_visible_task(user, task.pk))
 
 
 @router.get(
@@ -494,10 +501,11 @@ def document_out(document: KnowledgeDocument, *, with_body: bool) -> dict[str, A
 )
 def create_document(request: HttpRequest, payload: DocumentIn) -> Status:
     require_operator(request.auth)  # type: ignore[attr-defined]
-    document = KnowledgeDocument.objects.create(
-        title=payload.title.strip(), body=payload.body, source_url=payload.source_url.strip()
-    )
-    return Status(201, document_out(document, with_body=True))
+    with transaction.atomic():
+        document = KnowledgeDocument.objects.create(
+            title=payload.title.strip(), body=payload.body, source_url=payload.source_url.strip()
+        )
+        return Status(201, document_out(document, with_body=True))
 
 
 @router.get(
