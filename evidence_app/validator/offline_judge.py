@@ -9,8 +9,11 @@ under review (the last section), and really checks the answer against the eviden
 - a claim is *supported* when one evidence sentence shares at least
   ``SUPPORT_OVERLAP`` of the claim's content words and every number or code of the
   claim appears in that sentence or its neighbours;
+- names (capitalised words inside a sentence) are checked like figures: a claim naming
+  someone or something the evidence never mentions is not supported;
 - a claim is *contradicted* when it is not supported and an evidence sentence about
-  the same thing (``CONFLICT_OVERLAP`` of shared content words) states different numbers;
+  the same thing (``CONFLICT_OVERLAP`` of shared content words) states different numbers,
+  or another name where the claim has one the evidence lacks;
 - a supported claim whose figure is disputed by another source (same words, different
   numbers, in another tool result) is an *evidence conflict*: a person must decide;
 - a question asking for a figure (how many / how much / how long / what percentage /
@@ -101,6 +104,22 @@ def numbers(text: str) -> set[str]:
     return found
 
 
+_NAME_RE = re.compile(r"(?<!^)(?<![A-Za-z])([A-Z][a-zA-Z]{2,})(?![A-Za-z])")
+_LETTERS_RE = re.compile(r"[A-Za-z]+")
+
+
+def names(text: str) -> set[str]:
+    """Capitalised words that are not the first of a sentence (names, places, brands),
+    lowercased; checked like figures, since a wrong name is as wrong as a wrong number."""
+    found = set()
+    for sentence in _SENTENCE_SPLIT_RE.split(text.strip()):
+        for match in _NAME_RE.finditer(sentence.strip()):
+            word = match.group(1).lower()
+            if word not in STOPWORDS:
+                found.add(word)
+    return found
+
+
 def subject_words(request: str) -> set[str]:
     """The request's content words without the question's own words ("how long")."""
     return {w for w in content_words(request) if w not in _QUESTION_WORDS}
@@ -113,6 +132,7 @@ class EvidenceSentence:
     words: set[str]
     window_numbers: set[str]  # this sentence's and its neighbours' numbers
     own_numbers: set[str]
+    own_names: set[str]
 
 
 @dataclass
@@ -153,6 +173,7 @@ def evidence_sentences(prompt: str) -> list[EvidenceSentence]:
                     words=content_words(sentence),
                     window_numbers=window,
                     own_numbers=nums[i],
+                    own_names=names(sentence),
                 )
             )
     return out
@@ -189,30 +210,52 @@ def _overlap(claim_words: set[str], sentence_words: set[str]) -> float:
     return len(claim_words & sentence_words) / len(claim_words)
 
 
-def check_claim(claim: str, evidence: list[EvidenceSentence]) -> ClaimCheck:
+def check_claim(
+    claim: str, evidence: list[EvidenceSentence], vocabulary: set[str] | None = None
+) -> ClaimCheck:
+    """Support, contradiction or cross-source conflict of one claim. ``vocabulary`` is
+    every word of the evidence (lowercased): a name in the claim must be in it."""
     words = content_words(claim)
     claim_numbers = numbers(claim)
+    claim_names = names(claim)
+    if vocabulary is None:
+        vocabulary = {w.lower() for e in evidence for w in _LETTERS_RE.findall(e.text)}
+    unknown_names = claim_names - vocabulary
     ranked = sorted(evidence, key=lambda e: _overlap(words, e.words), reverse=True)
-    support = next(
-        (
-            e
-            for e in ranked
-            if _overlap(words, e.words) >= SUPPORT_OVERLAP and claim_numbers <= e.window_numbers
-        ),
-        None,
-    )
-
-    def disputes(e: EvidenceSentence) -> bool:
-        shared = words & e.words
-        return (
-            bool(e.own_numbers)
-            and len(shared) >= MIN_CONFLICT_SHARED
-            and _overlap(words, e.words) >= CONFLICT_OVERLAP
-            and not (claim_numbers & e.own_numbers)
+    support = None
+    if not unknown_names:
+        support = next(
+            (
+                e
+                for e in ranked
+                if _overlap(words, e.words) >= SUPPORT_OVERLAP and claim_numbers <= e.window_numbers
+            ),
+            None,
         )
 
+    def about_the_same(e: EvidenceSentence) -> bool:
+        return (
+            len(words & e.words) >= MIN_CONFLICT_SHARED
+            and _overlap(words, e.words) >= CONFLICT_OVERLAP
+        )
+
+    def disputes(e: EvidenceSentence) -> bool:
+        """Same statement, other figures."""
+        return bool(e.own_numbers) and about_the_same(e) and not (claim_numbers & e.own_numbers)
+
+    def renames(e: EvidenceSentence) -> bool:
+        """Same statement, another name where the claim has one the evidence lacks."""
+        return bool(e.own_names - claim_names) and about_the_same(e)
+
     if support is None:
-        contradiction = next((e for e in ranked if claim_numbers and disputes(e)), None)
+        contradiction = next(
+            (
+                e
+                for e in ranked
+                if (claim_numbers and disputes(e)) or (unknown_names and renames(e))
+            ),
+            None,
+        )
         return ClaimCheck(claim=claim, supported=False, contradiction=contradiction)
     conflict = None
     if claim_numbers:
@@ -235,7 +278,8 @@ def judge(prompt: str) -> dict[str, object]:
     all_claims = claims_of(answer)
     claims = [c for c in all_claims if not _ABSENCE_RE.search(c)]
     says_absent = len(claims) < len(all_claims)
-    checks = [check_claim(claim, evidence) for claim in claims]
+    vocabulary = {w.lower() for e in evidence for w in _LETTERS_RE.findall(e.text)}
+    checks = [check_claim(claim, evidence, vocabulary) for claim in claims]
     supported = [c for c in checks if c.supported]
     contradicted = [c for c in checks if c.contradiction is not None]
     conflicts = [c for c in checks if c.conflict is not None]

@@ -58,6 +58,23 @@ def _validate(settings: Any, *, answer: str, evidence: list[str], request: str) 
             "needs_revision",
         ),
         (
+            "wrong name",
+            "What is the name of the wooden heron that stands in the Hamburg reception?",
+            "The wooden heron that stands in the Hamburg reception is named Brunhilde, after "
+            "the boat-builder who carved it.",
+            ["25-company-history"],
+            "rejected",
+            "needs_revision",
+        ),
+        (
+            "right name",
+            "What is the name of the wooden heron that stands in the Hamburg reception?",
+            "The wooden heron in the Hamburg reception is named Okkerlund.",
+            ["25-company-history"],
+            "accepted",
+            "awaiting_feedback",
+        ),
+        (
             "sources disagree",
             "What is the daily meal allowance for domestic business travel?",
             '- "The daily meal allowance for domestic business travel is 46 EUR." '
@@ -104,7 +121,8 @@ def test_offline_judge_checks_the_answer_against_the_demo_handbook(
     assert snapshot.model_name == "offline:judge"
     if status == "rejected":
         assert snapshot.result["failure_category"] == "unsupported_claim"
-        assert "1,750 EUR" in snapshot.result["issues"][0]
+        expected_quote = "Okkerlund" if case == "wrong name" else "1,750 EUR"
+        assert expected_quote in snapshot.result["issues"][0]
         assert snapshot.result["recommended_revision_prompt"]
     if case == "sources disagree":
         assert "46 EUR" in snapshot.result["evidence_gaps"][0]
