@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
+from django.views.generic import RedirectView
 
 from project.api import api, api_not_found_view
 
@@ -10,6 +11,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     re_path(r"^api/v1/(?P<path>.*)$", api_not_found_view),
+    # SPEC A names /api/docs; the versioned docs live under /api/v1/.
+    path("api/docs", RedirectView.as_view(url="/api/v1/docs", permanent=False)),
     path("account/", include("tasks_app.urls_account")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),

@@ -81,6 +81,7 @@ def test_openapi_document_is_valid_and_lists_the_endpoints(requester: Any) -> No
     ):
         assert expected in operations
     assert Client().get("/api/v1/docs").status_code == 200
+    assert Client().get("/api/docs")["Location"] == "/api/v1/docs"
 
 
 @pytest.mark.django_db
