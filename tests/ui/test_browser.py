@@ -55,7 +55,8 @@ def page(browser: Any, live_server: Any, monkeypatch: Any) -> Iterator[Any]:
     # Playwright's sync API runs an event loop in this thread; the ORM calls the test
     # makes between browser steps are still plain synchronous calls.
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
     context.set_default_timeout(10_000)
     page = context.new_page()
     errors: list[str] = []
@@ -125,6 +126,14 @@ def test_reviewer_triages_a_task_without_full_reloads(
     page.press("#validator-input-search", "Enter")
     expect(page.locator("#validator-input-count")).to_contain_text("1 / 2")
     expect(page.locator("#validator-input .l.current mark")).to_have_text("1,800 EUR")
+    # Copy and download give the input exactly as sent.
+    snap = task.validations.get()
+    page.click("#validator-input-wrap [data-copy]")
+    expect(page.locator("#validator-input-wrap [data-copy]")).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == snap.rendered_input
+    with page.expect_download() as download_info:
+        page.click("#validator-input-wrap a[download]")
+    assert Path(download_info.value.path()).read_text(encoding="utf-8") == snap.rendered_input
     # Evidence content loads on demand.
     page.click(f"#ev-{task.tool_evidence.get(sequence=1).pk} summary")
     expect(page.locator(f"#evidence-{task.tool_evidence.get(sequence=1).pk}-content")).to_have_text(
@@ -231,7 +240,7 @@ def test_requester_submits_a_task_and_watches_it_progress(
     expect(page.locator("#answer-panel")).to_contain_text("1,800")
     expect(page.locator("#progress")).to_have_count(0)  # polling stopped
     page.once("dialog", lambda dialog: dialog.accept())
-    page.click("#task-actions button[value=satisfied]")
+    page.keyboard.press("s")  # keyboard shortcut on the task page, with confirmation
     expect(page.locator("#task-status")).to_have_text("Closed")
     assert page.evaluate("window.__noReload") == "yes"
     assert page.errors == []
