@@ -343,3 +343,13 @@ def test_history_holds_the_last_messages_wrapped(
     assert "note number 2" in history and "note number 3" in history
     assert "note number 0" not in history and "note number 1" not in history
     assert '<EXTERNAL-CONTENT label="conversation history">' in history
+
+
+def test_jobs_are_registered_under_the_agreed_names() -> None:
+    """X1: the runtime sends "evidence_app.validate_attempt" by name; the API and UI
+    queue "evidence_app.replay_validation"."""
+    from evidence_app import jobs
+    from project.celery import app
+
+    assert app.tasks["evidence_app.validate_attempt"].name == jobs.validate_attempt_job.name
+    assert app.tasks["evidence_app.replay_validation"].name == jobs.replay_validation_job.name
