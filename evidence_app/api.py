@@ -30,7 +30,13 @@ from evidence_app.schemas import (
 from evidence_app.validator.templates import get_template
 from tasks_app import roles
 from tasks_app.agents.models import resolve_model
-from tasks_app.api import as_list, get_visible_run, get_visible_task, require_operator, verdict
+from tasks_app.api import (
+    as_list,
+    get_visible_run,
+    require_operator,
+    require_visible_task,
+    verdict,
+)
 from tasks_app.errors import DomainError
 from tasks_app.schemas import error_responses
 
@@ -151,8 +157,8 @@ def _validation_list_item(snapshot: ValidationSnapshot) -> dict[str, Any]:
     tags=["validations"],
 )
 def get_task_validations(request: HttpRequest, task_id: int) -> dict[str, Any]:
-    task = get_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
-    snapshots = ValidationSnapshot.objects.without_bodies().filter(task_id=task.pk)
+    require_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
+    snapshots = ValidationSnapshot.objects.without_bodies().filter(task_id=task_id)
     items = [_validation_list_item(s) for s in snapshots.order_by("created_at", "id")]
     return {"items": items, "count": len(items)}
 

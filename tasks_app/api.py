@@ -71,6 +71,14 @@ def get_visible_task(user: Any, task_id: int) -> Task:
     return task
 
 
+def require_visible_task(user: Any, task_id: int) -> int:
+    """Like ``get_visible_task`` for endpoints that need only the permission check: it
+    reads the id alone, never the task's big text columns."""
+    if not visible_tasks(user).filter(pk=task_id).exists():
+        raise Http404(f"Task {task_id} not found.")
+    return task_id
+
+
 def get_visible_run(user: Any, run_id: int) -> Run:
     runs = Run.objects.all()
     if not roles.is_staff_role(user):
@@ -337,7 +345,7 @@ def get_task(request: HttpRequest, task_id: int) -> dict[str, Any]:
 )
 def give_feedback(request: HttpRequest, task_id: int, payload: FeedbackIn) -> dict[str, Any]:
     user = request.auth  # type: ignore[attr-defined]
-    task = get_visible_task(user, task_id)
+    require_visible_task(user, task_id)
     if payload.action == "revise" and not payload.comment.strip():
         raise ValidationError(
             [
@@ -350,14 +358,14 @@ def give_feedback(request: HttpRequest, task_id: int, payload: FeedbackIn) -> di
         )
     with transaction.atomic():
         services.task_apply_feedback(
-            task_id=task.pk,
+            task_id=task_id,
             actor=user,
             action=payload.action,
             comment=payload.comment,
             expected_version=payload.expected_version,
             force=payload.force,
         )
-        return task_detail(get_visible_task(user, task.pk))
+        return task_detail(get_visible_task(user, task_id))
 
 
 @router.post(
@@ -367,11 +375,11 @@ def give_feedback(request: HttpRequest, task_id: int, payload: FeedbackIn) -> di
 )
 def claim_task(request: HttpRequest, task_id: int, query: Query[ForceQuery]) -> dict[str, Any]:
     user = request.auth  # type: ignore[attr-defined]
-    task = get_visible_task(user, task_id)
+    require_visible_task(user, task_id)
     require_staff_role(user)
     with transaction.atomic():
-        services.task_claim(task_id=task.pk, reviewer=user, force=query.force)
-        return task_detail(get_visible_task(user, task.pk))
+        services.task_claim(task_id=task_id, reviewer=user, force=query.force)
+        return task_detail(get_visible_task(user, task_id))
 
 
 @router.delete(
@@ -381,11 +389,11 @@ def claim_task(request: HttpRequest, task_id: int, query: Query[ForceQuery]) -> 
 )
 def release_claim(request: HttpRequest, task_id: int, query: Query[ForceQuery]) -> dict[str, Any]:
     user = request.auth  # type: ignore[attr-defined]
-    task = get_visible_task(user, task_id)
+    require_visible_task(user, task_id)
     require_staff_role(user)
     with transaction.atomic():
-        services.task_release_claim(task_id=task.pk, reviewer=user, force=query.force)
-        return task_detail(get_visible_task(user, task.pk))
+        services.task_release_claim(task_id=task_id, reviewer=user, force=query.force)
+        return task_detail(get_visible_task(user, task_id))
 
 
 @router.get(
@@ -394,8 +402,8 @@ def release_claim(request: HttpRequest, task_id: int, query: Query[ForceQuery]) 
     summary="The task's state changes, oldest first",
 )
 def get_task_events(request: HttpRequest, task_id: int) -> dict[str, Any]:
-    task = get_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
-    events = TaskEvent.objects.filter(task_id=task.pk).select_related("actor")
+    require_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
+    events = TaskEvent.objects.filter(task_id=task_id).select_related("actor")
     items = [
         {
             "id": e.pk,
@@ -445,8 +453,8 @@ def run_out(run: Run) -> dict[str, Any]:
     summary="The task's agent runs (all attempts, graph order)",
 )
 def get_task_runs(request: HttpRequest, task_id: int) -> dict[str, Any]:
-    task = get_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
-    runs = Run.objects.filter(task_id=task.pk).annotate(evidence_count=Count("tool_evidence"))
+    require_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
+    runs = Run.objects.filter(task_id=task_id).annotate(evidence_count=Count("tool_evidence"))
     items = [run_out(run) for run in runs]
     return {"items": items, "count": len(items)}
 
