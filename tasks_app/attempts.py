@@ -36,7 +36,7 @@ from tasks_app.agents.recorder import Fence, LeaseLost
 from tasks_app.agents.team import run_team
 from tasks_app.agents.tools import DEFAULT_TOOLS
 from tasks_app.errors import DomainError, StaleAction
-from tasks_app.models import Feedback, FeedbackAction, Task
+from tasks_app.models import Feedback, FeedbackAction, Run, RunStatus, Task
 from tasks_app.states import RUNNABLE_STATUSES, TaskStatus
 
 log = logging.getLogger(__name__)
@@ -286,6 +286,15 @@ def attempt_reap(*, now: object = None) -> ReapReport:
                     continue
                 if locked.heartbeat_at is not None and locked.heartbeat_at >= cutoff:
                     continue
+                # The dead worker's runs would otherwise show "running" forever.
+                Run.objects.filter(
+                    task_id=task_id, attempt_index=locked.attempt_count, status=RunStatus.RUNNING
+                ).update(
+                    status=RunStatus.FAILED,
+                    finish_reason="lease_expired",
+                    error=f"The worker stopped (last heartbeat: {seen}); the run was abandoned.",
+                    finished_at=now,
+                )
                 if requeue_count < settings.ATTEMPT_MAX_REQUEUES:
                     services.task_transition(
                         task_id=task_id,
