@@ -285,7 +285,7 @@ def snapshot_section(
             "tasks_app/_viewer.html",
             {
                 "text": snap.rendered_input,
-                "viewer_id": f"input-{snap.pk}",
+                "viewer_id": "validator-input",
                 "snapshot": snap,
                 "task_id": task_id,
             },
@@ -297,7 +297,7 @@ def snapshot_section(
             "tasks_app/_viewer.html",
             {
                 "text": snap.system_prompt,
-                "viewer_id": f"system-{snap.pk}",
+                "viewer_id": "system-viewer",
                 "snapshot": snap,
                 "task_id": task_id,
                 "part": "system",
