@@ -128,6 +128,7 @@ def test_first_response_stays_small_for_a_10_mb_task(
     assert f'hx-get="{answer_url}" hx-trigger="revealed"' in page
     lazy = client.get(input_url, HTTP_HX_REQUEST="true").content.decode()
     assert deep_fact in lazy  # no truncation in the viewer (E5, U2)
+    assert 'id="validator-input-search"' in lazy  # the same searchable viewer
     download = client.get(reverse("snapshot_download", args=[task.pk, snap.pk]))
     assert download.content.decode() == big
     item = ToolEvidence.objects.get(task=task, sequence=5)
