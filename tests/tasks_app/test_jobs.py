@@ -23,7 +23,12 @@ from tasks_app.attempts import attempt_claim, attempt_finish, attempt_reap
 from tasks_app.jobs import reap_attempts_job, run_attempt_job
 from tasks_app.models import Run, RunMessage, Task, TaskEvent
 from tasks_app.states import TaskStatus as S
-from tests.factories import KnowledgeDocumentFactory, TaskFactory, ValidationSnapshotFactory
+from tests.factories import (
+    KnowledgeDocumentFactory,
+    RunFactory,
+    TaskFactory,
+    ValidationSnapshotFactory,
+)
 
 
 @pytest.fixture
@@ -260,7 +265,10 @@ def test_reaper_recovers_stale_and_missing_heartbeats_only(
     the first two are re-queued; needs_review is never touched."""
     settings.ATTEMPT_LEASE_SECONDS = 300
     now = timezone.now()
-    stale = TaskFactory(status=S.RUNNING, lease_token="a", heartbeat_at=now - timedelta(minutes=10))
+    stale = TaskFactory(
+        status=S.RUNNING, lease_token="a", heartbeat_at=now - timedelta(minutes=10), attempt_count=1
+    )
+    dead_run = RunFactory(task=stale, attempt_index=1, status="running", finish_reason="")
     missing = TaskFactory(status=S.RUNNING, lease_token="b", heartbeat_at=None)
     fresh = TaskFactory(status=S.RUNNING, lease_token="c", heartbeat_at=now - timedelta(seconds=30))
     review = TaskFactory(status=S.NEEDS_REVIEW, heartbeat_at=now - timedelta(hours=1))
@@ -273,6 +281,8 @@ def test_reaper_recovers_stale_and_missing_heartbeats_only(
         task.refresh_from_db()
         assert task.status == S.OPEN and task.requeue_count == 1 and task.lease_token == ""
         assert "lease expired" in TaskEvent.objects.filter(task=task).last().reason
+    dead_run.refresh_from_db()
+    assert dead_run.status == "failed" and dead_run.finish_reason == "lease_expired"
     fresh.refresh_from_db()
     review.refresh_from_db()
     assert fresh.status == S.RUNNING and fresh.lease_token == "c"
