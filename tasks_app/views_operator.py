@@ -287,7 +287,8 @@ def ops_agreement(request: HttpRequest) -> HttpResponse:
     rows = []
     for g in groups:
         confusion = getattr(g, "confusion", {}) or {}
-        statuses = [s for s in ValidationStatus.values if s in confusion] + [
+        # Every verdict row, even an empty one, so tables compare at a glance.
+        statuses = list(ValidationStatus.values) + [
             s for s in confusion if s not in ValidationStatus.values
         ]
         rows.append(
