@@ -40,6 +40,8 @@ def queue_queryset(user: Any, filters: dict[str, Any]) -> QuerySet[Task]:
             v_status=Subquery(latest.values("status")[:1]),
             v_category=Subquery(latest.values("failure_category")[:1]),
             v_score=Subquery(latest.values("score")[:1]),
+            # The first issue the validator named: enough to triage without opening.
+            v_issue=Subquery(latest.values("result__issues__0")[:1]),
         )
         .order_by("created_at", "id")
     )

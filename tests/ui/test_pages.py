@@ -327,3 +327,12 @@ def test_raw_responses_and_schema_retry_failures_are_shown(
     assert (
         "Schema-retry failures (1)" in page and "json-parse" in page and "Expecting value" in page
     )
+
+
+def test_queue_row_shows_the_first_validator_issue(
+    client: Any, reviewer: Any, review_task: Any
+) -> None:
+    """U1: the first issue of the latest verdict is visible in the queue row."""
+    client.force_login(reviewer)
+    page = client.get(reverse("review_queue")).content.decode()
+    assert "The section number is not in the evidence." in page
