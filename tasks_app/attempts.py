@@ -260,6 +260,7 @@ class ReapReport:
     requeued: list[int]
     failed: list[int]
     reenqueued: list[int] = field(default_factory=list)
+    revalidated: list[int] = field(default_factory=list)
 
 
 def attempt_reap(*, now: object = None) -> ReapReport:
@@ -319,6 +320,7 @@ def attempt_reap(*, now: object = None) -> ReapReport:
         except (StaleAction, Task.DoesNotExist):
             continue
     report.reenqueued = _reenqueue_waiting(cutoff=cutoff, now=now)
+    report.revalidated = _resend_stale_validations(cutoff=cutoff, now=now)
     return report
 
 
@@ -340,5 +342,37 @@ def _reenqueue_waiting(*, cutoff: object, now: object) -> list[int]:
             ).update(updated_at=now)
             if touched:
                 services.attempt_enqueue(task_id)
+                sent.append(task_id)
+    return sent
+
+
+def _resend_stale_validations(*, cutoff: object, now: object) -> list[int]:
+    """Tasks in ``validating`` for a whole lease period with no snapshot of their
+    current attempt get the validation job sent again: the first one was lost (broker
+    down at commit, or the message dropped). The validation job is idempotent, so a
+    duplicate writes nothing; touching updated_at sends at most one per lease period."""
+    from evidence_app.models import ValidationSnapshot
+
+    waiting = list(
+        Task.objects.filter(status=TaskStatus.VALIDATING, updated_at__lt=cutoff).values_list(
+            "pk", "updated_at", "attempt_count"
+        )
+    )
+    sent: list[int] = []
+    for task_id, updated_at, attempt_index in waiting:
+        if (
+            ValidationSnapshot.objects.originals()
+            .filter(task_id=task_id, attempt_index=attempt_index)
+            .exists()
+        ):
+            continue
+        with db_turn(), transaction.atomic():
+            touched = Task.objects.filter(
+                pk=task_id, status=TaskStatus.VALIDATING, updated_at=updated_at
+            ).update(updated_at=now)
+            if touched:
+                transaction.on_commit(
+                    lambda t=task_id, a=attempt_index: _send_validation(t, a)
+                )
                 sent.append(task_id)
     return sent

@@ -23,4 +23,9 @@ def run_attempt_job(self, task_id: int) -> str:  # type: ignore[no-untyped-def]
 def reap_attempts_job() -> dict[str, list[int]]:
     """Periodic (Celery beat): recover attempts whose worker stopped heartbeating."""
     report = attempt_reap()
-    return {"requeued": report.requeued, "failed": report.failed, "reenqueued": report.reenqueued}
+    return {
+        "requeued": report.requeued,
+        "failed": report.failed,
+        "reenqueued": report.reenqueued,
+        "revalidated": report.revalidated,
+    }

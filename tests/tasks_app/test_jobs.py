@@ -295,7 +295,12 @@ def test_reaper_fails_an_attempt_requeued_too_often(settings: Any) -> None:
     """X1: re-queueing is bounded by ATTEMPT_MAX_REQUEUES; then the task fails with the reason."""
     settings.ATTEMPT_MAX_REQUEUES = 2
     task = TaskFactory(status=S.RUNNING, lease_token="t", heartbeat_at=None, requeue_count=2)
-    assert reap_attempts_job() == {"requeued": [], "failed": [task.pk], "reenqueued": []}
+    assert reap_attempts_job() == {
+        "requeued": [],
+        "failed": [task.pk],
+        "reenqueued": [],
+        "revalidated": [],
+    }
     task.refresh_from_db()
     assert task.status == S.FAILED
     assert "re-queued 2 times" in TaskEvent.objects.filter(task=task).last().reason
@@ -425,3 +430,28 @@ def test_reaper_resends_the_job_of_a_runnable_task_left_waiting(
     assert attempt_reap().reenqueued == []
     waiting.refresh_from_db()
     assert waiting.status == S.OPEN
+
+
+@pytest.mark.django_db
+def test_reaper_resends_a_lost_validation_job_once_per_lease_period(
+    settings: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """X1: a task stuck in validating with no snapshot for its attempt gets its
+    validation job again; one that has its snapshot, or is fresh, does not."""
+    from tests.factories import ValidationSnapshotFactory
+
+    settings.ATTEMPT_LEASE_SECONDS = 300
+    old = timezone.now() - timedelta(minutes=10)
+    lost = TaskFactory(status=S.VALIDATING, attempt_count=1)
+    done = TaskFactory(status=S.VALIDATING, attempt_count=1)
+    ValidationSnapshotFactory(task=done, attempt_index=1)
+    fresh = TaskFactory(status=S.VALIDATING, attempt_count=1)
+    Task.objects.filter(pk__in=[lost.pk, done.pk]).update(updated_at=old)
+
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        report = attempt_reap()
+    assert report.revalidated == [lost.pk]
+    assert len(callbacks) == 1
+    assert fresh.pk not in report.revalidated
+    # Touched: the next sweep within the lease period sends nothing.
+    assert attempt_reap().revalidated == []
