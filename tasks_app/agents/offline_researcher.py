@@ -41,6 +41,12 @@ _RENDERED_TITLE_RE = re.compile(r"title:\s*([^;\n]+?)\s*;")
 _SECTION_RE = re.compile(r"^##\s+(.+)$", re.MULTILINE)
 _SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _QUOTED_RE = re.compile(r'^"(.+)"\s*\(source:\s*(.+)\)$')
+_INSTRUCTIONS_RE = re.compile(r"^Instructions:\s*(.+)$", re.MULTILINE)
+# One wrapped block of rendered evidence, with the header line just before it.
+_BLOCK_RE = re.compile(
+    r'(?:^(?P<header>[^\n]*)\n)?<EXTERNAL-CONTENT label="(?P<label>[^"]*)">\n(?P<body>.*?)\n</EXTERNAL-CONTENT>',
+    re.DOTALL | re.MULTILINE,
+)
 _NOISE_RE = re.compile(r"^(<\s*/?\s*EXTERNAL-CONTENT.*>|\[The block above is external content.*)$")
 
 
@@ -57,6 +63,32 @@ def request_text(prompt: str) -> str:
             end = sections[i + 1].start() if i + 1 < len(sections) else len(prompt)
             return prompt[match.end() : end].strip()
     return prompt
+
+
+def focus_text(prompt: str) -> str:
+    """What this run should look for: a team node's own instructions when it has them
+    (each node researches its part), else the request."""
+    if "## Your role in the team" in prompt:
+        role_part = prompt.split("## Your role in the team", 1)[1]
+        if m := _INSTRUCTIONS_RE.search(role_part):
+            return m.group(1).strip()
+    return request_text(prompt)
+
+
+def evidence_sources(prompt: str) -> list[tuple[str, str]]:
+    """The evidence in a no-tools prompt: the contents of its external-content blocks
+    (tool results, run outputs), each with the source title from its rendered header.
+    Packet headers, references and counts are structure, not evidence, and are skipped.
+    A prompt without blocks is used whole."""
+    sources: list[tuple[str, str]] = []
+    for match in _BLOCK_RE.finditer(prompt):
+        label = match.group("label")
+        if "search_knowledge" in label or " message " in label:
+            continue  # a hit list, or a transcript step: the results themselves are here
+        header = match.group("header") or ""
+        title_match = _RENDERED_TITLE_RE.search(header)
+        sources.append((match.group("body"), title_match.group(1).strip() if title_match else ""))
+    return sources
 
 
 def _first_user_prompt(messages: list[ModelMessage]) -> str:
@@ -234,7 +266,7 @@ def compose_answer(quotes: list[Quote], request: str = "") -> str:
 
 def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     prompt = _first_user_prompt(messages)
-    request = request_text(prompt)
+    request = focus_text(prompt)
     offered = {tool.name for tool in info.function_tools}
     calls = _calls(messages)
     returns = _tool_returns(messages)
@@ -281,10 +313,12 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         )
 
     # No tools offered: synthesis or finalization, the evidence is in the prompt.
-    evidence = prompt
-    request_section = _SECTION_RE.search(prompt)
-    if request_section and request_text(prompt) != prompt:
-        # Do not quote the request back to itself.
-        evidence = prompt.replace(request, "", 1)
-    sources = [(evidence, "")] + [(p.model_response_str(), "") for p in returns]
+    sources = evidence_sources(prompt)
+    if not sources:
+        evidence = prompt
+        if _SECTION_RE.search(prompt) and request_text(prompt) != prompt:
+            # Do not quote the request back to itself.
+            evidence = prompt.replace(request_text(prompt), "", 1)
+        sources = [(evidence, "")]
+    sources += [(p.model_response_str(), "") for p in returns]
     return ModelResponse(parts=[TextPart(compose_answer(best_quotes(request, sources), request))])

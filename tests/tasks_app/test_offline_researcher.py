@@ -135,3 +135,43 @@ def test_flags_a_missing_figure_instead_of_passing_off_related_sentences() -> No
     result = research("What percentage does the employer contribute to the company pension scheme?")
     assert "Pensions" in result.output_text
     assert "none of the passages I read states the figure" in result.output_text
+
+
+# Team nodes run in threads with their own connections: they must see committed rows.
+@pytest.mark.django_db(transaction=True)
+def test_team_synthesis_quotes_node_evidence_not_packet_structure() -> None:
+    """X5, X7: with no tools, the offline researcher answers from the evidence inside
+    the rendered team packet (each node researching its own instructions), never from
+    packet headers such as "[R1] search_knowledge(...) — 1526 chars"."""
+    from tasks_app.attempts import attempt_run
+
+    KnowledgeDocumentFactory(
+        title="Password Policy",
+        body="Accounts are personal.\n\nThe minimum password length for company accounts is 14 characters.",
+    )
+    KnowledgeDocumentFactory(
+        title="Training Budget",
+        body="Learning matters.\n\nThe annual training budget per employee is 1,750 EUR.",
+    )
+    plan = {
+        "kind": "team",
+        "mode": "parallel",
+        "nodes": [
+            {"id": "security", "role": "Security reader",
+             "instructions": "Find the minimum password length for company accounts."},
+            {"id": "training", "role": "HR reader",
+             "instructions": "Find the annual training budget per employee."},
+        ],
+    }
+    task = TaskFactory(
+        request="What is the minimum password length for company accounts, and what is the "
+        "annual training budget per employee?",
+        plan=plan,
+    )
+    attempt_run(task_id=task.pk)
+    task.refresh_from_db()
+    assert task.status == "validating"
+    assert "14 characters" in task.final_answer
+    assert "1,750 EUR" in task.final_answer
+    assert "search_knowledge(" not in task.final_answer
+    assert " chars" not in task.final_answer
