@@ -13,8 +13,8 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, TextField
-from django.db.models.functions import Cast, Left, Length
+from django.db.models import Count, Model, OuterRef, Subquery, TextField
+from django.db.models.functions import Cast, Coalesce, Left, Length
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -114,6 +114,14 @@ def task_new(request: HttpRequest) -> HttpResponse:
 # --- Task detail ---------------------------------------------------------------------------
 
 
+def _count_per_run(model: type[Model]) -> Coalesce:
+    """Rows of ``model`` of the outer run, as a correlated subquery: counting two
+    relations through joins would aggregate their product (messages x results rows,
+    500,000 for a run with 1,000 messages and 500 results)."""
+    rows = model.objects.filter(run=OuterRef("pk")).order_by().values("run")
+    return Coalesce(Subquery(rows.annotate(n=Count("*")).values("n")[:1]), 0)
+
+
 def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
     """Everything the detail page shows, in a bounded number of queries whatever the
     size of the task: big text columns come as a head + length, and a section over
@@ -178,8 +186,8 @@ def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
         Run.objects.filter(task=task)
         .defer("output_text")
         .annotate(
-            message_count=Count("messages", distinct=True),
-            evidence_count=Count("tool_evidence", distinct=True),
+            message_count=_count_per_run(RunMessage),
+            evidence_count=_count_per_run(ToolEvidence),
             output_len=Length("output_text"),
         )
         .order_by("attempt_index", "graph_index", "id")
