@@ -99,6 +99,20 @@ def require_staff_role(user: Any) -> None:
         raise AuthorizationError(message="Only reviewers and operators may do this.")
 
 
+def require_reviewer(user: Any) -> None:
+    # The UI's rule too: reviewers claim; operators inspect but do not decide (S5, U3).
+    if not roles.is_reviewer(user):
+        raise AuthorizationError(message="Only reviewers may claim tasks.")
+
+
+def require_can_decide(user: Any, task_id: int) -> None:
+    """Decisions on a task belong to its requester and to reviewers (S5), as in the UI."""
+    if not roles.is_reviewer(user) and not Task.objects.filter(pk=task_id, owner=user).exists():
+        raise AuthorizationError(
+            message="Only the requester or a reviewer can decide on this task."
+        )
+
+
 # --- Serialisation ----------------------------------------------------------------------
 
 
@@ -340,12 +354,13 @@ def get_task(request: HttpRequest, task_id: int) -> dict[str, Any]:
 
 @router.post(
     "/tasks/{task_id}/feedback",
-    response={200: TaskOut, **error_responses(404, 409)},
+    response={200: TaskOut, **error_responses(403, 404, 409)},
     summary="satisfied / revise (comment required) / abandon",
 )
 def give_feedback(request: HttpRequest, task_id: int, payload: FeedbackIn) -> dict[str, Any]:
     user = request.auth  # type: ignore[attr-defined]
     require_visible_task(user, task_id)
+    require_can_decide(user, task_id)
     if payload.action == "revise" and not payload.comment.strip():
         raise ValidationError(
             [
@@ -376,7 +391,7 @@ def give_feedback(request: HttpRequest, task_id: int, payload: FeedbackIn) -> di
 def claim_task(request: HttpRequest, task_id: int, query: Query[ForceQuery]) -> dict[str, Any]:
     user = request.auth  # type: ignore[attr-defined]
     require_visible_task(user, task_id)
-    require_staff_role(user)
+    require_reviewer(user)
     with transaction.atomic():
         services.task_claim(task_id=task_id, reviewer=user, force=query.force)
         return task_detail(get_visible_task(user, task_id))
@@ -390,7 +405,7 @@ def claim_task(request: HttpRequest, task_id: int, query: Query[ForceQuery]) -> 
 def release_claim(request: HttpRequest, task_id: int, query: Query[ForceQuery]) -> dict[str, Any]:
     user = request.auth  # type: ignore[attr-defined]
     require_visible_task(user, task_id)
-    require_staff_role(user)
+    require_reviewer(user)
     with transaction.atomic():
         services.task_release_claim(task_id=task_id, reviewer=user, force=query.force)
         return task_detail(get_visible_task(user, task_id))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Group
 from django.test import Client
 
 from evidence_app.models import ValidationSnapshot
@@ -443,6 +444,8 @@ def test_acting_on_a_task_claimed_by_someone_else_needs_force(
 ) -> None:
     """U3: a second reviewer's claim or feedback is refused (409) while the claim is
     live, and goes through with force."""
+    # Otto acts here as the second reviewer (operators alone may not claim or decide).
+    operator.groups.add(Group.objects.get_or_create(name="reviewers")[0])
     task = TaskFactory(owner=requester, status=S.NEEDS_REVIEW)
     assert post(rita, f"/api/v1/tasks/{task.pk}/claim").status_code == 200
 
