@@ -1,0 +1,45 @@
+"""Project-wide middleware."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse
+
+
+class RequestTooLargeMiddleware:
+    """Answer 413 to a page request whose body is over ``DATA_UPLOAD_MAX_MEMORY_SIZE``
+    (A3). Django itself turns an oversized body into a 400 and only once a view or the
+    CSRF check reads it; the declared length is refused here, before anything reads it,
+    and a body that turns out too big while a view reads it gets 413 as well. The API
+    (/api/) keeps its own guard, which answers in its JSON error shape."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if not request.path.startswith("/api/"):
+            try:
+                declared = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                declared = 0
+            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+            if limit is not None and declared > limit:
+                return self.too_large()
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, RequestDataTooBig) and not request.path.startswith("/api/"):
+            return self.too_large()
+        return None
+
+    @staticmethod
+    def too_large() -> HttpResponse:
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return HttpResponse(
+            f"Request body too large (the limit is {limit} bytes).\n",
+            status=413,
+            content_type="text/plain; charset=utf-8",
+        )
