@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install run test lint fmt clean migrate
+.PHONY: install run test drills lint fmt clean migrate
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "Python >= 3.12 is required (see .python-version); found " + sys.version.split()[0])'
@@ -26,6 +26,15 @@ run: install
 
 test: install
 	@bin/test
+
+# Benchmarks (bench/README.md): PostgreSQL from DATABASE_URL (default: local db "bench",
+# created and migrated) and Redis from CELERY_BROKER_URL (default: redis db 5).
+bench: install
+	$(BIN)/python -m bench $(BENCH_ARGS)
+
+# Reliability and security drills, including the slow ones make test leaves out.
+drills: install
+	@bin/drills
 
 lint: install
 	$(BIN)/ruff check .

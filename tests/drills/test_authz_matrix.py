@@ -1,0 +1,270 @@
+"""Drill 6: the authorization matrix (SPEC A2, U1–U6).
+
+Every API operation (from the ninja OpenAPI schema) and every page (from the URL
+resolver) is requested as each of five people: anonymous, the requester who owns the
+task, another requester, a reviewer and an operator. Each cell has an expected status.
+An endpoint or page added without a row here fails the test, so a new URL cannot ship
+without someone deciding who may use it.
+
+Each request gets fresh objects (a task in ``needs_review`` owned by the requester, with
+a run, two tool results and a validation snapshot), so a state-changing call in one cell
+cannot change the outcome of another.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+
+from project.api import api
+from tasks_app.auth import api_token_create
+from tests.drills.support import report
+from tests.factories import KnowledgeDocumentFactory
+from tests.ui.conftest import make_reviewable_task
+
+pytestmark = [pytest.mark.drill, pytest.mark.django_db]
+
+ROLES = ("anonymous", "requester", "other", "reviewer", "operator")
+
+
+def row(anonymous: int, requester: int, other: int, reviewer: int, operator: int) -> dict:
+    return dict(zip(ROLES, (anonymous, requester, other, reviewer, operator), strict=True))
+
+
+# Requesters see only their own tasks: anyone else's is a 404, so ids do not leak (A2).
+OWNED = row(401, 200, 404, 200, 200)
+SIGNED_IN = row(401, 200, 200, 200, 200)
+OPERATORS_ONLY = row(401, 403, 403, 403, 200)
+
+API_MATRIX: dict[str, dict[str, int]] = {
+    "GET /api/v1/health": row(200, 200, 200, 200, 200),
+    "GET /api/v1/me": SIGNED_IN,
+    "POST /api/v1/tasks": row(401, 201, 201, 201, 201),
+    "GET /api/v1/tasks": SIGNED_IN,
+    "GET /api/v1/tasks/active": SIGNED_IN,
+    "GET /api/v1/tasks/{task_id}": OWNED,
+    # Decisions belong to the requester and reviewers; operators inspect (S5, as in the UI).
+    "POST /api/v1/tasks/{task_id}/feedback": row(401, 200, 404, 200, 403),
+    "POST /api/v1/tasks/{task_id}/claim": row(401, 403, 404, 200, 403),
+    "DELETE /api/v1/tasks/{task_id}/claim": row(401, 403, 404, 200, 403),
+    "GET /api/v1/tasks/{task_id}/events": OWNED,
+    "GET /api/v1/tasks/{task_id}/runs": OWNED,
+    "GET /api/v1/runs/{run_id}/messages": OWNED,
+    "GET /api/v1/runs/{run_id}/evidence": OWNED,
+    "GET /api/v1/evidence/{evidence_id}": OWNED,
+    "GET /api/v1/tasks/{task_id}/validations": OWNED,
+    "GET /api/v1/validations/{validation_id}": OWNED,
+    # Operators only, checked before the lookup: the same 403 whether the id exists or not.
+    "POST /api/v1/validations/{validation_id}/replay": row(401, 403, 403, 403, 202),
+    "POST /api/v1/documents": row(401, 403, 403, 403, 201),
+    "GET /api/v1/documents": OPERATORS_ONLY,
+    "GET /api/v1/documents/{document_id}": OPERATORS_ONLY,
+    "GET /api/v1/stats/agreement": OPERATORS_ONLY,
+}
+
+API_BODIES: dict[str, dict[str, Any]] = {
+    "POST /api/v1/tasks": {"request": "How many days of leave?"},
+    "POST /api/v1/tasks/{task_id}/feedback": {"action": "satisfied"},
+    "POST /api/v1/validations/{validation_id}/replay": {},
+    "POST /api/v1/documents": {"title": "Doc", "body": "Body"},
+}
+
+LOGIN = 302  # anonymous: redirected to the login page
+DONE = 302  # a plain (non-htmx) form POST that worked redirects back (post/redirect/get)
+PAGE = row(LOGIN, 200, 200, 200, 200)
+OWNED_PAGE = row(LOGIN, 200, 404, 200, 200)
+STAFF_PAGE = row(LOGIN, 403, 403, 200, 200)
+OPERATOR_PAGE = row(LOGIN, 403, 403, 403, 200)
+
+# (method, route name) -> expectations. POST pages are sent a valid form.
+PAGE_MATRIX: dict[str, dict[str, int]] = {
+    "GET login": row(200, 200, 200, 200, 200),
+    "POST logout": row(302, 302, 302, 302, 302),
+    "GET api-docs": row(302, 302, 302, 302, 302),
+    "GET admin:index": row(LOGIN, LOGIN, LOGIN, 200, 200),
+    "GET account": PAGE,
+    "POST account_token_create": row(LOGIN, DONE, DONE, DONE, DONE),
+    # Only the token's owner can revoke it; for anyone else it does not exist.
+    "POST account_token_revoke": row(LOGIN, DONE, 404, 404, 404),
+    "GET home": PAGE,
+    "GET task_list_all": STAFF_PAGE,
+    "GET task_new": PAGE,
+    "GET task_detail": OWNED_PAGE,
+    "GET task_progress": OWNED_PAGE,
+    "POST task_feedback": row(LOGIN, DONE, 404, DONE, 403),
+    "POST task_claim": row(LOGIN, 403, 404, DONE, 403),
+    "POST task_note": row(LOGIN, DONE, 404, DONE, 403),
+    "GET task_section": OWNED_PAGE,
+    "GET snapshot_section": OWNED_PAGE,
+    "GET snapshot_download": OWNED_PAGE,
+    "GET evidence_content": OWNED_PAGE,
+    "GET run_transcript": OWNED_PAGE,
+    "GET review_queue": STAFF_PAGE,
+    "GET ops_index": OPERATOR_PAGE,
+    "GET ops_templates": OPERATOR_PAGE,
+    "GET ops_task_inputs": OPERATOR_PAGE,
+    "GET ops_llm_requests": OPERATOR_PAGE,
+    "GET ops_validation": OPERATOR_PAGE,
+    "POST ops_replay": row(LOGIN, 403, 403, 403, DONE),
+    "GET ops_bulk_replay": OPERATOR_PAGE,
+    "GET ops_agreement": OPERATOR_PAGE,
+    "GET ops_charts": OPERATOR_PAGE,
+}
+
+
+def api_operations() -> set[str]:
+    schema = api.get_openapi_schema()
+    return {f"{method.upper()} {path}" for path, ops in schema["paths"].items() for method in ops}
+
+
+def page_routes() -> dict[str, URLPattern]:
+    """Every named page outside the API and the admin (whose own views Django guards;
+    only its index is in the matrix), plus the unnamed API-docs redirect."""
+    found: dict[str, URLPattern] = {}
+
+    def walk(patterns: list[Any], prefix: str, namespace: str) -> None:
+        for p in patterns:
+            if isinstance(p, URLResolver):
+                if p.namespace == "admin":
+                    continue
+                if str(p.pattern).startswith("api/v1/"):
+                    continue  # the NinjaAPI: covered by the OpenAPI operations
+                walk(p.url_patterns, prefix + str(p.pattern), p.namespace or namespace)
+            elif isinstance(p, URLPattern):
+                route = prefix + str(p.pattern)
+                if route.startswith("^api/v1/"):
+                    continue  # the JSON 404 for unknown API paths
+                name = p.name or ("api-docs" if route == "api/docs" else route)
+                found[name] = p
+
+    walk(get_resolver().url_patterns, "", "")
+    return found
+
+
+@dataclass
+class World:
+    users: dict[str, Any]
+    tokens: dict[str, str]
+
+
+@pytest.fixture
+def world(requester: Any, other_requester: Any, reviewer: Any, operator: Any) -> World:
+    users = {
+        "requester": requester,
+        "other": other_requester,
+        "reviewer": reviewer,
+        "operator": operator,
+    }
+    tokens = {role: api_token_create(user=user, name="matrix")[1] for role, user in users.items()}
+    return World(users=users, tokens=tokens)
+
+
+def fresh_objects(world: World) -> dict[str, Any]:
+    task = make_reviewable_task(world.users["requester"])
+    run = task.runs.get()
+    return {
+        "task_id": task.pk,
+        "run_id": run.pk,
+        "evidence_id": run.tool_evidence.order_by("sequence").first().pk,
+        "validation_id": task.validations.get().pk,
+        "snapshot_id": task.validations.get().pk,
+        "document_id": KnowledgeDocumentFactory().pk,
+        "token_id": api_token_create(user=world.users["requester"], name="revoke-me")[0].pk,
+        "section": "request",
+        "task": task,
+    }
+
+
+def call_api(world: World, role: str, operation: str) -> int:
+    method, path = operation.split(" ", 1)
+    objects = fresh_objects(world)
+    url = re.sub(r"\{(\w+)\}", lambda m: str(objects[m.group(1)]), path)
+    if operation == "POST /api/v1/tasks/{task_id}/feedback":
+        API_BODIES[operation]["expected_version"] = objects["task"].version
+    headers = {}
+    if role != "anonymous":
+        headers["Authorization"] = f"Bearer {world.tokens[role]}"
+    client = Client()
+    response = client.generic(
+        method,
+        url,
+        data=json.dumps(API_BODIES.get(operation, {})) if method != "GET" else "",
+        content_type="application/json",
+        headers=headers,
+    )
+    return response.status_code
+
+
+PAGE_KWARGS = {
+    "task_section": ("task_id", "section"),
+    "snapshot_section": ("task_id", "snapshot_id", "section"),
+}
+PAGE_FORMS: dict[str, Any] = {
+    "task_feedback": lambda o: {"action": "satisfied", "version": o["task"].version},
+    "task_claim": lambda o: {"op": "claim"},
+    "task_note": lambda o: {"comment": "a note"},
+    "account_token_create": lambda o: {"name": "new"},
+    "ops_replay": lambda o: {},
+}
+
+
+def call_page(world: World, role: str, entry: str, routes: dict[str, URLPattern]) -> int:
+    method, name = entry.split(" ", 1)
+    objects = fresh_objects(world)
+    if name == "admin:index":
+        url = "/admin/"
+    elif name == "api-docs":
+        url = "/api/docs"
+    else:
+        pattern = routes[name]
+        params = [g for g in re.findall(r"<(?:\w+:)?(\w+)>", str(pattern.pattern))]
+        if name == "snapshot_section":
+            objects = {**objects, "section": "input"}
+        url = reverse(name, kwargs={p: objects[p] for p in params})
+    # A client per request: the logout cell must not sign out the cells after it.
+    client = Client()
+    if role != "anonymous":
+        client.force_login(world.users[role])
+    if method == "POST":
+        form = PAGE_FORMS.get(name, lambda o: {})(objects)
+        return client.post(url, form).status_code
+    return client.get(url).status_code
+
+
+def test_every_api_operation_and_page_has_an_expectation() -> None:
+    """A2: no endpoint or page exists without a row in the matrix (and no stale rows)."""
+    assert api_operations() == set(API_MATRIX)
+    names = {entry.split(" ", 1)[1] for entry in PAGE_MATRIX} - {"admin:index"}
+    assert set(page_routes()) == names
+
+
+def test_authorization_matrix(world: World) -> None:
+    """A2/U1–U6: every API operation and page × {anonymous, requester, other requester,
+    reviewer, operator} gets its expected status."""
+    routes = page_routes()
+    mismatches = []
+    cells = 0
+    for operation, expected in API_MATRIX.items():
+        for role in ROLES:
+            got = call_api(world, role, operation)
+            cells += 1
+            if got != expected[role]:
+                mismatches.append(f"{operation} as {role}: {got}, expected {expected[role]}")
+    for entry, expected in PAGE_MATRIX.items():
+        for role in ROLES:
+            got = call_page(world, role, entry, routes)
+            cells += 1
+            if got != expected[role]:
+                mismatches.append(f"{entry} as {role}: {got}, expected {expected[role]}")
+    assert not mismatches, "\n".join(mismatches)
+    report(
+        "authz matrix",
+        f"{len(API_MATRIX)} API operations + {len(PAGE_MATRIX)} pages x {len(ROLES)} roles = "
+        f"{cells} cells, 0 unexpected",
+    )
