@@ -41,10 +41,11 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as p:
+    # Scoped to these tests, so subprocesses started by later tests do not inherit it.
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as p:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
         yield browser
         browser.close()
