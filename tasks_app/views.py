@@ -64,7 +64,7 @@ def task_list_all(request: HttpRequest) -> HttpResponse:
 def _task_list(request: HttpRequest, base: Any, *, scope: str) -> HttpResponse:
     status = request.GET.get("status", "")
     counts = dict(
-        base.order_by().values_list("status").annotate(n=Count("id")).values_list("status", "n")
+        base.order_by().values_list("status").annotate(n=Count("*")).values_list("status", "n")
     )
     qs = base.for_list().order_by("-created_at", "-id")
     if status in TaskStatus.values:

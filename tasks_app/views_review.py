@@ -77,7 +77,7 @@ def queue_response(
     counts = dict(
         Task.objects.order_by()
         .values_list("status")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("*"))  # COUNT(*): an index-only scan
         .values_list("status", "n")
     )
     clean = QueryDict(mutable=True)
