@@ -1,0 +1,228 @@
+"""``make bench`` / ``python -m bench``: run every benchmark, print the table, write
+``bench/results.json`` and, for each missed target, a pyinstrument profile under
+``bench/profiles/``.
+
+Environment (defaults in brackets):
+  DATABASE_URL       [postgres://postgres@127.0.0.1:5432/bench] created and migrated if absent
+  CELERY_BROKER_URL  [redis://127.0.0.1:6379/5]
+  BENCH_WORKERS      [number of CPU cores] worker processes of the pipeline benchmark
+
+Options: ``--only pipeline,team,ui,packets`` runs some; ``--quick`` runs tiny sizes
+(a smoke run, seconds; results go to ``var/bench/results-quick.json``); ``--no-profile``
+skips the profiles.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+BENCH_DIR = Path(__file__).resolve().parent
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/bench"
+DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/5"
+ORDER = ("packets", "team", "pipeline", "ui")
+
+
+def configure_environment() -> None:
+    """Production-like settings (DEBUG off) on the bench database and broker."""
+    os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
+    os.environ.setdefault("CELERY_BROKER_URL", DEFAULT_BROKER_URL)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    os.environ.setdefault("DEBUG", "0")
+    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-production-use-0123456789")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ.setdefault("EVIDENTIA_VAR_DIR", str(BENCH_DIR.parent / "var" / "bench"))
+
+
+def ensure_database(url: str) -> None:
+    """Create the PostgreSQL database of ``url`` if it does not exist."""
+    if not url.startswith(("postgres://", "postgresql://")):
+        return
+    import dj_database_url
+    import psycopg
+    from psycopg import sql
+
+    db = dj_database_url.parse(url)
+    params = {
+        "host": db.get("HOST") or "127.0.0.1",
+        "port": db.get("PORT") or 5432,
+        "user": db.get("USER") or "postgres",
+        "password": db.get("PASSWORD") or None,
+        "dbname": "postgres",
+        "autocommit": True,
+    }
+    with psycopg.connect(**{k: v for k, v in params.items() if v is not None}) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]
+        ).fetchone()
+        if not exists:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db["NAME"])))
+            print(f"bench: created database {db['NAME']}")
+
+
+def sizes(quick: bool) -> dict[str, dict[str, Any]]:
+    if quick:
+        return {
+            "packets": {"mb": 0.2, "items": 20, "growth_mb": (0.05, 0.1, 0.2), "repeats": 3},
+            "team": {"node_counts": (3,), "limits": (1, 3), "sleep": 0.05, "repeats": 1},
+            "pipeline": {"n_latency": 5, "n_burst": 5, "warmup": 2, "n_in_process": 3},
+            "ui": {
+                "tasks": (200, 400),
+                "needs_review_share": 0.1,
+                "evidence_mb": 0.2,
+                "evidence_items": 20,
+                "requests": 5,
+            },
+        }
+    return {
+        "packets": {"mb": 10, "items": 500, "growth_mb": (1, 4, 16), "repeats": 5},
+        "team": {"node_counts": (3, 6), "limits": (1, 3), "sleep": 0.3, "repeats": 3},
+        "pipeline": {"n_latency": 200, "n_burst": 200, "warmup": 10},
+        "ui": {
+            "tasks": (10_000, 100_000),
+            "needs_review_share": 0.1,
+            "evidence_mb": 10,
+            "evidence_items": 500,
+            "requests": 60,
+        },
+    }
+
+
+def run_one(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    from django.conf import settings
+
+    if name == "packets":
+        from bench import packets
+
+        return packets.run(**params)
+    if name == "team":
+        from bench import team
+
+        return team.run(**params)
+    if name == "pipeline":
+        from bench import pipeline
+
+        return pipeline.run(
+            **params,
+            workers=int(os.environ.get("BENCH_WORKERS") or os.cpu_count() or 2),
+            broker_url=settings.CELERY_BROKER_URL,
+            database_url=os.environ["DATABASE_URL"],
+            log_dir=settings.VAR_DIR,
+        )
+    if name == "ui":
+        from bench import ui
+
+        return ui.run(**params)
+    raise ValueError(name)
+
+
+def print_report(report: dict[str, Any]) -> str:
+    from bench.common import fmt, table
+
+    rows = []
+    for name in report["benchmarks"]:
+        res = report["benchmarks"][name]
+        if "error" in res:
+            rows.append([name, "ERROR: " + res["error"].splitlines()[-1][:80], "", "", "", ""])
+            continue
+        for fig in res["figures"]:
+            rows.append(
+                [
+                    name,
+                    fig["name"],
+                    fmt(fig["value"], fig["unit"]),
+                    fig["baseline_name"],
+                    fmt(fig["baseline"], fig["unit"]) if fig["baseline"] is not None else "-",
+                    (f"{fig['ratio']:.2f}x" if fig["ratio"] is not None else "-"),
+                ]
+            )
+    lines = [table(rows, ["bench", "figure", "value", "baseline (same run)", "baseline", "ratio"])]
+    trows = []
+    for name in report["benchmarks"]:
+        for t in report["benchmarks"][name].get("targets", []):
+            trows.append([name, t["target"], t["measured"], "MET" if t["met"] else "MISSED"])
+    lines += ["", table(trows, ["bench", "target", "measured", "status"])]
+    for name in report["benchmarks"]:
+        growth = report["benchmarks"][name].get("details", {}).get("growth_table")
+        if growth:
+            lines += ["", f"growth ({name}):", table(growth["rows"], growth["headers"])]
+    text = "\n".join(lines)
+    print(text)
+    return text
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("--only", default="", help="comma-separated: " + ",".join(ORDER))
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke run)")
+    parser.add_argument("--no-profile", action="store_true", help="skip profiles of misses")
+    args = parser.parse_args(argv)
+    configure_environment()
+    ensure_database(os.environ["DATABASE_URL"])
+
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+    from bench.common import machine
+    from bench.models import register_bench_models
+
+    register_bench_models()
+    chosen = [n for n in ORDER if not args.only or n in args.only.split(",")]
+    plan = sizes(args.quick)
+    started = time.monotonic()
+    report: dict[str, Any] = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "database": os.environ["DATABASE_URL"].split("@")[-1],
+        "broker": os.environ["CELERY_BROKER_URL"].split("@")[-1],
+        "quick": args.quick,
+        "benchmarks": {},
+    }
+    for name in chosen:
+        print(f"bench: running {name} ...", flush=True)
+        t0 = time.monotonic()
+        try:
+            res = run_one(name, plan[name])
+        except Exception as exc:
+            traceback.print_exc()
+            res = {"error": f"{type(exc).__name__}: {exc}", "figures": [], "targets": []}
+        res["seconds"] = round(time.monotonic() - t0, 1)
+        report["benchmarks"][name] = res
+        print(f"bench: {name} done in {res['seconds']} s", flush=True)
+    if not args.no_profile:
+        from bench.profiling import profile_misses
+
+        report["profiles"] = profile_misses(report, quick=args.quick)
+    report["total_seconds"] = round(time.monotonic() - started, 1)
+    print()
+    report["table"] = print_report(report)
+    print(f"\nbench: total {report['total_seconds']} s")
+    out = (
+        BENCH_DIR.parent / "var" / "bench" / "results-quick.json"
+        if args.quick
+        else BENCH_DIR / "results.json"
+    )
+    if not args.only or args.quick:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+        print(f"bench: wrote {out.relative_to(BENCH_DIR.parent)}")
+    else:
+        partial = BENCH_DIR.parent / "var" / "bench" / "results-partial.json"
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+        print(f"bench: --only run; wrote {partial}")
+    return 1 if any("error" in r for r in report["benchmarks"].values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

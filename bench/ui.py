@@ -1,0 +1,221 @@
+"""Review UI at scale: the reviewer queue and the task detail page on 100,000 tasks
+(10 % in ``needs_review``, each with a verdict) and one task with 10 MB of evidence in
+500 items, against the Django admin changelist of tasks filtered to ``needs_review``
+on the same data in the same run.
+
+Server time is the Django test client's wall time for one GET in this process (no
+network), warm (three requests first), p50/p95 over ``requests`` requests; the query
+count is that of one request (``CaptureQueriesContext``). The data is built in stages
+(10k, then 100k tasks) so each page is also measured at 10k: the growth table.
+
+The task tables of the bench database are emptied first (the bench database is the
+benchmarks' own) and the data is rebuilt with COPY, so every run reads the same data.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from django.db import connection, transaction
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from bench import data
+from bench.common import Figure, Target, result, summary_ms
+from evidence_app.packets import build_packet
+from evidence_app.render import render_packet
+from tasks_app.models import Task
+
+MB = 1_000_000
+
+
+def reset_tasks() -> None:
+    """Empty every task table (runs, evidence, verdicts, events cascade)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            cur.execute('TRUNCATE "tasks_app_task" RESTART IDENTITY CASCADE')
+    else:
+        Task.objects.all().delete()
+
+
+def analyze() -> None:
+    """Planner statistics and the visibility map after a bulk load, as autovacuum would
+    leave them on a live database (VACUUM cannot run inside a transaction: tests)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            cur.execute("ANALYZE" if connection.in_atomic_block else "VACUUM ANALYZE")
+
+
+def page(client: Client, url: str, requests: int) -> dict[str, Any]:
+    first_started = time.perf_counter()
+    first = client.get(url, secure=True)
+    first_s = time.perf_counter() - first_started
+    if first.status_code != 200:
+        raise RuntimeError(f"GET {url} -> {first.status_code}")
+    for _ in range(2):
+        client.get(url, secure=True)
+    samples = []
+    for _ in range(requests):
+        started = time.perf_counter()
+        response = client.get(url, secure=True)
+        samples.append(time.perf_counter() - started)
+    with CaptureQueriesContext(connection) as queries:
+        response = client.get(url, secure=True)
+    return {
+        "url": url,
+        **summary_ms(samples),
+        "first_ms": round(first_s * 1000, 2),
+        "queries": len(queries),
+        "html_bytes": len(response.content),
+    }
+
+
+def measure(clients: dict[str, Client], detail_id: int, requests: int) -> dict[str, Any]:
+    admin_url = reverse("admin:tasks_app_task_changelist") + "?status__exact=needs_review"
+    return {
+        "queue": page(clients["reviewer"], reverse("review_queue"), requests),
+        "admin": page(clients["admin"], admin_url, requests),
+        "detail": page(clients["reviewer"], reverse("task_detail", args=[detail_id]), requests),
+    }
+
+
+def run(
+    *,
+    tasks: tuple[int, ...] = (10_000, 100_000),
+    needs_review_share: float = 0.1,
+    evidence_mb: float = 10,
+    evidence_items: int = 500,
+    requests: int = 60,
+) -> dict[str, Any]:
+    build_started = time.perf_counter()
+    reset_tasks()
+    owner = data.user("bench_ui_owner")
+    reviewer = data.user("bench_reviewer", reviewer=True)
+    admin = data.user("bench_admin", superuser=True)
+    review_every = max(1, round(1 / needs_review_share))
+    detail = data.evidence_task(
+        owner,
+        total_chars=int(evidence_mb * MB),
+        items=evidence_items,
+        title="Bench: 10 MB of evidence",
+    )
+    # Its verdict's stored validator input is the rendered packet, as validation stores it.
+    rendered = render_packet(build_packet(detail, 1))
+    with transaction.atomic():
+        data.bulk_insert(
+            data.ValidationSnapshot, [data.snapshot_row(detail.pk, 0, rendered_input=rendered)]
+        )
+    clients = {"reviewer": Client(), "admin": Client()}
+    clients["reviewer"].force_login(reviewer)
+    clients["admin"].force_login(admin)
+    stages: dict[int, dict[str, Any]] = {}
+    build_seconds: dict[int, float] = {}
+    have = 0
+    for target in tasks:
+        started = time.perf_counter()
+        while have < target:
+            batch = min(20_000, target - have)
+            data.add_tasks(owner, start=have, count=batch, review_every=review_every)
+            have += batch
+        analyze()
+        build_seconds[target] = round(time.perf_counter() - started, 2)
+        stages[target] = measure(clients, detail.pk, requests)
+        stages[target]["needs_review"] = Task.objects.needs_review().count()
+        stages[target]["tasks"] = Task.objects.count()
+    build_total = round(time.perf_counter() - build_started, 1)
+
+    top = stages[tasks[-1]]
+    q, a, d = top["queue"], top["admin"], top["detail"]
+    n = f"{tasks[-1]:,} tasks"
+    figures = [
+        Figure("ui", f"queue p50 ({n})", q["p50_ms"], "ms", "admin changelist p50", a["p50_ms"]),
+        Figure("ui", f"queue p95 ({n})", q["p95_ms"], "ms", "admin changelist p95", a["p95_ms"]),
+        Figure(
+            "ui", "queue SQL queries", q["queries"], "", "admin changelist queries", a["queries"]
+        ),
+        Figure(
+            "ui",
+            f"detail p50 ({evidence_mb:g} MB task)",
+            d["p50_ms"],
+            "ms",
+            "admin changelist p50",
+            a["p50_ms"],
+        ),
+        Figure("ui", "detail p95", d["p95_ms"], "ms", "admin changelist p95", a["p95_ms"]),
+        Figure(
+            "ui",
+            "detail first (cold) response",
+            d["first_ms"],
+            "ms",
+            "admin first response",
+            a["first_ms"],
+        ),
+        Figure(
+            "ui", "detail SQL queries", d["queries"], "", "admin changelist queries", a["queries"]
+        ),
+        Figure(
+            "ui",
+            "detail HTML",
+            round(d["html_bytes"] / 1024, 1),
+            "KB",
+            "admin changelist HTML",
+            round(a["html_bytes"] / 1024, 1),
+        ),
+    ]
+    targets = [
+        Target("ui", "queue p95 < 50 ms", f"{q['p95_ms']:.1f} ms", q["p95_ms"] < 50),
+        Target(
+            "ui",
+            "queue faster than admin changelist (p50 and p95)",
+            f"p50 {q['p50_ms']:.1f} vs {a['p50_ms']:.1f} ms, p95 {q['p95_ms']:.1f} vs "
+            f"{a['p95_ms']:.1f} ms",
+            q["p95_ms"] < a["p95_ms"] and q["p50_ms"] < a["p50_ms"],
+        ),
+        Target(
+            "ui",
+            "detail first response < 100 ms (cold first and warm p95)",
+            f"first {d['first_ms']:.1f} ms, p95 {d['p95_ms']:.1f} ms",
+            d["first_ms"] < 100 and d["p95_ms"] < 100,
+        ),
+        Target(
+            "ui",
+            "detail HTML < 200 KB",
+            f"{d['html_bytes'] / 1024:.1f} KB",
+            d["html_bytes"] < 200 * 1024,
+        ),
+    ]
+    rows = []
+    small = stages[tasks[0]]
+    for name in ("queue", "admin", "detail"):
+        for size in tasks:
+            s = stages[size][name]
+            growth = s["p50_ms"] / small[name]["p50_ms"] if small[name]["p50_ms"] else 0
+            rows.append(
+                [
+                    name,
+                    f"{size:,}",
+                    f"{s['p50_ms']:.1f}",
+                    f"{s['p95_ms']:.1f}",
+                    str(s["queries"]),
+                    f"{s['html_bytes'] / 1024:.1f}",
+                    f"{growth:.2f}x for {size / tasks[0]:g}x tasks",
+                ]
+            )
+    details = {
+        "stages": {str(k): v for k, v in stages.items()},
+        "build_seconds": build_seconds,
+        "build_and_measure_seconds": build_total,
+        "detail_task": {
+            "evidence_chars": int(evidence_mb * MB),
+            "evidence_items": evidence_items,
+            "rendered_input_chars": len(rendered),
+        },
+        "requests_per_page": requests,
+        "growth_table": {
+            "headers": ["page", "tasks", "p50 ms", "p95 ms", "queries", "HTML KB", "growth p50"],
+            "rows": rows,
+        },
+    }
+    return result(figures=figures, targets=targets, details=details)

@@ -1,0 +1,118 @@
+"""Smoke test of the benchmarks (issue 7): each benchmark function runs at a tiny size
+so the bench code cannot rot. Asserts the shape of the results, never timings.
+
+Benchmarks are not tests of the SPEC; they measure the paths behind S4/X1 (pipeline
+through a real worker), X4 (team parallelism), U1/U2 (queue and detail pages) and
+E4/E5 (packet build and render).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from django.db import connection
+
+from bench import packets, pipeline, run, team, ui
+from bench.models import AGENT, JUDGE, SLEEPY, register_bench_models
+from tasks_app.agents.models import unregister_model
+
+FIGURE_KEYS = {"benchmark", "name", "value", "unit", "baseline_name", "baseline", "ratio", "note"}
+TARGET_KEYS = {"benchmark", "target", "measured", "met"}
+
+
+@pytest.fixture(autouse=True)
+def bench_models() -> Iterator[None]:
+    register_bench_models()
+    yield
+    for name in (AGENT, JUDGE, SLEEPY):
+        unregister_model(name)
+
+
+def check_shape(result: dict[str, Any], *, targets: int) -> None:
+    assert set(result) == {"figures", "targets", "details"}
+    assert result["figures"] and all(set(f) == FIGURE_KEYS for f in result["figures"])
+    assert len(result["targets"]) == targets
+    assert all(set(t) == TARGET_KEYS and isinstance(t["met"], bool) for t in result["targets"])
+    # The report printer handles it (table of figures, targets, growth).
+    text = run.print_report({"benchmarks": {"x": result}})
+    assert "target" in text
+
+
+@pytest.mark.django_db
+def test_packets_benchmark_runs_small() -> None:
+    """E4/E5: build+render figures, nothing-dropped check, dedup savings, growth table."""
+    result = packets.run(mb=0.02, items=4, growth_mb=(0.005, 0.01), repeats=1)
+    check_shape(result, targets=2)
+    main, dup = result["details"]["main"], result["details"]["dedup"]
+    assert main["all_unique_present_in_order"] and main["chars_out"] >= main["unique_chars_in"]
+    assert dup["dedup_saved_chars"] > 0
+    assert len(result["details"]["growth_table"]["rows"]) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_team_benchmark_runs_small() -> None:
+    """X4: wall times and speedups for limit 1 vs 3 through the real team runner."""
+    result = team.run(node_counts=(3,), limits=(1, 3), sleep=0.01, repeats=1)
+    check_shape(result, targets=1)
+    assert {"3/1", "3/3"} <= set(result["details"]["measured"])
+    assert "speedup_node_phase" in result["details"]["measured"]["3/1"]
+
+
+@pytest.mark.django_db
+def test_ui_benchmark_runs_small() -> None:
+    """U1/U2: queue, detail and admin changelist timed with query counts at two sizes."""
+    result = ui.run(
+        tasks=(20, 40), needs_review_share=0.25, evidence_mb=0.01, evidence_items=4, requests=2
+    )
+    check_shape(result, targets=4)
+    stage = result["details"]["stages"]["40"]
+    assert stage["tasks"] == 41 and stage["needs_review"] == 11  # + the evidence task
+    for page in ("queue", "admin", "detail"):
+        assert {"p50_ms", "p95_ms", "queries", "html_bytes", "first_ms"} <= set(stage[page])
+
+
+def _database_url() -> str | None:
+    db = connection.settings_dict
+    if connection.vendor != "postgresql":
+        return None
+    auth = quote(db["USER"] or "")
+    if db.get("PASSWORD"):
+        auth += ":" + quote(db["PASSWORD"])
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def _redis_url() -> str | None:
+    for var in ("REDIS_URL", "CELERY_BROKER_URL"):
+        value = os.environ.get(var, "")
+        if value.startswith(("redis://", "rediss://")):
+            return value
+    return None
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_pipeline_benchmark_runs_small(tmp_path: Path) -> None:
+    """S4/X1: tasks through a real worker vs the no-op round trip, both measured."""
+    db_url, redis = _database_url(), _redis_url()
+    if db_url is None or redis is None:
+        pytest.skip("needs PostgreSQL and a Redis broker (REDIS_URL or CELERY_BROKER_URL)")
+    result = pipeline.run(
+        n_latency=2,
+        n_burst=2,
+        workers=1,
+        warmup=1,
+        n_in_process=1,
+        broker_url=redis,
+        database_url=db_url,
+        log_dir=tmp_path,
+    )
+    check_shape(result, targets=2)
+    details = result["details"]
+    assert details["final_statuses"] == {"awaiting_feedback": 4}
+    assert details["rows_per_task"]["tool_evidence"] == 3
+    assert {"pipeline", "noop"} == set(details["latency"])
