@@ -13,7 +13,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.db.models import Count, Model, OuterRef, Subquery, TextField
+from django.db.models import Count, F, Model, OuterRef, Subquery, TextField
 from django.db.models.functions import Cast, Coalesce, Left, Length
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect
@@ -179,7 +179,7 @@ def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
     evidence = list(
         ToolEvidence.objects.filter(task=task)
         .without_content()
-        .annotate(size=Length("content"))
+        .annotate(size=F("content_chars"))  # stored on save: no 10 MB read
         .order_by("attempt_index", "run_id", "sequence")
     )
     runs = list(
