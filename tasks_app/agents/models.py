@@ -17,9 +17,11 @@ exponential backoff on transient provider errors.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -169,28 +171,70 @@ def is_transient_error(exc: BaseException) -> bool:
     return isinstance(exc, _TRANSIENT_TYPES)
 
 
-def _run_coroutine(coro: Any) -> Any:
-    """Run one request on a fresh event loop and close it (no loop is left behind in
-    worker or team threads; pydantic-ai providers re-create their HTTP client when the
-    loop changes). Called from a thread that already runs a loop (e.g. an async caller),
-    the request runs on a helper thread instead of failing."""
+def _close_loop(loop: asyncio.AbstractEventLoop, client: Any) -> None:
+    """Close the model's HTTP client on its loop (so no socket is left open), then the
+    loop. Runs when the model is garbage collected, which may happen inside another
+    loop's run: then it does the work on a short helper thread."""
+
+    def close() -> None:
+        if loop.is_closed() or loop.is_running():
+            return
+        try:
+            closer = getattr(client, "close", None)
+            if callable(closer):
+                result = closer()
+                if inspect.isawaitable(result):
+                    loop.run_until_complete(result)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        except Exception:
+            log.debug("closing a model's event loop failed", exc_info=True)
+        finally:
+            loop.close()
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return _run_on_new_loop(coro)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-request") as pool:
-        return pool.submit(_run_on_new_loop, coro).result()
+        close()
+        return
+    helper = threading.Thread(target=close, name="model-loop-close")
+    helper.start()
+    helper.join(timeout=10)
 
 
-def _run_on_new_loop(coro: Any) -> Any:
-    loop = asyncio.new_event_loop()
+_loops_lock = threading.Lock()
+
+
+def _loop_for(model: Model) -> tuple[asyncio.AbstractEventLoop, threading.Lock]:
+    """The event loop of ``model``: one per model object, closed when the model is
+    garbage collected (or at exit). A provider's HTTP client binds to the loop of its
+    first request, so every request made with one model object (a retry, a validator
+    schema retry) must run on that same loop; a loop per request broke the second one
+    with "Event loop is closed". The lock keeps two threads off one loop."""
+    with _loops_lock:
+        entry = getattr(model, "_evidentia_loop", None)
+        if entry is None or entry[0].is_closed():
+            loop = asyncio.new_event_loop()
+            entry = (loop, threading.Lock())
+            model._evidentia_loop = entry  # type: ignore[attr-defined]
+            weakref.finalize(model, _close_loop, loop, getattr(model, "client", None))
+        return entry
+
+
+def _run_coroutine(model: Model, coro: Any) -> Any:
+    """Run one request on the model's own loop. Called from a thread that already runs a
+    loop (e.g. an async caller), the request runs on a helper thread instead of failing."""
+    loop, lock = _loop_for(model)
+
+    def run() -> Any:
+        with lock:
+            return loop.run_until_complete(coro)
+
     try:
-        return loop.run_until_complete(coro)
-    finally:
-        try:
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        finally:
-            loop.close()
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return run()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="model-request") as pool:
+        return pool.submit(run).result()
 
 
 def close_thread_event_loop() -> None:
@@ -234,12 +278,13 @@ def model_request_with_retry(
     while True:
         try:
             return _run_coroutine(
+                model,
                 model_request(
                     model,
                     list(messages),
                     model_settings=request_settings,
                     model_request_parameters=params,
-                )
+                ),
             )
         except Exception as exc:
             if retry >= max_retries or not is_transient_error(exc):
