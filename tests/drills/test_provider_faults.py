@@ -1,0 +1,174 @@
+"""Drill 3: provider faults against a local OpenAI-compatible server (SPEC X6, V8, X8).
+
+The agent and the validator talk to ``tests.drills.fake_openai`` (127.0.0.1, random
+port) as ``compat:drill`` through ``OPENAI_COMPAT_BASE_URL``, with a 1 s timeout, 2
+retries and 50 ms backoff. The attempt runs through ``attempt_run``, the service the
+Celery job calls: it must never raise (a raise would be a crashed job), and each fault
+ends either in a finished attempt (transient fault, retried) or a failed one with the
+error recorded on the run and in the task's event. Validator faults end in
+``validator_error`` and ``needs_review``, the error kept in the snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from evidence_app.models import ToolEvidence, ValidationSnapshot
+from evidence_app.services import validation_run
+from project.celery import app as celery_app
+from tasks_app.attempts import attempt_run
+from tasks_app.models import Run, Task, TaskEvent
+from tasks_app.states import TaskStatus as S
+from tests.drills import fake_openai as fo
+from tests.drills.support import report
+from tests.evidence_app.validation_helpers import validating_task
+from tests.factories import KnowledgeDocumentFactory, TaskFactory
+
+pytestmark = [pytest.mark.drill, pytest.mark.django_db, pytest.mark.timeout(120)]
+
+MAX_RETRIES = 2
+RESULTS: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[fo.FakeOpenAI]:
+    with fo.fake_openai() as fake:
+        yield fake
+
+
+@pytest.fixture(autouse=True)
+def provider_settings(settings: Any, server: fo.FakeOpenAI, monkeypatch: Any) -> None:
+    settings.OPENAI_COMPAT_BASE_URL = server.base_url
+    settings.OPENAI_COMPAT_API_KEY = "drill"
+    settings.AGENT_MODEL = "compat:drill"
+    settings.VALIDATOR_MODEL = "compat:drill"
+    settings.MODEL_TIMEOUT_SECONDS = 1.0
+    settings.MODEL_MAX_RETRIES = MAX_RETRIES
+    settings.MODEL_RETRY_BASE_DELAY_SECONDS = 0.05
+    settings.VALIDATOR_SCHEMA_RETRIES = 1
+    # The hand-off to the validation job is recorded, not sent to a broker.
+    monkeypatch.setattr(celery_app, "send_task", lambda *a, **kw: None)
+
+
+def run_attempt(task: Task) -> tuple[Task, Run, float]:
+    started = time.monotonic()
+    attempt_run(task_id=task.pk, worker="drill")  # must not raise: the job would crash
+    elapsed = time.monotonic() - started
+    task.refresh_from_db()
+    return task, Run.objects.get(task=task), elapsed
+
+
+def last_reason(task: Task) -> str:
+    return TaskEvent.objects.filter(task=task).order_by("-at", "-id").first().reason
+
+
+VERDICT = json.dumps({"status": "accepted", "score": 0.9, "reasoning": "supported"})
+
+
+@pytest.mark.parametrize(
+    ("name", "script", "outcome"),
+    [
+        (
+            "429 twice",
+            [fo.status(429), fo.status(429), fo.answer("Answer after 429s.")],
+            S.VALIDATING,
+        ),
+        ("500 once", [fo.status(500), fo.answer("Answer after a 500.")], S.VALIDATING),
+        ("truncated body", [fo.truncated(), fo.answer("Answer after a cut body.")], S.VALIDATING),
+        ("500 always", [fo.status(500)], S.FAILED),
+        ("hang past timeout", [fo.hang(2.5)], S.FAILED),
+        ("invalid JSON", [fo.invalid_json()], S.FAILED),
+        ("400 bad request", [fo.status(400)], S.FAILED),
+    ],
+)
+def test_agent_survives_provider_faults(
+    server: fo.FakeOpenAI, name: str, script: list[fo.Step], outcome: str
+) -> None:
+    """X6: transient faults (429, 5xx, cut bodies, timeouts) are retried with backoff up to
+    MODEL_MAX_RETRIES; the attempt then finishes, or fails with the provider error on the
+    run and in the event; permanent faults (400) fail at once; nothing raises."""
+    server.set_script(*script)
+    task, run, elapsed = run_attempt(TaskFactory(request="What is the training budget?"))
+    assert task.status == outcome, (task.status, run.error, last_reason(task))
+    requests = len(server.requests)
+    if outcome == S.VALIDATING:
+        assert run.status == "completed" and task.final_answer.startswith("Answer after")
+        assert requests == len(script)
+    else:
+        assert run.status == "failed" and run.error, run.error
+        assert run.error.split(":")[0] in last_reason(task) or run.error[:40] in last_reason(task)
+        if name == "400 bad request":
+            assert requests == 1  # permanent: not retried
+        elif name != "invalid JSON":
+            assert requests == MAX_RETRIES + 1  # transient: retried, then given up
+    RESULTS[name] = f"{name} -> {task.status} after {requests} request(s) in {elapsed:.1f}s"
+
+
+def test_agent_tool_call_for_an_unknown_tool_becomes_an_error_result(
+    server: fo.FakeOpenAI,
+) -> None:
+    """X8: a tool call for a tool that does not exist is answered with an error tool
+    result the model sees (stored as evidence), and the attempt goes on to an answer."""
+    KnowledgeDocumentFactory(title="Budget", body="The budget is 1,750 EUR.")
+    server.set_script(
+        fo.tool_call("delete_everything", {"really": True}),
+        fo.answer("I could not use that tool; the budget is 1,750 EUR."),
+    )
+    task, run, _ = run_attempt(TaskFactory(request="What is the training budget?"))
+    assert task.status == S.VALIDATING
+    evidence = ToolEvidence.objects.get(run=run)
+    assert evidence.tool_name == "delete_everything" and evidence.is_error
+    # The model was told: the second request carries the error tool result.
+    tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert len(tool_messages) == 1 and "delete_everything" in tool_messages[0]["content"]
+    RESULTS["unknown tool"] = "unknown tool -> error result, then answered"
+
+
+@pytest.mark.parametrize(
+    ("name", "script"),
+    [
+        ("validator 500", [fo.status(500)]),
+        ("validator hang", [fo.hang(2.5)]),
+        ("validator invalid JSON body", [fo.invalid_json()]),
+        ("validator prose instead of JSON", [fo.answer("Looks fine to me!")]),
+        ("validator unknown tool call", [fo.tool_call("approve_task", {})]),
+    ],
+)
+def test_validator_faults_go_to_needs_review(
+    server: fo.FakeOpenAI, name: str, script: list[fo.Step]
+) -> None:
+    """V8/V2: a validator that errors, hangs, returns garbage or calls tools ends in
+    validator_error with the error recorded, and the task goes to needs_review (never
+    silently passed, never lost)."""
+    server.set_script(*script)
+    task = validating_task()
+    snapshot = validation_run(task_id=task.pk, attempt_index=1)
+    task.refresh_from_db()
+    assert snapshot is not None and snapshot.status == "validator_error", snapshot.result
+    assert snapshot.error
+    assert task.status == S.NEEDS_REVIEW and task.validation_outcome in (None, "")
+    assert ValidationSnapshot.objects.filter(task=task).count() == 1
+    RESULTS[name] = f"{name} -> validator_error, needs_review"
+
+
+def test_validator_recovers_from_one_transient_fault(server: fo.FakeOpenAI) -> None:
+    """V8/X6: one 503 then a good verdict: the retry gets the verdict through."""
+    server.set_script(fo.status(503), fo.answer(VERDICT))
+    task = validating_task()
+    snapshot = validation_run(task_id=task.pk, attempt_index=1)
+    task.refresh_from_db()
+    assert snapshot.status == "accepted" and task.status == S.AWAITING_FEEDBACK
+    finished = sum(1 for v in RESULTS.values() if "-> validating" in v or "answered" in v)
+    failed = sum(1 for v in RESULTS.values() if "-> failed" in v)
+    review = sum(1 for v in RESULTS.values() if "needs_review" in v)
+    report(
+        "provider faults",
+        f"{len(RESULTS) + 1} faults: {finished} agent runs retried to an answer, {failed} failed "
+        f"with the error recorded, {review} validator faults -> needs_review, 1 validator retry "
+        f"accepted; 0 crashes",
+    )
