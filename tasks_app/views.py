@@ -38,6 +38,9 @@ from tasks_app.views_common import (
 
 POLLING_STATUSES = states.EXECUTION_ACTIVE_STATUSES | states.RUNNABLE_STATUSES
 TASKS_PER_PAGE = 50
+# The detail page lists this many tool results; the rest load on request (a 500-result
+# list alone would be ~250 KB of HTML and most of the page's render time).
+EVIDENCE_INLINE_ITEMS = 50
 
 
 def is_polling(task: Task) -> bool:
@@ -207,6 +210,8 @@ def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
         "selected_raw": bodies.get("raw_responses"),
         "verdict": (latest.result or {}) if latest else {},
         "evidence": evidence,
+        "evidence_head": evidence[:EVIDENCE_INLINE_ITEMS],
+        "evidence_rest": max(0, len(evidence) - EVIDENCE_INLINE_ITEMS),
         "evidence_chars": sum(e.size or 0 for e in evidence),
         "runs": runs,
         "timeline": _timeline(events, feedback, runs, snapshots),
@@ -255,7 +260,10 @@ TEXT_SECTIONS = {"request": "request", "rules": "rules", "answer": "final_answer
 @login_required
 @require_GET
 def task_section(request: HttpRequest, task_id: int, section: str) -> HttpResponse:
-    """One big text column of the task, loaded on demand."""
+    """One big text column of the task, or the tool results after the first
+    ``EVIDENCE_INLINE_ITEMS`` of the evidence list, loaded on demand."""
+    if section == "evidence":
+        return _evidence_rest(request, task_id)
     field = TEXT_SECTIONS.get(section)
     if field is None:
         raise Http404("No such section")
@@ -263,6 +271,19 @@ def task_section(request: HttpRequest, task_id: int, section: str) -> HttpRespon
     text = Task.objects.filter(pk=task.pk).values_list(field, flat=True).get()
     return render_fragment(
         request, "tasks_app/_text_block.html", {"text": text, "block_id": f"{section}-{task.pk}"}
+    )
+
+
+def _evidence_rest(request: HttpRequest, task_id: int) -> HttpResponse:
+    task = visible_task(request, task_id)
+    items = (
+        ToolEvidence.objects.filter(task=task)
+        .without_content()
+        .annotate(size=F("content_chars"))
+        .order_by("attempt_index", "run_id", "sequence")[EVIDENCE_INLINE_ITEMS:]
+    )
+    return render_fragment(
+        request, "tasks_app/_evidence_items.html", {"items": items, "task": task}
     )
 
 
