@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install run test drills lint fmt clean migrate
+.PHONY: install run test drills lint fmt clean migrate bench
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "Python >= 3.12 is required (see .python-version); found " + sys.version.split()[0])'

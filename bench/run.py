@@ -186,6 +186,8 @@ def main(argv: list[str]) -> int:
         "database": os.environ["DATABASE_URL"].split("@")[-1],
         "broker": os.environ["CELERY_BROKER_URL"].split("@")[-1],
         "quick": args.quick,
+        # Other processes share the machine: the load before and after tells how quiet it was.
+        "load_average_start": [round(x, 2) for x in os.getloadavg()],
         "benchmarks": {},
     }
     for name in chosen:
@@ -204,9 +206,13 @@ def main(argv: list[str]) -> int:
 
         report["profiles"] = profile_misses(report, quick=args.quick)
     report["total_seconds"] = round(time.monotonic() - started, 1)
+    report["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     print()
     report["table"] = print_report(report)
-    print(f"\nbench: total {report['total_seconds']} s")
+    print(
+        f"\nbench: total {report['total_seconds']} s; load average (1/5/15 min) at start "
+        f"{report['load_average_start']}, at end {report['load_average_end']}"
+    )
     out = (
         BENCH_DIR.parent / "var" / "bench" / "results-quick.json"
         if args.quick
