@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -249,6 +249,19 @@ def attempt_run(*, task_id: int, worker: str = "") -> Task | None:
         return None
     except DomainError as exc:  # e.g. a bad plan or model configuration
         error = exc.message
+    except (OperationalError, InterfaceError) as exc:
+        # The database went away (restart, failover, a killed backend): an outage, not a
+        # failed attempt. Every write so far was its own transaction, so nothing is
+        # half-written; drop the broken connection and leave the lease to expire: the
+        # reaper re-queues the attempt (bounded by ATTEMPT_MAX_REQUEUES).
+        log.warning(
+            "task %s attempt %s lost its database connection (%s); left to the reaper",
+            task_id,
+            claim.attempt_index,
+            exc,
+        )
+        connection.close()
+        return None
     except Exception as exc:
         log.exception("task %s attempt %s crashed", task_id, claim.attempt_index)
         error = f"{type(exc).__name__}: {exc}"

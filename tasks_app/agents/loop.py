@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import InterfaceError, OperationalError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -125,6 +126,10 @@ class AgentLoop:
                 error=f"Stopped: {exc}",
                 fenced=False,
             )
+            raise
+        except (OperationalError, InterfaceError):
+            # The database went away: not the run's fault and nothing can be recorded on
+            # this connection; the attempt is recovered as a whole (attempt_run).
             raise
         except Exception as exc:
             log.warning("run %s failed: %s", recorder.run.pk, exc, exc_info=True)
@@ -263,7 +268,7 @@ class AgentLoop:
         recorder.add_message("user", prompt, {"part_kind": "user-prompt", "finalization": True})
         try:
             response = self._request([final_request], offer_tools=False)
-        except LeaseLost:
+        except (LeaseLost, OperationalError, InterfaceError):
             raise
         except Exception as exc:
             log.warning("finalization call failed: %s", exc)
