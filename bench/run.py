@@ -79,6 +79,7 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
                 "evidence_mb": 0.2,
                 "evidence_items": 20,
                 "requests": 5,
+                "growth_mb": (0.05, 0.1, 0.2),
             },
         }
     return {
@@ -91,6 +92,7 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
             "evidence_mb": 10,
             "evidence_items": 500,
             "requests": 60,
+            "growth_mb": (1, 4, 16),
         },
     }
 

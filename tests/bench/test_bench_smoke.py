@@ -67,11 +67,17 @@ def test_team_benchmark_runs_small() -> None:
 def test_ui_benchmark_runs_small() -> None:
     """U1/U2: queue, detail and admin changelist timed with query counts at two sizes."""
     result = ui.run(
-        tasks=(20, 40), needs_review_share=0.25, evidence_mb=0.01, evidence_items=4, requests=2
+        tasks=(20, 40),
+        needs_review_share=0.25,
+        evidence_mb=0.01,
+        evidence_items=4,
+        requests=2,
+        growth_mb=(0.005, 0.01),
     )
     check_shape(result, targets=4)
     stage = result["details"]["stages"]["40"]
     assert stage["tasks"] == 41 and stage["needs_review"] == 11  # + the evidence task
+    assert set(result["details"]["detail_by_evidence_mb"]) == {"0.005MB", "0.01MB"}
     for page in ("queue", "admin", "detail"):
         assert {"p50_ms", "p95_ms", "queries", "html_bytes", "first_ms"} <= set(stage[page])
 
