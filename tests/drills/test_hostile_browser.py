@@ -77,7 +77,7 @@ INSPECT_JS = """(mark) => {
     const el = node.parentElement;
     if (el.closest('textarea, input, title')) continue;  // form values are not markup
     if (!el.closest('[hx-disable]'))
-      out.unprotected.push(el.tagName + '.' + el.className + ' ' + el.parentElement.outerHTML.slice(0, 160));
+      out.unprotected.push(el.tagName + ' in ' + el.parentElement.outerHTML.slice(0, 160));
   }
   return out;
 }"""
