@@ -160,6 +160,44 @@ def print_report(report: dict[str, Any]) -> str:
     return text
 
 
+RESULTS_HEADING = "## Last results on this machine"
+
+
+def update_readme(report: dict[str, Any]) -> None:
+    """Replace the README's last-results section with this run's table."""
+    readme = BENCH_DIR / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    if RESULTS_HEADING not in text:
+        return
+    m = report["machine"]
+    missed = [
+        f"{name}: {t['target']} ({t['measured']})"
+        for name, res in report["benchmarks"].items()
+        for t in res.get("targets", [])
+        if not t["met"]
+    ]
+    profiles = report.get("profiles") or {}
+    body = [
+        RESULTS_HEADING,
+        "",
+        f"`make bench` on {report['date']} (UTC), {report['total_seconds']} s in all. Machine: "
+        f"{m['cpu']}, {m['cores']} cores, {m['memory_gb']} GB RAM, Python {m['python']}, "
+        f"{m['platform']}; PostgreSQL at {report['database']}, Redis at {report['broker']}. "
+        f"Load average (1/5/15 min) {report['load_average_start']} at the start and "
+        f"{report['load_average_end']} at the end: other work shared the machine.",
+        "",
+        "```",
+        report["table"],
+        "```",
+        "",
+        "Missed: " + ("; ".join(missed) if missed else "none") + ".",
+    ]
+    if profiles:
+        body += ["", "Profiles: " + ", ".join(f"`{p}`" for p in profiles.values()) + "."]
+    head = text.split(RESULTS_HEADING, 1)[0]
+    readme.write_text(head + "\n".join(body) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench")
     parser.add_argument("--only", default="", help="comma-separated: " + ",".join(ORDER))
@@ -224,6 +262,9 @@ def main(argv: list[str]) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
         print(f"bench: wrote {out.relative_to(BENCH_DIR.parent)}")
+        if not args.quick:
+            update_readme(report)
+            print("bench: updated the last results in bench/README.md")
     else:
         partial = BENCH_DIR.parent / "var" / "bench" / "results-partial.json"
         partial.parent.mkdir(parents=True, exist_ok=True)
