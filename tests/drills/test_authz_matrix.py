@@ -6,9 +6,9 @@ task, another requester, a reviewer and an operator. Each cell has an expected s
 An endpoint or page added without a row here fails the test, so a new URL cannot ship
 without someone deciding who may use it.
 
-Each request gets fresh objects (a task in ``needs_review`` owned by the requester, with
-a run, two tool results and a validation snapshot), so a state-changing call in one cell
-cannot change the outcome of another.
+Each state-changing request gets fresh objects (a task in ``needs_review`` owned by the
+requester, with a run, two tool results and a validation snapshot), so a call in one
+cell cannot change the outcome of another; reads share one set.
 """
 
 from __future__ import annotations
@@ -151,6 +151,7 @@ def page_routes() -> dict[str, URLPattern]:
 class World:
     users: dict[str, Any]
     tokens: dict[str, str]
+    shared: dict[str, Any] | None = None
 
 
 @pytest.fixture
@@ -181,9 +182,18 @@ def fresh_objects(world: World) -> dict[str, Any]:
     }
 
 
+def objects_for(world: World, method: str) -> dict[str, Any]:
+    """Fresh objects for a call that may change state; reads share one set."""
+    if method in {"GET", "HEAD"}:
+        if world.shared is None:
+            world.shared = fresh_objects(world)
+        return world.shared
+    return fresh_objects(world)
+
+
 def call_api(world: World, role: str, operation: str) -> int:
     method, path = operation.split(" ", 1)
-    objects = fresh_objects(world)
+    objects = objects_for(world, method)
     url = re.sub(r"\{(\w+)\}", lambda m: str(objects[m.group(1)]), path)
     if operation == "POST /api/v1/tasks/{task_id}/feedback":
         API_BODIES[operation]["expected_version"] = objects["task"].version
@@ -216,7 +226,7 @@ PAGE_FORMS: dict[str, Any] = {
 
 def call_page(world: World, role: str, entry: str, routes: dict[str, URLPattern]) -> int:
     method, name = entry.split(" ", 1)
-    objects = fresh_objects(world)
+    objects = objects_for(world, method)
     if name == "admin:index":
         url = "/admin/"
     elif name == "api-docs":
