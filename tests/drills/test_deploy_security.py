@@ -28,6 +28,8 @@ def production_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SECURE_", "SESSION_"))}
     env.pop("CSRF_COOKIE_SECURE", None)
     env.pop("TRUST_X_FORWARDED_PROTO", None)
+    # Test runners set this for Playwright; it is never set in deployment (async.E001).
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     return {**env, **PRODUCTION_ENV, "DJANGO_SETTINGS_MODULE": "project.settings"}
 
 

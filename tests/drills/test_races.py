@@ -149,5 +149,5 @@ def test_twenty_unversioned_decisions_follow_the_transition_table(
     report(
         "races",
         f"{claims}; versioned decisions: 1 winner, 19 x 409; unversioned decisions: "
-        f"{winners} legal transitions, {statuses[409]} x 409, event log consistent",
+        f"{winners} legal transition(s), {statuses[409]} x 409, event log consistent",
     )
