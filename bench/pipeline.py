@@ -46,6 +46,10 @@ SETTLED = {
     TaskStatus.CLOSED,
     TaskStatus.ABANDONED,
 }
+# How often the closed loop looks for the settled task. The figure comes from the
+# worker's own timestamp, so polling only paces the loop; polling faster would steal CPU
+# from the worker on a small machine.
+LATENCY_POLL_S = float(os.environ.get("BENCH_POLL_SECONDS", "0.02"))
 DOCS = [
     ("Bench overhead policy", "The pipeline overhead budget is 30 ms per task. " * 20),
     (
@@ -197,7 +201,7 @@ def in_process(n: int) -> dict[str, Any]:
     from tasks_app.attempts import attempt_run
 
     user = owner()
-    samples, queries, sql_s, commits = [], [], [], []
+    samples, queries, commits = [], [], []
     with (
         override_settings(AGENT_MODEL=AGENT, VALIDATOR_MODEL=JUDGE),
         mock.patch("tasks_app.attempts._send_validation"),
@@ -211,12 +215,10 @@ def in_process(n: int) -> dict[str, Any]:
             samples.append(time.perf_counter() - started)
             queries.append(len(captured))
             commits.append(sum(1 for q in captured.captured_queries if q["sql"] == "COMMIT"))
-            sql_s.append(sum(float(q["time"]) for q in captured.captured_queries))
     return {
         **summary_ms(samples),
         "sql_statements_per_task": round(statistics.median(queries), 1),
         "commit_statements_per_task": statistics.median(commits),
-        "sql_time_p50_ms": round(statistics.median(sql_s) * 1000, 2),
     }
 
 
@@ -280,7 +282,7 @@ def _pipeline_latency(
         submitted = time.time()
         task = _new_task(user, i)
         app.send_task("tasks_app.run_attempt", args=[task.pk], queue=queue)
-        done = _wait_settled([task.pk], worker, timeout=60, poll=0.002)
+        done = _wait_settled([task.pk], worker, timeout=60, poll=LATENCY_POLL_S)
         samples.append(done[task.pk].timestamp() - submitted)
         ids.append(task.pk)
         starts[task.pk] = submitted

@@ -61,37 +61,50 @@ def _evidence_task(owner: Any, mb: float, items: int, *, title: str) -> Any:
     return task
 
 
-def page(client: Client, url: str, requests: int) -> dict[str, Any]:
-    first_started = time.perf_counter()
-    first = client.get(url, secure=True)
-    first_s = time.perf_counter() - first_started
-    if first.status_code != 200:
-        raise RuntimeError(f"GET {url} -> {first.status_code}")
-    for _ in range(2):
-        client.get(url, secure=True)
-    samples = []
-    for _ in range(requests):
+def pages(targets: dict[str, tuple[Client, str]], requests: int) -> dict[str, dict[str, Any]]:
+    """Time several pages with their requests interleaved (page A, B, C, A, B, C, ...), so
+    a burst of load from other processes hits every page alike, not one page's block.
+    Per page: the first request, two warm-ups, then ``requests`` timed requests and one
+    more with its queries captured."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, (client, url) in targets.items():
         started = time.perf_counter()
-        response = client.get(url, secure=True)
-        samples.append(time.perf_counter() - started)
-    with CaptureQueriesContext(connection) as queries:
-        response = client.get(url, secure=True)
-    return {
-        "url": url,
-        **summary_ms(samples),
-        "first_ms": round(first_s * 1000, 2),
-        "queries": len(queries),
-        "html_bytes": len(response.content),
-    }
+        first = client.get(url, secure=True)
+        out[name] = {"url": url, "first_ms": round((time.perf_counter() - started) * 1000, 2)}
+        if first.status_code != 200:
+            raise RuntimeError(f"GET {url} -> {first.status_code}")
+    for _ in range(2):
+        for client, url in targets.values():
+            client.get(url, secure=True)
+    samples: dict[str, list[float]] = {name: [] for name in targets}
+    for _ in range(requests):
+        for name, (client, url) in targets.items():
+            started = time.perf_counter()
+            client.get(url, secure=True)
+            samples[name].append(time.perf_counter() - started)
+    for name, (client, url) in targets.items():
+        with CaptureQueriesContext(connection) as queries:
+            response = client.get(url, secure=True)
+        out[name].update(
+            summary_ms(samples[name]), queries=len(queries), html_bytes=len(response.content)
+        )
+    return out
+
+
+def page(client: Client, url: str, requests: int) -> dict[str, Any]:
+    return pages({"page": (client, url)}, requests)["page"]
 
 
 def measure(clients: dict[str, Client], detail_id: int, requests: int) -> dict[str, Any]:
     admin_url = reverse("admin:tasks_app_task_changelist") + "?status__exact=needs_review"
-    return {
-        "queue": page(clients["reviewer"], reverse("review_queue"), requests),
-        "admin": page(clients["admin"], admin_url, requests),
-        "detail": page(clients["reviewer"], reverse("task_detail", args=[detail_id]), requests),
-    }
+    return pages(
+        {
+            "queue": (clients["reviewer"], reverse("review_queue")),
+            "admin": (clients["admin"], admin_url),
+            "detail": (clients["reviewer"], reverse("task_detail", args=[detail_id])),
+        },
+        requests,
+    )
 
 
 def run(
