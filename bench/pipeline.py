@@ -373,6 +373,22 @@ def run(
             "no-op round trip p95",
             noop["p95_ms"],
         ),
+        *[
+            Figure(
+                "pipeline",
+                f"  phase {label} p50",
+                phases[key]["p50_ms"],
+                "ms",
+                "no-op round trip p50",
+                noop["p50_ms"],
+            )
+            for key, label in (
+                ("submit_to_claimed", "submit -> claimed"),
+                ("attempt", "attempt (worker)"),
+                ("validation", "validation incl. hop"),
+            )
+            if key in phases
+        ],
         Figure(
             "pipeline",
             "  same work in-process, no broker, p50",
