@@ -11,7 +11,17 @@ from tasks_app.admin import ReadOnlyAdmin
 
 @admin.register(ToolEvidence)
 class ToolEvidenceAdmin(ReadOnlyAdmin):
-    list_display = ("id", "task", "attempt_index", "run", "sequence", "tool_name", "content_chars", "is_error", "created_at")
+    list_display = (
+        "id",
+        "task",
+        "attempt_index",
+        "run",
+        "sequence",
+        "tool_name",
+        "content_chars",
+        "is_error",
+        "created_at",
+    )
     list_filter = ("tool_name", "is_error")
 
     def get_queryset(self, request: HttpRequest) -> Any:
@@ -23,7 +33,18 @@ class ToolEvidenceAdmin(ReadOnlyAdmin):
 
 @admin.register(ValidationSnapshot)
 class ValidationSnapshotAdmin(ReadOnlyAdmin):
-    list_display = ("id", "task", "attempt_index", "kind", "status", "score", "model_name", "template_version", "latency_ms", "created_at")
+    list_display = (
+        "id",
+        "task",
+        "attempt_index",
+        "kind",
+        "status",
+        "score",
+        "model_name",
+        "template_version",
+        "latency_ms",
+        "created_at",
+    )
     list_filter = ("kind", "status", "model_name", "template_version")
 
     def get_queryset(self, request: HttpRequest) -> Any:

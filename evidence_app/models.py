@@ -98,7 +98,9 @@ class ValidationSnapshot(models.Model):
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="validations")
     attempt_index = models.PositiveIntegerField()
-    kind = models.CharField(max_length=16, choices=SnapshotKind.choices, default=SnapshotKind.VALIDATION)
+    kind = models.CharField(
+        max_length=16, choices=SnapshotKind.choices, default=SnapshotKind.VALIDATION
+    )
     replay_of = models.ForeignKey(
         "self", on_delete=models.CASCADE, null=True, blank=True, related_name="replays"
     )
@@ -107,7 +109,8 @@ class ValidationSnapshot(models.Model):
     )
     status = models.CharField(max_length=32, choices=ValidationStatus.choices)
     score = models.FloatField(null=True, blank=True)
-    failure_category = models.CharField(
+    # V1 makes "no category" null, distinct from any category; the API returns null.
+    failure_category = models.CharField(  # noqa: DJ001
         max_length=32, choices=FailureCategory.choices, null=True, blank=True
     )
     # The full ValidationResult as JSON (issues, gaps, reasoning, ...).
@@ -146,7 +149,9 @@ class ValidationSnapshot(models.Model):
         ]
 
     def __str__(self) -> str:
-        return f"{self.kind} {self.pk} task {self.task_id} attempt {self.attempt_index}: {self.status}"
+        return (
+            f"{self.kind} {self.pk} task {self.task_id} attempt {self.attempt_index}: {self.status}"
+        )
 
     @property
     def passed(self) -> bool:

@@ -55,7 +55,10 @@ class _Renderer:
     def run(self, run: RunEvidence, heading: str) -> None:
         self.parts.append(heading)
         facts = [f"run {run.run_id}", f"model {run.model_name}" if run.model_name else ""]
-        facts += [f"status {run.status}" if run.status else "", f"finish_reason {run.finish_reason or '-'}"]
+        facts += [
+            f"status {run.status}" if run.status else "",
+            f"finish_reason {run.finish_reason or '-'}",
+        ]
         self.parts.append("(" + ", ".join(f for f in facts if f) + ")")
         if run.error:
             self.parts.append(wrap_external(run.error, label=f"run {run.run_id} error"))
@@ -90,7 +93,9 @@ class _Renderer:
                     yield f"  {message.index}. tool returned -> [{ref}]"
                     continue
                 yield f"  {message.index}. tool returned:"
-                yield wrap_external(message.content, label=f"run {run.run_id} message {message.index}")
+                yield wrap_external(
+                    message.content, label=f"run {run.run_id} message {message.index}"
+                )
                 continue
             if message.content:
                 yield f"  {message.index}. {message.role}:"
@@ -118,7 +123,10 @@ def render_packet(packet: TaskEvidencePacket) -> str:
         parts.append("== TEAM NODE RESULTS ==")
         for result in packet.team_node_results:
             state = "succeeded" if result.success else "did not succeed"
-            line = f"- {result.node_id} ({result.role or 'no role'}): {state}, finish_reason {result.finish_reason or '-'}"
+            line = (
+                f"- {result.node_id} ({result.role or 'no role'}): {state}, "
+                f"finish_reason {result.finish_reason or '-'}"
+            )
             if result.error:
                 line += " — error recorded above"
             parts.append(line)

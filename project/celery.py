@@ -35,9 +35,7 @@ def configure(app: Celery) -> None:
         )
     app.conf.update(
         broker_transport_options=transport_options,
-        result_backend_transport_options={
-            "visibility_timeout": settings.CELERY_VISIBILITY_TIMEOUT
-        },
+        result_backend_transport_options={"visibility_timeout": settings.CELERY_VISIBILITY_TIMEOUT},
         # A killed worker's job comes back: ack only after the job ran, and reject
         # (requeue) when the child process dies instead of acking it.
         task_acks_late=True,

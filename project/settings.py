@@ -258,9 +258,7 @@ VALIDATOR_HISTORY_MESSAGES = env_int("VALIDATOR_HISTORY_MESSAGES", 30, minimum=0
 # Context budget per validator model, in characters of rendered input; the default
 # applies to models not named. Over budget, evidence is judged in ordered chunks (V11).
 VALIDATOR_CONTEXT_CHARS = env_json_dict("VALIDATOR_CONTEXT_CHARS", {})
-VALIDATOR_DEFAULT_CONTEXT_CHARS = env_int(
-    "VALIDATOR_DEFAULT_CONTEXT_CHARS", 400_000, minimum=1000
-)
+VALIDATOR_DEFAULT_CONTEXT_CHARS = env_int("VALIDATOR_DEFAULT_CONTEXT_CHARS", 400_000, minimum=1000)
 REPLAY_BULK_MAX_TASKS = env_int("REPLAY_BULK_MAX_TASKS", 50, minimum=1)
 
 # --- Review UI --------------------------------------------------------------------------

@@ -45,7 +45,15 @@ class TaskEventInline(admin.TabularInline):
 
 @admin.register(Task)
 class TaskAdmin(ReadOnlyAdmin):
-    list_display = ("id", "title", "owner", "status", "attempt_count", "validation_outcome", "created_at")
+    list_display = (
+        "id",
+        "title",
+        "owner",
+        "status",
+        "attempt_count",
+        "validation_outcome",
+        "created_at",
+    )
     list_filter = ("status", "validation_outcome", "validation_policy")
     search_fields = ("title",)
     date_hierarchy = "created_at"
@@ -71,7 +79,17 @@ class FeedbackAdmin(ReadOnlyAdmin):
 
 @admin.register(Run)
 class RunAdmin(ReadOnlyAdmin):
-    list_display = ("id", "task", "attempt_index", "kind", "node_id", "model_name", "status", "finish_reason", "duration_ms")
+    list_display = (
+        "id",
+        "task",
+        "attempt_index",
+        "kind",
+        "node_id",
+        "model_name",
+        "status",
+        "finish_reason",
+        "duration_ms",
+    )
     list_filter = ("kind", "status", "finish_reason")
 
     def get_queryset(self, request: HttpRequest) -> Any:
@@ -89,7 +107,15 @@ class RunMessageAdmin(ReadOnlyAdmin):
 
 @admin.register(LLMRequestSnapshot)
 class LLMRequestSnapshotAdmin(ReadOnlyAdmin):
-    list_display = ("run", "iteration", "provider", "model_name", "message_count", "message_chars", "latency_ms")
+    list_display = (
+        "run",
+        "iteration",
+        "provider",
+        "model_name",
+        "message_count",
+        "message_chars",
+        "latency_ms",
+    )
 
     def get_queryset(self, request: HttpRequest) -> Any:
         return super().get_queryset(request).defer("full_request")
@@ -102,7 +128,11 @@ class KnowledgeDocumentAdmin(admin.ModelAdmin):
 
     def get_queryset(self, request: HttpRequest) -> Any:
         qs = super().get_queryset(request)
-        return qs.defer("body") if request.resolver_match and request.resolver_match.url_name.endswith("changelist") else qs
+        return (
+            qs.defer("body")
+            if request.resolver_match and request.resolver_match.url_name.endswith("changelist")
+            else qs
+        )
 
 
 @admin.register(ApiToken)

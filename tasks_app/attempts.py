@@ -384,8 +384,6 @@ def _resend_stale_validations(*, cutoff: object, now: object) -> list[int]:
                 pk=task_id, status=TaskStatus.VALIDATING, updated_at=updated_at
             ).update(updated_at=now)
             if touched:
-                transaction.on_commit(
-                    lambda t=task_id, a=attempt_index: _send_validation(t, a)
-                )
+                transaction.on_commit(lambda t=task_id, a=attempt_index: _send_validation(t, a))
                 sent.append(task_id)
     return sent

@@ -19,9 +19,7 @@ class IllegalTransition(DomainError):
     http_status = 409
 
     def __init__(self, *, task_id: int, from_status: str, to_status: str) -> None:
-        super().__init__(
-            f"Task {task_id} cannot move from '{from_status}' to '{to_status}'."
-        )
+        super().__init__(f"Task {task_id} cannot move from '{from_status}' to '{to_status}'.")
         self.task_id = task_id
         self.from_status = from_status
         self.to_status = to_status

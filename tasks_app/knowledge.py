@@ -38,7 +38,9 @@ def import_folder(folder: Path) -> ImportReport:
         key = str(path.relative_to(folder))
         existing = KnowledgeDocument.objects.filter(source_key=key).first()
         if existing is None:
-            KnowledgeDocument.objects.create(title=title, body=body, source_key=key, source_url=f"handbook://{key}")
+            KnowledgeDocument.objects.create(
+                title=title, body=body, source_key=key, source_url=f"handbook://{key}"
+            )
             report.created += 1
         elif existing.title != title or existing.body != body:
             existing.title, existing.body = title, body

@@ -72,7 +72,9 @@ class TaskQuerySet(models.QuerySet["Task"]):
 
 
 class Task(models.Model):
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks"
+    )
     title = models.CharField(max_length=300)
     request = models.TextField()
     rules = models.TextField(blank=True, default="")
@@ -88,7 +90,8 @@ class Task(models.Model):
     attempt_count = models.PositiveIntegerField(default=0)
     max_attempts = models.PositiveIntegerField(default=2)
     final_answer = models.TextField(blank=True, default="")
-    validation_outcome = models.CharField(
+    # V3: null means "validation did not run", distinct from both outcomes.
+    validation_outcome = models.CharField(  # noqa: DJ001
         max_length=16, choices=ValidationOutcome.choices, null=True, blank=True
     )
     claimed_by = models.ForeignKey(
@@ -189,6 +192,9 @@ class Feedback(models.Model):
         ordering = ["created_at", "id"]
         indexes = [models.Index(fields=["task", "created_at"], name="feedback_task_created")]
 
+    def __str__(self) -> str:
+        return f"{self.action} on task {self.task_id}"
+
 
 class RunKind(models.TextChoices):
     MAIN = "main", "Main"
@@ -254,6 +260,9 @@ class RunMessage(models.Model):
             models.UniqueConstraint(fields=["run", "index"], name="runmessage_run_index_unique")
         ]
 
+    def __str__(self) -> str:
+        return f"run {self.run_id} message {self.index} ({self.role})"
+
 
 class LLMRequestSnapshot(models.Model):
     """Compact record of one model request (X2); the full request only in debug mode."""
@@ -277,6 +286,9 @@ class LLMRequestSnapshot(models.Model):
 
     class Meta:
         ordering = ["run", "iteration", "id"]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} request {self.iteration} ({self.model_name})"
 
 
 class KnowledgeDocumentQuerySet(models.QuerySet["KnowledgeDocument"]):
@@ -315,7 +327,9 @@ def hash_token(raw: str) -> str:
 class ApiToken(models.Model):
     """A bearer token for programs (A2). Only the hash is stored."""
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
     name = models.CharField(max_length=100, default="default")
     prefix = models.CharField(max_length=12)
     key_hash = models.CharField(max_length=64, unique=True)

@@ -25,6 +25,7 @@ from tasks_app.models import (
 )
 from tasks_app.states import TaskStatus
 
+
 def attempt_enqueue(task_id: int) -> None:
     """Queue the next attempt of a task once the current transaction commits (a
     rolled-back transaction queues nothing). Redelivery is harmless: the job claims."""
@@ -162,7 +163,9 @@ def task_apply_feedback(
     try:
         action = FeedbackAction(action)
     except ValueError:
-        raise InvalidInput(f"unknown action '{action}' (use satisfied, revise or abandon)") from None
+        raise InvalidInput(
+            f"unknown action '{action}' (use satisfied, revise or abandon)"
+        ) from None
     if action == FeedbackAction.NOTE:
         raise InvalidInput("use task_add_note for notes")
     comment = comment.strip()
@@ -227,7 +230,10 @@ def task_add_note(*, task_id: int, actor: Any, comment: str) -> Feedback:
         raise InvalidInput("a note must not be empty")
     task = Task.objects.get(pk=task_id)
     return Feedback.objects.create(
-        task=task, author=actor, action=FeedbackAction.NOTE, comment=comment,
+        task=task,
+        author=actor,
+        action=FeedbackAction.NOTE,
+        comment=comment,
         attempt_index=task.attempt_count,
     )
 

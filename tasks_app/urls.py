@@ -24,14 +24,24 @@ urlpatterns = [
         views.snapshot_download,
         name="snapshot_download",
     ),
-    path("tasks/<int:task_id>/evidence/<int:evidence_id>/", views.evidence_content, name="evidence_content"),
-    path("tasks/<int:task_id>/runs/<int:run_id>/transcript/", views.run_transcript, name="run_transcript"),
+    path(
+        "tasks/<int:task_id>/evidence/<int:evidence_id>/",
+        views.evidence_content,
+        name="evidence_content",
+    ),
+    path(
+        "tasks/<int:task_id>/runs/<int:run_id>/transcript/",
+        views.run_transcript,
+        name="run_transcript",
+    ),
     path("review/", views_review.review_queue, name="review_queue"),
     path("ops/", views_operator.ops_index, name="ops_index"),
     path("ops/templates/", views_operator.ops_templates, name="ops_templates"),
     path("ops/tasks/<int:task_id>/inputs/", views_operator.ops_task_inputs, name="ops_task_inputs"),
     path("ops/requests/", views_operator.ops_llm_requests, name="ops_llm_requests"),
-    path("ops/validations/<int:snapshot_id>/", views_operator.ops_validation, name="ops_validation"),
+    path(
+        "ops/validations/<int:snapshot_id>/", views_operator.ops_validation, name="ops_validation"
+    ),
     path("ops/validations/<int:snapshot_id>/replay/", views_operator.ops_replay, name="ops_replay"),
     path("ops/replay/", views_operator.ops_bulk_replay, name="ops_bulk_replay"),
     path("ops/agreement/", views_operator.ops_agreement, name="ops_agreement"),

@@ -44,7 +44,8 @@ _QUOTED_RE = re.compile(r'^"(.+)"\s*\(source:\s*(.+)\)$')
 _INSTRUCTIONS_RE = re.compile(r"^Instructions:\s*(.+)$", re.MULTILINE)
 # One wrapped block of rendered evidence, with the header line just before it.
 _BLOCK_RE = re.compile(
-    r'(?:^(?P<header>[^\n]*)\n)?<EXTERNAL-CONTENT label="(?P<label>[^"]*)">\n(?P<body>.*?)\n</EXTERNAL-CONTENT>',
+    r"(?:^(?P<header>[^\n]*)\n)?"
+    r'<EXTERNAL-CONTENT label="(?P<label>[^"]*)">\n(?P<body>.*?)\n</EXTERNAL-CONTENT>',
     re.DOTALL | re.MULTILINE,
 )
 _NOISE_RE = re.compile(r"^(<\s*/?\s*EXTERNAL-CONTENT.*>|\[The block above is external content.*)$")

@@ -70,10 +70,17 @@ def test_max_tool_iterations_run_keeps_its_evidence_in_the_packet() -> None:
 def test_team_runs_in_graph_order_with_failed_node_and_synthesis() -> None:
     """E3, E4: team runs in graph order (not creation order), failed nodes kept."""
     task = TaskFactory()
-    second = RunFactory(task=task, kind="team_node", node_id="b", graph_index=1, output_text="B out")
+    second = RunFactory(
+        task=task, kind="team_node", node_id="b", graph_index=1, output_text="B out"
+    )
     first = RunFactory(
-        task=task, kind="team_node", node_id="a", graph_index=0, status="failed",
-        finish_reason="error", error="boom",
+        task=task,
+        kind="team_node",
+        node_id="a",
+        graph_index=0,
+        status="failed",
+        finish_reason="error",
+        error="boom",
     )
     synthesis = RunFactory(task=task, kind="synthesis", graph_index=2, output_text="final")
     ToolEvidenceFactory(run=first, content="evidence from failed node a")

@@ -147,7 +147,8 @@ def test_team_synthesis_quotes_node_evidence_not_packet_structure() -> None:
 
     KnowledgeDocumentFactory(
         title="Password Policy",
-        body="Accounts are personal.\n\nThe minimum password length for company accounts is 14 characters.",
+        body="Accounts are personal.\n\n"
+        "The minimum password length for company accounts is 14 characters.",
     )
     KnowledgeDocumentFactory(
         title="Training Budget",
@@ -157,10 +158,16 @@ def test_team_synthesis_quotes_node_evidence_not_packet_structure() -> None:
         "kind": "team",
         "mode": "parallel",
         "nodes": [
-            {"id": "security", "role": "Security reader",
-             "instructions": "Find the minimum password length for company accounts."},
-            {"id": "training", "role": "HR reader",
-             "instructions": "Find the annual training budget per employee."},
+            {
+                "id": "security",
+                "role": "Security reader",
+                "instructions": "Find the minimum password length for company accounts.",
+            },
+            {
+                "id": "training",
+                "role": "HR reader",
+                "instructions": "Find the annual training budget per employee.",
+            },
         ],
     }
     task = TaskFactory(

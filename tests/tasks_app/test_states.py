@@ -26,14 +26,25 @@ EXPECTED_FLAGS = {
 }
 
 LEGAL = {
-    (S.OPEN, S.RUNNING), (S.OPEN, S.ABANDONED),
-    (S.RUNNING, S.VALIDATING), (S.RUNNING, S.FAILED), (S.RUNNING, S.OPEN), (S.RUNNING, S.ABANDONED),
-    (S.VALIDATING, S.AWAITING_FEEDBACK), (S.VALIDATING, S.NEEDS_REVIEW),
-    (S.VALIDATING, S.NEEDS_REVISION), (S.VALIDATING, S.FAILED), (S.VALIDATING, S.ABANDONED),
-    (S.AWAITING_FEEDBACK, S.CLOSED), (S.AWAITING_FEEDBACK, S.NEEDS_REVISION),
+    (S.OPEN, S.RUNNING),
+    (S.OPEN, S.ABANDONED),
+    (S.RUNNING, S.VALIDATING),
+    (S.RUNNING, S.FAILED),
+    (S.RUNNING, S.OPEN),
+    (S.RUNNING, S.ABANDONED),
+    (S.VALIDATING, S.AWAITING_FEEDBACK),
+    (S.VALIDATING, S.NEEDS_REVIEW),
+    (S.VALIDATING, S.NEEDS_REVISION),
+    (S.VALIDATING, S.FAILED),
+    (S.VALIDATING, S.ABANDONED),
+    (S.AWAITING_FEEDBACK, S.CLOSED),
+    (S.AWAITING_FEEDBACK, S.NEEDS_REVISION),
     (S.AWAITING_FEEDBACK, S.ABANDONED),
-    (S.NEEDS_REVIEW, S.CLOSED), (S.NEEDS_REVIEW, S.NEEDS_REVISION), (S.NEEDS_REVIEW, S.ABANDONED),
-    (S.NEEDS_REVISION, S.RUNNING), (S.NEEDS_REVISION, S.ABANDONED),
+    (S.NEEDS_REVIEW, S.CLOSED),
+    (S.NEEDS_REVIEW, S.NEEDS_REVISION),
+    (S.NEEDS_REVIEW, S.ABANDONED),
+    (S.NEEDS_REVISION, S.RUNNING),
+    (S.NEEDS_REVISION, S.ABANDONED),
 }
 
 
@@ -47,7 +58,9 @@ def test_there_are_exactly_nine_statuses_and_three_terminal() -> None:
 def test_flags_match_spec_for_every_status(status: S) -> None:
     """S2: flags on the model match the spec table for all nine statuses."""
     task = Task(status=status)
-    assert (task.is_open, task.is_execution_active, task.requires_user_action) == EXPECTED_FLAGS[status]
+    assert (task.is_open, task.is_execution_active, task.requires_user_action) == EXPECTED_FLAGS[
+        status
+    ]
 
 
 def test_needs_review_is_open_inactive_and_needs_action_and_not_runnable() -> None:
@@ -85,9 +98,7 @@ def test_every_legal_transition_applies_and_records_an_event(edge: tuple[S, S]) 
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(
-    "edge", [e for e in itertools.product(list(S), list(S)) if e not in LEGAL]
-)
+@pytest.mark.parametrize("edge", [e for e in itertools.product(list(S), list(S)) if e not in LEGAL])
 def test_every_illegal_transition_raises_and_changes_nothing(edge: tuple[S, S]) -> None:
     """S3: an illegal transition raises the domain error; nothing is written."""
     from_status, to_status = edge
@@ -146,7 +157,9 @@ def test_revise_requires_a_comment_and_moves_to_needs_revision(requester) -> Non
     """S5."""
     task = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK)
     with pytest.raises(InvalidInput):
-        services.task_apply_feedback(task_id=task.pk, actor=requester, action="revise", comment="  ")
+        services.task_apply_feedback(
+            task_id=task.pk, actor=requester, action="revise", comment="  "
+        )
     task.refresh_from_db()
     assert task.status == S.AWAITING_FEEDBACK
     task = services.task_apply_feedback(

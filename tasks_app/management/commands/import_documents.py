@@ -20,5 +20,6 @@ class Command(BaseCommand):
         except FileNotFoundError as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(
-            f"documents: {report.created} created, {report.updated} updated, {report.unchanged} unchanged"
+            f"documents: {report.created} created, {report.updated} updated, "
+            f"{report.unchanged} unchanged"
         )

@@ -43,7 +43,8 @@ class Command(BaseCommand):
         if handbook.is_dir():
             report = import_folder(handbook)
             self.stdout.write(
-                f"handbook: {report.created} created, {report.updated} updated, {report.unchanged} unchanged"
+                f"handbook: {report.created} created, {report.updated} updated, "
+                f"{report.unchanged} unchanged"
             )
         tasks_file = DEMO_DIR / "tasks.json"
         if not no_tasks and tasks_file.exists():
