@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from celery import Celery
 
 from evidence_app.models import ToolEvidence, ValidationSnapshot
 from evidence_app.services import validation_run
@@ -25,7 +28,7 @@ from tasks_app.attempts import attempt_run
 from tasks_app.models import Run, Task, TaskEvent
 from tasks_app.states import TaskStatus as S
 from tests.drills import fake_openai as fo
-from tests.drills.support import report
+from tests.drills.support import Worker, database_url, redis_url, report, wait_for
 from tests.evidence_app.validation_helpers import validating_task
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 
@@ -33,6 +36,34 @@ pytestmark = [pytest.mark.drill, pytest.mark.django_db, pytest.mark.timeout(120)
 
 MAX_RETRIES = 2
 RESULTS: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def summary() -> Iterator[None]:
+    """One summary line once every scenario of the module ran (pytest-django runs the
+    transactional real-worker test last, so no single test can report it)."""
+    yield
+    if not RESULTS:
+        return
+    finished = sum(
+        1
+        for k, v in RESULTS.items()
+        if ("-> validating" in v or "answered" in v) and k != "real worker"
+    )
+    failed = sum(1 for v in RESULTS.values() if "-> failed" in v)
+    review = sum(1 for k, v in RESULTS.items() if "needs_review" in v and k != "real worker")
+    worker = (
+        "; a real worker survived A (500s -> failed) and B (timeout, then validator 500s -> "
+        "needs_review)"
+        if "real worker" in RESULTS
+        else ""
+    )
+    report(
+        "provider faults",
+        f"{len(RESULTS)} scenarios: {finished} agent runs retried to an answer, {failed} "
+        f"failed with the error recorded, {review} validator faults -> needs_review, "
+        f"1 validator retry accepted; 0 crashes{worker}",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +187,69 @@ def test_validator_faults_go_to_needs_review(
     RESULTS[name] = f"{name} -> validator_error, needs_review"
 
 
+@pytest.mark.celery_worker
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_real_worker_survives_provider_faults(server: fo.FakeOpenAI, tmp_path: Path) -> None:
+    """X1/X6/V8 through a real Celery worker on Redis: task A meets only 500s and fails
+    with the error recorded; the same worker process then runs task B through a hang (a
+    timeout, retried) to an answer, whose validator meets 500s and goes to needs_review.
+    The worker process is alive at the end."""
+    redis = redis_url()
+    db_url = database_url()
+    if redis is None or db_url is None:
+        pytest.skip("needs REDIS_URL (a Redis broker) and a PostgreSQL test database")
+    queue = f"drill-faults-{uuid.uuid4().hex[:10]}"
+    env = {
+        "DJANGO_SETTINGS_MODULE": "project.settings",
+        "DATABASE_URL": db_url,
+        "CELERY_BROKER_URL": redis,
+        "EVIDENTIA_VAR_DIR": str(tmp_path),
+        "AGENT_MODEL": "compat:drill",
+        "VALIDATOR_MODEL": "compat:drill",
+        "OPENAI_COMPAT_BASE_URL": server.base_url,
+        "OPENAI_COMPAT_API_KEY": "drill",
+        "MODEL_TIMEOUT_SECONDS": "1",
+        "MODEL_MAX_RETRIES": str(MAX_RETRIES),
+        "MODEL_RETRY_BASE_DELAY_SECONDS": "0.05",
+        "PYTHONUNBUFFERED": "1",
+    }
+    # A: three 500s (fails). B: a hang, then an answer; its validator: 500s.
+    server.set_script(
+        fo.status(500),
+        fo.status(500),
+        fo.status(500),
+        fo.hang(2.5),
+        fo.answer("Answer for B after a timeout."),
+        fo.status(500),
+    )
+    task_a = TaskFactory(request="Task A")
+    task_b = TaskFactory(request="Task B")
+    sender = Celery("drill-sender", broker=redis)
+    worker = Worker(env=env, queue=queue, log_path=tmp_path / "worker.log")
+    try:
+        sender.send_task("tasks_app.run_attempt", args=[task_a.pk], queue=queue)
+        failed = wait_for(lambda: Task.objects.get(pk=task_a.pk).status == S.FAILED, timeout=40)
+        assert failed, worker.output()[-3000:]
+        sender.send_task("tasks_app.run_attempt", args=[task_b.pk], queue=queue)
+        reviewed = wait_for(
+            lambda: Task.objects.get(pk=task_b.pk).status == S.NEEDS_REVIEW, timeout=40
+        )
+        assert reviewed, worker.output()[-3000:]
+        alive = worker.process.poll() is None
+    finally:
+        worker.stop()
+        sender.close()
+    assert alive, "the worker process died"
+    run_a = Run.objects.get(task=task_a)
+    assert "500" in run_a.error and "500" in last_reason(Task.objects.get(pk=task_a.pk))
+    snapshot = ValidationSnapshot.objects.get(task=task_b)
+    assert snapshot.status == "validator_error" and snapshot.error
+    RESULTS["real worker"] = (
+        "real worker: A failed (500s), B answered after a timeout -> needs_review"
+    )
+
+
 def test_validator_recovers_from_one_transient_fault(server: fo.FakeOpenAI) -> None:
     """V8/X6: one 503 then a good verdict: the retry gets the verdict through."""
     server.set_script(fo.status(503), fo.answer(VERDICT))
@@ -163,12 +257,4 @@ def test_validator_recovers_from_one_transient_fault(server: fo.FakeOpenAI) -> N
     snapshot = validation_run(task_id=task.pk, attempt_index=1)
     task.refresh_from_db()
     assert snapshot.status == "accepted" and task.status == S.AWAITING_FEEDBACK
-    finished = sum(1 for v in RESULTS.values() if "-> validating" in v or "answered" in v)
-    failed = sum(1 for v in RESULTS.values() if "-> failed" in v)
-    review = sum(1 for v in RESULTS.values() if "needs_review" in v)
-    report(
-        "provider faults",
-        f"{len(RESULTS) + 1} faults: {finished} agent runs retried to an answer, {failed} failed "
-        f"with the error recorded, {review} validator faults -> needs_review, 1 validator retry "
-        f"accepted; 0 crashes",
-    )
+    RESULTS["validator retry"] = "validator 503 then a verdict -> accepted"
