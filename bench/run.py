@@ -132,7 +132,7 @@ def print_report(report: dict[str, Any]) -> str:
     for name in report["benchmarks"]:
         res = report["benchmarks"][name]
         if "error" in res:
-            rows.append([name, "ERROR: " + res["error"].splitlines()[-1][:80], "", "", "", ""])
+            rows.append([name, "ERROR: " + res["error"].splitlines()[-1][:80], "", "", "", "", ""])
             continue
         for fig in res["figures"]:
             rows.append(
@@ -143,9 +143,14 @@ def print_report(report: dict[str, Any]) -> str:
                     fig["baseline_name"],
                     fmt(fig["baseline"], fig["unit"]) if fig["baseline"] is not None else "-",
                     (f"{fig['ratio']:.2f}x" if fig["ratio"] is not None else "-"),
+                    fig.get("note") or "",
                 ]
             )
-    lines = [table(rows, ["bench", "figure", "value", "baseline (same run)", "baseline", "ratio"])]
+    lines = [
+        table(
+            rows, ["bench", "figure", "value", "baseline (same run)", "baseline", "ratio", "note"]
+        )
+    ]
     trows = []
     for name in report["benchmarks"]:
         for t in report["benchmarks"][name].get("targets", []):
