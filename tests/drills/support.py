@@ -18,14 +18,20 @@ from django.db import connection
 
 
 def report(name: str, figure: str) -> None:
-    """One summary line per drill: printed, and appended to ``$DRILLS_REPORT`` (the file
+    """One summary line per drill: printed, and written to ``$DRILLS_REPORT`` (the file
     ``bin/drills`` prints at the end)."""
     line = f"{name}: {figure}"
     print(f"\nDRILL {line}")
     path = os.environ.get("DRILLS_REPORT")
     if path:
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+        # A later report of the same drill replaces the earlier one (pytest-django runs
+        # a module's transactional tests after the others, so a module may report twice).
+        with open(path, "a+", encoding="utf-8") as fh:
+            fh.seek(0)
+            lines = [x for x in fh.read().splitlines() if not x.startswith(f"{name}: ")]
+            fh.seek(0)
+            fh.truncate()
+            fh.write("".join(x + "\n" for x in [*lines, line]))
 
 
 def database_url(*, application_name: str = "") -> str | None:
