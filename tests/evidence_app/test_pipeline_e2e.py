@@ -14,24 +14,19 @@ so it never takes jobs other tests left on a shared broker.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections import Counter
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-from celery import Celery
 from django.conf import settings
-from django.db import connection
 
 from evidence_app.models import ValidationSnapshot
 from tasks_app.knowledge import import_folder
 from tasks_app.models import Task
 from tests.factories import TaskFactory, UserFactory
+from tests.workers import Worker, broker_env, database_url, redis_url, sender_app, wait_for
 
 pytestmark = [pytest.mark.celery_worker, pytest.mark.django_db(transaction=True)]
 
@@ -47,31 +42,10 @@ EXPECTED = {
 }
 
 
-def _database_url() -> str | None:
-    db = connection.settings_dict
-    if connection.vendor == "postgresql":
-        auth = quote(db["USER"] or "")
-        if db.get("PASSWORD"):
-            auth += ":" + quote(db["PASSWORD"])
-        return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-    name = str(db["NAME"])
-    if connection.vendor == "sqlite" and "memory" not in name:
-        return f"sqlite:///{name}"
-    return None
-
-
-def _redis_url() -> str | None:
-    for var in ("REDIS_URL", "CELERY_BROKER_URL"):
-        value = os.environ.get(var, "")
-        if value.startswith(("redis://", "rediss://")):
-            return value
-    return None
-
-
 def test_demo_tasks_reach_the_status_their_evidence_warrants(tmp_path: Path) -> None:
     """X1, X7, V2: through a real worker, supported/deep facts → awaiting_feedback
     (accepted), missing/contradicted facts → needs_review; every verdict is stored."""
-    db_url = _database_url()
+    db_url = database_url()
     if db_url is None:
         pytest.skip("the test database is in-memory SQLite; a worker process cannot share it")
     import_folder(settings.BASE_DIR / "demo" / "handbook")
@@ -92,73 +66,35 @@ def test_demo_tasks_reach_the_status_their_evidence_warrants(tmp_path: Path) -> 
         for spec in specs
     ]
 
-    redis = _redis_url()
+    redis = redis_url()
     folder = tmp_path / "broker"
     env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "project.settings",
         "DATABASE_URL": db_url,
         "AGENT_MODEL": "offline:researcher",
         "VALIDATOR_MODEL": "offline:judge",
         "EVIDENTIA_VAR_DIR": str(tmp_path),
-        "CELERY_BROKER_URL": redis or "filesystem://",
-        "CELERY_BROKER_FOLDER": str(folder),
-        "CELERY_TASK_DEFAULT_QUEUE": QUEUE,
-        "PYTHONUNBUFFERED": "1",
+        # The failed demo task names a hosted model: it must find no key.
+        "OPENAI_API_KEY": "",
+        **broker_env(redis=redis, folder=folder),
     }
-    env.pop("OPENAI_API_KEY", None)
-    sender = Celery("e2e-validator-sender", broker=redis or "filesystem://")
-    if redis is None:
-        for sub in ("queue", "processed"):
-            (folder / sub).mkdir(parents=True, exist_ok=True)
-        sender.conf.broker_transport_options = {
-            "data_folder_in": str(folder / "queue"),
-            "data_folder_out": str(folder / "queue"),
-            "processed_folder": str(folder / "processed"),
-            "store_processed": False,
-        }
-    log_path = tmp_path / "worker.log"
+    sender = sender_app(name="e2e-validator-sender", redis=redis, folder=folder)
+    ids = [task.pk for task, _ in tasks]
+
+    def settled_or_died() -> bool:
+        statuses = Task.objects.filter(pk__in=ids).values_list("status", flat=True)
+        return all(s in SETTLED for s in statuses) or not worker.alive
+
     started = time.monotonic()
-    with log_path.open("w") as log:
-        worker = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("celery")),
-                "-A",
-                "project",
-                "worker",
-                "--pool=solo",
-                "-Q",
-                QUEUE,
-                "--loglevel=INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            cwd=settings.BASE_DIR,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            for task, _ in tasks:
-                sender.send_task("tasks_app.run_attempt", args=[task.pk], queue=QUEUE)
-            ids = [task.pk for task, _ in tasks]
-            deadline = time.monotonic() + 90
-            while time.monotonic() < deadline:
-                statuses = list(Task.objects.filter(pk__in=ids).values_list("status", flat=True))
-                if all(s in SETTLED for s in statuses) or worker.poll() is not None:
-                    break
-                time.sleep(0.3)
-            elapsed = time.monotonic() - started
-        finally:
-            worker.terminate()
-            try:
-                worker.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait(timeout=5)
-            sender.close()
-    output = log_path.read_text()
+    worker = Worker(env=env, queue=QUEUE, log_path=tmp_path / "worker.log")
+    try:
+        for task, _ in tasks:
+            sender.send_task("tasks_app.run_attempt", args=[task.pk], queue=QUEUE)
+        wait_for(settled_or_died, timeout=90, interval=0.3)
+        elapsed = time.monotonic() - started
+    finally:
+        worker.stop()
+        sender.close()
+    output = worker.output()
 
     report = []
     for task, spec in tasks:

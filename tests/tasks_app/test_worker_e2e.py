@@ -7,49 +7,22 @@ worker runs against the pytest test database.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 import uuid
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
-from celery import Celery
-from django.conf import settings
-from django.db import connection
 
 from tasks_app.models import Run, Task, TaskEvent
 from tasks_app.states import TaskStatus as S
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
+from tests.workers import Worker, broker_env, database_url, redis_url, sender_app, wait_for
 
 pytestmark = [pytest.mark.celery_worker, pytest.mark.django_db(transaction=True)]
 
 # A queue of its own: in CI the broker is shared with the rest of the suite, whose
 # committed transactions may have queued jobs this worker must not pick up.
 QUEUE = f"e2e-{uuid.uuid4().hex[:12]}"
-
-
-def database_url() -> str | None:
-    db = connection.settings_dict
-    if connection.vendor == "postgresql":
-        auth = quote(db["USER"] or "")
-        if db.get("PASSWORD"):
-            auth += ":" + quote(db["PASSWORD"])
-        return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
-    name = str(db["NAME"])
-    if connection.vendor == "sqlite" and "memory" not in name and name != ":memory:":
-        return f"sqlite:///{name}"
-    return None
-
-
-def broker_url() -> str | None:
-    for var in ("REDIS_URL", "CELERY_BROKER_URL"):
-        value = os.environ.get(var, "")
-        if value.startswith(("redis://", "rediss://")):
-            return value
-    return None
 
 
 def test_real_worker_runs_a_task_to_validating(tmp_path: Path) -> None:
@@ -64,73 +37,33 @@ def test_real_worker_runs_a_task_to_validating(tmp_path: Path) -> None:
     )
     task = TaskFactory(request="What is the annual training budget per employee?")
 
-    redis = broker_url()
+    redis = redis_url()
     folder = tmp_path / "broker"
     env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "project.settings",
         "DATABASE_URL": db_url,
         "AGENT_MODEL": "offline:researcher",
         "VALIDATOR_MODEL": "offline:judge",
         "EVIDENTIA_VAR_DIR": str(tmp_path),
-        "CELERY_BROKER_URL": redis or "filesystem://",
-        "CELERY_BROKER_FOLDER": str(folder),
-        "PYTHONUNBUFFERED": "1",
+        **broker_env(redis=redis, folder=folder),
     }
-    sender = Celery("e2e-sender", broker=redis or "filesystem://")
-    if redis is None:
-        for sub in ("queue", "processed"):
-            (folder / sub).mkdir(parents=True, exist_ok=True)
-        sender.conf.broker_transport_options = {
-            "data_folder_in": str(folder / "queue"),
-            "data_folder_out": str(folder / "queue"),
-            "processed_folder": str(folder / "processed"),
-            "store_processed": False,
-        }
+    sender = sender_app(name="e2e-sender", redis=redis, folder=folder)
     log_path = tmp_path / "worker.log"
-    celery_bin = Path(sys.executable).with_name("celery")
     started = time.monotonic()
-    with log_path.open("w") as log:
-        worker = subprocess.Popen(
-            [
-                str(celery_bin),
-                "-A",
-                "project",
-                "worker",
-                "--pool=solo",
-                "-Q",
-                QUEUE,
-                "--loglevel=INFO",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            cwd=settings.BASE_DIR,
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            sender.send_task("tasks_app.run_attempt", args=[task.pk], queue=QUEUE)
-            deadline = time.monotonic() + 25
-            reached = False
-            while time.monotonic() < deadline:
-                if TaskEvent.objects.filter(task_id=task.pk, to_status=S.VALIDATING).exists():
-                    reached = True
-                    break
-                if worker.poll() is not None:
-                    break
-                time.sleep(0.2)
-            elapsed = time.monotonic() - started
-        finally:
-            worker.terminate()
-            try:
-                worker.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait(timeout=5)
-            sender.close()
-    output = log_path.read_text()
+    worker = Worker(env=env, queue=QUEUE, log_path=log_path)
+    try:
+        sender.send_task("tasks_app.run_attempt", args=[task.pk], queue=QUEUE)
+
+        def validating_or_died() -> str | None:
+            if TaskEvent.objects.filter(task_id=task.pk, to_status=S.VALIDATING).exists():
+                return "validating"
+            return None if worker.alive else "worker exited"
+
+        reached = wait_for(validating_or_died, timeout=25, interval=0.2) == "validating"
+        elapsed = time.monotonic() - started
+    finally:
+        worker.stop()
+        sender.close()
+    output = worker.output()
     assert reached, f"task did not reach validating within 25 s; worker log:\n{output[-4000:]}"
     task = Task.objects.get(pk=task.pk)
     assert task.attempt_count == 1
