@@ -17,14 +17,13 @@ from typing import Any
 
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from tasks_app.agents.messages import tool_returns
 from tasks_app.agents.models import register_model
 
 AGENT = "bench:agent"
@@ -34,19 +33,9 @@ SLEEPY = "bench:sleepy"
 _DOC_RE = re.compile(r"\[doc (\d+)\]")
 
 
-def _tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    return [
-        part
-        for message in messages
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, ToolReturnPart)
-    ]
-
-
 def agent(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Three tool turns, then an answer (no latency of its own)."""
-    returns = _tool_returns(messages)
+    returns = tool_returns(messages)
     offered = {tool.name for tool in info.function_tools}
     step = len(returns)
     if step < 3 and {"search_knowledge", "read_document"} <= offered:

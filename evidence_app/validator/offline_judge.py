@@ -31,11 +31,12 @@ import json
 import re
 from dataclasses import dataclass
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from evidence_app.validator.prompt import ANSWER_LABEL, REQUEST_LABEL
+from tasks_app.agents.messages import first_user_prompt
 
 MODEL_NAME = "offline:judge"
 SUPPORT_OVERLAP = 0.6
@@ -376,16 +377,7 @@ def _verdict(
     }
 
 
-def _material(messages: list[ModelMessage]) -> str:
-    """The first user message: the validator material (retry feedback comes later)."""
-    for message in messages:
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                    return part.content
-    return ""
-
-
 def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    verdict = judge(_material(messages))
+    # The first user message is the validator material (retry feedback comes later).
+    verdict = judge(first_user_prompt(messages))
     return ModelResponse(parts=[TextPart(json.dumps(verdict, ensure_ascii=False))])

@@ -14,17 +14,15 @@ from dataclasses import dataclass
 
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
 )
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from evidence_app.external import WARNING as EXTERNAL_WARNING
+from tasks_app.agents.messages import first_user_prompt, tool_calls, tool_returns
 from tasks_app.agents.tools import keywords, stem
 
 MODEL_NAME = "offline:researcher"
@@ -90,35 +88,6 @@ def evidence_sources(prompt: str) -> list[tuple[str, str]]:
         title_match = _RENDERED_TITLE_RE.search(header)
         sources.append((match.group("body"), title_match.group(1).strip() if title_match else ""))
     return sources
-
-
-def _first_user_prompt(messages: list[ModelMessage]) -> str:
-    for message in messages:
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
-                    return part.content
-    return ""
-
-
-def _tool_returns(messages: list[ModelMessage]) -> list[ToolReturnPart]:
-    return [
-        part
-        for message in messages
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, ToolReturnPart)
-    ]
-
-
-def _calls(messages: list[ModelMessage]) -> list[ToolCallPart]:
-    return [
-        part
-        for message in messages
-        if isinstance(message, ModelResponse)
-        for part in message.parts
-        if isinstance(part, ToolCallPart)
-    ]
 
 
 @dataclass
@@ -266,11 +235,11 @@ def compose_answer(quotes: list[Quote], request: str = "") -> str:
 
 
 def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    prompt = _first_user_prompt(messages)
+    prompt = first_user_prompt(messages)
     request = focus_text(prompt)
     offered = {tool.name for tool in info.function_tools}
-    calls = _calls(messages)
-    returns = _tool_returns(messages)
+    calls = tool_calls(messages)
+    returns = tool_returns(messages)
 
     if offered:
         searched = any(c.tool_name == "search_knowledge" for c in calls)
