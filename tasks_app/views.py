@@ -16,7 +16,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, F, Model, OuterRef, Subquery, TextField
 from django.db.models.functions import Cast, Coalesce, Left, Length
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
-from django.shortcuts import redirect
+from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
@@ -143,10 +143,7 @@ def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
             answer_head=Left("final_answer", limit),
         )
     )
-    try:
-        task = qs.get(pk=task_id)
-    except Task.DoesNotExist:
-        raise Http404("No such task") from None
+    task = get_object_or_404(qs, pk=task_id)
 
     snapshots = list(
         ValidationSnapshot.objects.filter(task=task)
@@ -291,14 +288,12 @@ def _visible_snapshot(
     request: HttpRequest, task_id: int, snapshot_id: int, *fields: str
 ) -> ValidationSnapshot:
     task = visible_task(request, task_id)
-    try:
-        return (
-            ValidationSnapshot.objects.filter(task=task)
-            .only("id", "task_id", "attempt_index", "kind", *fields)
-            .get(pk=snapshot_id)
-        )
-    except ValidationSnapshot.DoesNotExist:
-        raise Http404("No such validation") from None
+    return get_object_or_404(
+        ValidationSnapshot.objects.filter(task=task).only(
+            "id", "task_id", "attempt_index", "kind", *fields
+        ),
+        pk=snapshot_id,
+    )
 
 
 @login_required
@@ -360,10 +355,7 @@ def snapshot_download(request: HttpRequest, task_id: int, snapshot_id: int) -> H
 def evidence_content(request: HttpRequest, task_id: int, evidence_id: int) -> HttpResponse:
     """Full content of one tool result, loaded when the reviewer opens it (U2)."""
     task = visible_task(request, task_id)
-    try:
-        item = ToolEvidence.objects.get(pk=evidence_id, task=task)
-    except ToolEvidence.DoesNotExist:
-        raise Http404("No such evidence") from None
+    item = get_object_or_404(ToolEvidence, pk=evidence_id, task=task)
     return render_fragment(request, "tasks_app/_evidence_content.html", {"item": item})
 
 
@@ -371,10 +363,7 @@ def evidence_content(request: HttpRequest, task_id: int, evidence_id: int) -> Ht
 @require_GET
 def run_transcript(request: HttpRequest, task_id: int, run_id: int) -> HttpResponse:
     task = visible_task(request, task_id)
-    try:
-        run = Run.objects.get(pk=run_id, task=task)
-    except Run.DoesNotExist:
-        raise Http404("No such run") from None
+    run = get_object_or_404(Run, pk=run_id, task=task)
     transcript = list(RunMessage.objects.filter(run=run).order_by("index").defer("payload"))
     return render_fragment(
         request, "tasks_app/_transcript.html", {"run": run, "transcript": transcript}

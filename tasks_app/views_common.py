@@ -14,8 +14,8 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.utils.cache import patch_vary_headers
 
@@ -66,10 +66,7 @@ def visible_task(request: HttpRequest, task_id: int, *, defer_big: bool = True) 
     qs = Task.objects.visible_to(request.user).select_related("owner", "claimed_by")
     if defer_big:
         qs = qs.defer("request", "rules", "final_answer", "plan")
-    try:
-        return qs.get(pk=task_id)
-    except Task.DoesNotExist:
-        raise Http404("No such task") from None
+    return get_object_or_404(qs, pk=task_id)
 
 
 def can_act(user: Any, task: Task) -> bool:

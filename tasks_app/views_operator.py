@@ -18,8 +18,8 @@ from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Q
 from django.db.models.functions import Length, TruncDate
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
@@ -121,10 +121,7 @@ def diff_lines(a: str, b: str, *, label_a: str, label_b: str) -> tuple[list[tupl
 @require_GET
 def ops_task_inputs(request: HttpRequest, task_id: int) -> HttpResponse:
     """Every rendered validator input of a task, and the diff between two of them."""
-    try:
-        task = Task.objects.for_list().get(pk=task_id)
-    except Task.DoesNotExist:
-        raise Http404("No such task") from None
+    task = get_object_or_404(Task.objects.for_list(), pk=task_id)
     snapshots = list(
         ValidationSnapshot.objects.filter(task=task)
         .without_bodies()
@@ -206,14 +203,10 @@ def ops_llm_requests(request: HttpRequest) -> HttpResponse:
 
 
 def _snapshot_or_404(snapshot_id: int) -> ValidationSnapshot:
-    try:
-        return (
-            ValidationSnapshot.objects.without_bodies()
-            .select_related("task", "requested_by")
-            .get(pk=snapshot_id)
-        )
-    except ValidationSnapshot.DoesNotExist:
-        raise Http404("No such validation") from None
+    return get_object_or_404(
+        ValidationSnapshot.objects.without_bodies().select_related("task", "requested_by"),
+        pk=snapshot_id,
+    )
 
 
 @operator_required
