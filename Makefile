@@ -5,14 +5,19 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install run test drills lint fmt clean migrate bench
+.PHONY: install run prod test drills lint fmt clean migrate bench judge-bench
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "Python >= 3.12 is required (see .python-version); found " + sys.version.split()[0])'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "Installing dependencies into $(VENV) ..."
 	@$(BIN)/pip install $(PIP_QUIET) --upgrade pip 2>&1 | grep -v "is ignored" || true
-	@$(BIN)/pip install $(PIP_QUIET) -e '.[test]' 2>&1 | grep -v "is ignored" || true
+	@# The dependencies only: the project itself is not built or installed (no editable-install
+	@# banner); a .pth file puts this folder on the venv's path, so celery, gunicorn and
+	@# worker processes started from anywhere import the code you are editing.
+	@$(BIN)/python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(p["dependencies"] + p["optional-dependencies"]["test"]))' > $(VENV)/requirements.txt
+	@$(BIN)/pip install $(PIP_QUIET) -r $(VENV)/requirements.txt 2>&1 | grep -v "is ignored" || true
+	@$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "evidentia-checkout.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
 	@$(BIN)/python -c 'import importlib.util as u, sys; m = [n for n in ("django", "ninja", "celery", "pydantic_ai", "pytest_django", "playwright") if u.find_spec(n) is None]; sys.exit("dependency install failed, missing: " + ", ".join(m) if m else 0)'
 	@touch $(STAMP)
 
@@ -24,6 +29,11 @@ migrate: install
 run: install
 	@bin/run-dev
 
+# The production profile (Procfile via honcho): PostgreSQL DATABASE_URL and Redis
+# CELERY_BROKER_URL required; docs/operations.md.
+prod: install
+	@bin/prod
+
 test: install
 	@bin/test
 
@@ -32,6 +42,11 @@ test: install
 bench: install
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
+# Measure the configured VALIDATOR_MODEL on the labelled judge cases (docs/validator.md);
+# e.g. make judge-bench JUDGE_BENCH_ARGS="--model openai:gpt-4.1 --json var/judge.json".
+judge-bench: migrate
+	$(BIN)/python manage.py judge_bench $(JUDGE_BENCH_ARGS)
+
 # Reliability and security drills, including the slow ones make test leaves out.
 drills: install
 	@bin/drills
@@ -39,6 +54,8 @@ drills: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache
 
 fmt: install
 	$(BIN)/ruff format .

@@ -17,8 +17,9 @@ from django.db import connection, models, transaction
 from django.utils import timezone
 
 from evidence_app.models import ToolEvidence, ValidationSnapshot, content_digest
+from evidence_app.validator.schema import claim_summary
+from project.roles import REVIEWERS
 from tasks_app.models import Run, RunMessage, Task
-from tasks_app.roles import REVIEWERS
 from tasks_app.states import TaskStatus
 
 WORDS = (
@@ -49,6 +50,7 @@ def bulk_insert(
     ``save()`` runs: callers fill computed columns themselves."""
     if not rows:
         return
+    rows = _with_defaults(model, rows)
     names = list(rows[0])
     if connection.vendor == "postgresql":
         columns = ", ".join(f'"{model._meta.get_field(n).column}"' for n in names)
@@ -63,6 +65,19 @@ def bulk_insert(
         return
     for start in range(0, len(rows), batch):
         model.objects.bulk_create([model(**row) for row in rows[start : start + batch]])
+
+
+def _with_defaults(model: type[models.Model], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows completed with the model's defaults for the columns they leave out (a column
+    added by a later migration), so COPY never writes a NULL where the model has none."""
+    missing = [
+        f
+        for f in model._meta.concrete_fields
+        if f.attname not in rows[0] and not f.primary_key and f.has_default()
+    ]
+    if not missing:
+        return rows
+    return [{**row, **{f.attname: f.get_default() for f in missing}} for row in rows]
 
 
 def user(username: str, *, reviewer: bool = False, superuser: bool = False) -> Any:
@@ -123,6 +138,18 @@ def task_rows(owner_id: int, *, start: int, count: int, review_every: int) -> li
     return rows
 
 
+# Two claims per bench verdict (issue 12), so list pages show a claim summary.
+BENCH_CLAIMS = [
+    {
+        "id": "1",
+        "text": "bench claim one",
+        "verdict": "supported",
+        "citations": [{"ref": "R1", "quote": "bench", "verified": True, "evidence_id": None}],
+    },
+    {"id": "2", "text": "bench claim two", "verdict": "unsupported", "citations": []},
+]
+
+
 def snapshot_row(task_id: int, i: int, *, rendered_input: str = "") -> dict[str, Any]:
     rendered_input = rendered_input or f"bench rendered input of task {task_id}"
     status = ("insufficient_evidence", "rejected", "validator_error")[i % 3]
@@ -136,7 +163,14 @@ def snapshot_row(task_id: int, i: int, *, rendered_input: str = "") -> dict[str,
         "status": status,
         "score": 0.4,
         "failure_category": category,
-        "result": {"status": status, "score": 0.4, "issues": ["bench issue"], "reasoning": "bench"},
+        "result": {
+            "status": status,
+            "score": 0.4,
+            "issues": ["bench issue"],
+            "reasoning": "bench",
+            "claims": BENCH_CLAIMS,
+            "model_status": status,
+        },
         "evidence_run_ids": [],
         "session_ids": [],
         "tool_result_count": 3,
@@ -157,6 +191,8 @@ def snapshot_row(task_id: int, i: int, *, rendered_input: str = "") -> dict[str,
         "schema_errors": [],
         "error": "",
         "chunk_verdicts": [],
+        "model_status": status,
+        "claim_summary": claim_summary({"claims": BENCH_CLAIMS}),
         "created_at": timezone.now(),
     }
 

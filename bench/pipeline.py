@@ -34,6 +34,8 @@ from django.db import close_old_connections
 
 from bench.common import Figure, Target, result, summary_ms
 from bench.models import AGENT, JUDGE
+from bench.procstat import cpu_seconds, descendants
+from project.celery import PURPOSES
 from tasks_app import services
 from tasks_app.models import KnowledgeDocument, Task, TaskEvent
 from tasks_app.states import TaskStatus
@@ -99,6 +101,7 @@ class Worker:
             "DATABASE_URL": self.database_url,
             "CELERY_BROKER_URL": self.broker_url,
             "CELERY_TASK_DEFAULT_QUEUE": self.queue,
+            "CELERY_QUEUE_PREFIX": f"{self.queue}.",
             "BENCH_RESULT_BACKEND": self.broker_url,
             "AGENT_MODEL": AGENT,
             "VALIDATOR_MODEL": JUDGE,
@@ -117,7 +120,7 @@ class Worker:
                 "--pool=prefork",
                 f"--concurrency={self.concurrency}",
                 "-Q",
-                self.queue,
+                ",".join([self.queue, *(f"{self.queue}.{p}" for p in PURPOSES)]),
                 "--loglevel=WARNING",
                 "--without-gossip",
                 "--without-mingle",
@@ -151,7 +154,7 @@ class Worker:
 
 
 def _sender(broker_url: str) -> Celery:
-    app = Celery("bench-sender", broker=broker_url, backend=broker_url)
+    app = Celery("bench-sender", broker=broker_url, backend=broker_url, set_as_current=False)
     app.conf.update(task_ignore_result=False, broker_connection_retry_on_startup=True)
     return app
 
@@ -204,7 +207,7 @@ def in_process(n: int) -> dict[str, Any]:
     samples, queries, commits = [], [], []
     with (
         override_settings(AGENT_MODEL=AGENT, VALIDATOR_MODEL=JUDGE),
-        mock.patch("tasks_app.attempts._send_validation"),
+        mock.patch("evidence_app.jobs.validate_attempt_job.delay_on_commit"),
     ):
         for i in range(n):
             started = time.perf_counter()
@@ -335,7 +338,11 @@ def run(
             pipe_lat, lat_ids, starts = _pipeline_latency(app, worker.queue, worker, n_latency)
             phases = _phases(starts)
             noop_wall = _noop_burst(app, worker.queue, n_burst)
+            assert worker.process is not None
+            worker_pids = descendants(worker.process.pid)
+            cpu_before = cpu_seconds(worker_pids)
             pipe_wall, burst_ids = _pipeline_burst(app, worker.queue, worker, n_burst)
+            cpu_after = cpu_seconds(worker_pids)
     finally:
         app.close()
     statuses: dict[str, int] = {}
@@ -352,6 +359,9 @@ def run(
         }
     cleanup()
 
+    worker_cpu_ms = (
+        sum(cpu_after.get(p, 0.0) - cpu_before.get(p, 0.0) for p in cpu_after) / n_burst * 1000
+    )
     noop = summary_ms(noop_lat)
     pipe = summary_ms(pipe_lat)
     noop_rate = n_burst / noop_wall
@@ -404,7 +414,7 @@ def run(
             "",
             "",
             None,
-            note=f"COMMITs {local['commit_statements_per_task']}",
+            note=f"explicit COMMITs {local['commit_statements_per_task']}; the rest autocommit",
         ),
         Figure(
             "pipeline",
@@ -422,6 +432,15 @@ def run(
             "no-op throughput",
             round(noop_rate, 2),
             note="ratio < 1: a task costs 1/ratio no-op jobs",
+        ),
+        Figure(
+            "pipeline",
+            "worker CPU per task (burst)",
+            round(worker_cpu_ms, 2),
+            "ms",
+            "no-op cost per job",
+            round(noop_wall / n_burst * workers * 1000, 3),
+            note="user+system of the worker processes, /proc",
         ),
         Figure(
             "pipeline",
@@ -446,6 +465,18 @@ def run(
             f"{pipe['p50_ms']:.1f} ms",
             pipe["p50_ms"] < 30,
         ),
+        Target(
+            "pipeline",
+            "SQL statements per task <= 40 (issue 16)",
+            f"{local['sql_statements_per_task']:g}",
+            local["sql_statements_per_task"] <= 40,
+        ),
+        Target(
+            "pipeline",
+            "worker CPU per task <= 30 ms (issue 16)",
+            f"{worker_cpu_ms:.1f} ms",
+            worker_cpu_ms <= 30,
+        ),
     ]
     details = {
         "n_latency": n_latency,
@@ -456,6 +487,7 @@ def run(
         "phases": phases,
         "in_process": local,
         "postgres_committed_write": commit,
+        "worker_cpu_ms_per_task": round(worker_cpu_ms, 2),
         "burst": {
             "pipeline_wall_s": round(pipe_wall, 3),
             "noop_wall_s": round(noop_wall, 3),
@@ -465,6 +497,7 @@ def run(
         "final_statuses": statuses,
         "rows_per_task": per_task_rows,
         "model_calls_per_task": {"agent": 4, "judge": 1},
+        "sql_statements_per_task": local["sql_statements_per_task"],
         "celery_jobs_per_task": 2,
     }
     return result(figures=figures, targets=targets, details=details)

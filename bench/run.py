@@ -7,7 +7,7 @@ Environment (defaults in brackets):
   CELERY_BROKER_URL  [redis://127.0.0.1:6379/5]
   BENCH_WORKERS      [number of CPU cores] worker processes of the pipeline benchmark
 
-Options: ``--only pipeline,team,ui,packets`` runs some; ``--quick`` runs tiny sizes
+Options: ``--only pipeline,team,ui,packets,otlp`` runs some; ``--quick`` runs tiny sizes
 (a smoke run, seconds; results go to ``var/bench/results-quick.json``); ``--no-profile``
 skips the profiles.
 """
@@ -27,7 +27,7 @@ from typing import Any
 BENCH_DIR = Path(__file__).resolve().parent
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/bench"
 DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/5"
-ORDER = ("packets", "team", "pipeline", "ui")
+ORDER = ("packets", "team", "pipeline", "latency", "ui", "otlp", "metrics")
 
 
 def configure_environment() -> None:
@@ -73,6 +73,17 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
             "packets": {"mb": 0.2, "items": 20, "growth_mb": (0.05, 0.1, 0.2), "repeats": 3},
             "team": {"node_counts": (3,), "limits": (1, 3), "sleep": 0.05, "repeats": 1},
             "pipeline": {"n_latency": 5, "n_burst": 5, "warmup": 2, "n_in_process": 3},
+            "latency": {
+                "backlog": 30,
+                "latency_ms": 50,
+                "warmup": 3,
+                "attempts_concurrency": 10,
+                "validation_concurrency": 5,
+                "attempts_processes": 1,
+                "db_pool": 3,
+            },
+            "otlp": {"traces": 10, "spans_per_trace": 10, "repeats": 2},
+            "metrics": {"tasks": 2_000},
             "ui": {
                 "tasks": (200, 400),
                 "needs_review_share": 0.1,
@@ -86,8 +97,22 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
         "packets": {"mb": 10, "items": 500, "growth_mb": (1, 4, 16), "repeats": 5},
         "team": {"node_counts": (3, 6), "limits": (1, 3), "sleep": 0.3, "repeats": 3},
         "pipeline": {"n_latency": 200, "n_burst": 200, "warmup": 10},
+        "latency": {
+            "backlog": int(os.environ.get("BENCH_LATENCY_BACKLOG", "1000")),
+            "latency_ms": int(os.environ.get("BENCH_MODEL_LATENCY_MS", "300")),
+            "calls": int(os.environ.get("BENCH_MODEL_CALLS", "4")),
+            "pool": os.environ.get("BENCH_WORKER_POOL", "threads"),
+            "attempts_concurrency": int(os.environ.get("BENCH_ATTEMPTS_CONCURRENCY", "100")),
+            "validation_concurrency": int(os.environ.get("BENCH_VALIDATION_CONCURRENCY", "50")),
+            "attempts_processes": int(os.environ.get("BENCH_ATTEMPTS_PROCESSES", "2")),
+            "db_pool": int(os.environ.get("BENCH_DB_POOL", "10")),
+        },
+        "otlp": {"traces": 100, "spans_per_trace": 10, "repeats": 7},
+        "metrics": {"tasks": 1_000_000},
         "ui": {
-            "tasks": (10_000, 100_000),
+            "tasks": tuple(
+                int(x) for x in os.environ.get("BENCH_UI_TASKS", "10000,100000,1000000").split(",")
+            ),
             "needs_review_share": 0.1,
             "evidence_mb": 10,
             "evidence_items": 500,
@@ -118,10 +143,27 @@ def run_one(name: str, params: dict[str, Any]) -> dict[str, Any]:
             database_url=os.environ["DATABASE_URL"],
             log_dir=settings.VAR_DIR,
         )
+    if name == "latency":
+        from bench import latency
+
+        return latency.run(
+            **params,
+            broker_url=settings.CELERY_BROKER_URL,
+            database_url=os.environ["DATABASE_URL"],
+            log_dir=settings.VAR_DIR,
+        )
     if name == "ui":
         from bench import ui
 
         return ui.run(**params)
+    if name == "otlp":
+        from bench import otlp
+
+        return otlp.run(**params)
+    if name == "metrics":
+        from bench import metrics
+
+        return metrics.run(**params, database_url=os.environ["DATABASE_URL"])
     raise ValueError(name)
 
 

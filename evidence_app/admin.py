@@ -6,7 +6,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from evidence_app.models import ToolEvidence, ValidationSnapshot
-from tasks_app.admin import ReadOnlyAdmin
+from project.admin import ReadOnlyAdmin
 
 
 @admin.register(ToolEvidence)
@@ -26,7 +26,9 @@ class ToolEvidenceAdmin(ReadOnlyAdmin):
 
     def get_queryset(self, request: HttpRequest) -> Any:
         qs = super().get_queryset(request)
-        if request.resolver_match and request.resolver_match.url_name.endswith("changelist"):
+        if request.resolver_match and (request.resolver_match.url_name or "").endswith(
+            "changelist"
+        ):
             return qs.defer("content", "event_payload")
         return qs
 
@@ -43,12 +45,15 @@ class ValidationSnapshotAdmin(ReadOnlyAdmin):
         "model_name",
         "template_version",
         "latency_ms",
+        "cost",
         "created_at",
     )
     list_filter = ("kind", "status", "model_name", "template_version")
 
     def get_queryset(self, request: HttpRequest) -> Any:
         qs = super().get_queryset(request)
-        if request.resolver_match and request.resolver_match.url_name.endswith("changelist"):
+        if request.resolver_match and (request.resolver_match.url_name or "").endswith(
+            "changelist"
+        ):
             return qs.defer("rendered_input", "system_prompt", "raw_responses")
         return qs

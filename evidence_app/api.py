@@ -1,4 +1,4 @@
-"""Evidence and validation API (SPEC A1, E1, V7, V9, V10).
+"""Evidence and validation API (A1, E1, V7, V9, V10).
 
 Lists never load the big columns (evidence content, rendered validator input, raw
 responses); one object's endpoint returns everything. Visibility follows the task:
@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
-from ninja import Query, Router, Status
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from ninja import Query, Router
 from ninja.errors import ValidationError
 
 from evidence_app.agreement import agreement_stats
@@ -21,47 +22,23 @@ from evidence_app.schemas import (
     EvidenceFormatQuery,
     EvidenceListOut,
     EvidenceOut,
-    EvidencePageQuery,
     ReplayIn,
     ReplayQueuedOut,
     ValidationListOut,
     ValidationOut,
 )
 from evidence_app.validator.templates import get_template
-from tasks_app import roles
-from tasks_app.agents.models import resolve_model
-from tasks_app.api import (
-    as_list,
-    get_visible_run,
-    require_operator,
-    require_visible_task,
-    verdict,
-)
-from tasks_app.errors import DomainError
-from tasks_app.schemas import error_responses
+from project import roles
+from project.errors import DomainError
+from project.llm.registry import resolve_model
+from project.pagination import LimitOffset100, paginate
+from project.roles import require_operator
+from project.schemas import error_responses
+from tasks_app import services
+from tasks_app.idempotency import idempotency_header, run_idempotent
+from tasks_app.selectors import get_visible_run, require_visible_task
 
 router = Router(tags=["evidence"])
-
-
-def _evidence_list_item(evidence: ToolEvidence) -> dict[str, Any]:
-    return {
-        "id": evidence.pk,
-        "run_id": evidence.run_id,
-        "task_id": evidence.task_id,
-        "attempt_index": evidence.attempt_index,
-        "sequence": evidence.sequence,
-        "tool_name": evidence.tool_name,
-        "tool_call_id": evidence.tool_call_id,
-        "arguments": evidence.arguments
-        if isinstance(evidence.arguments, dict)
-        else {"value": evidence.arguments},
-        "content_chars": evidence.content_chars,
-        "content_sha256": evidence.content_sha256,
-        "is_error": evidence.is_error,
-        "url": evidence.url,
-        "title": evidence.title,
-        "created_at": evidence.created_at,
-    }
 
 
 @router.get(
@@ -69,14 +46,10 @@ def _evidence_list_item(evidence: ToolEvidence) -> dict[str, Any]:
     response={200: EvidenceListOut, **error_responses(404)},
     summary="A run's tool results, without their content",
 )
-def get_run_evidence(
-    request: HttpRequest, run_id: int, query: Query[EvidencePageQuery]
-) -> dict[str, Any]:
+@paginate(LimitOffset100)
+def get_run_evidence(request: HttpRequest, run_id: int) -> QuerySet[ToolEvidence]:
     run = get_visible_run(request.auth, run_id)  # type: ignore[attr-defined]
-    evidence = ToolEvidence.objects.without_content().filter(run_id=run.pk).order_by("sequence")
-    count = evidence.count()
-    items = [_evidence_list_item(e) for e in evidence[query.offset : query.offset + query.limit]]
-    return {"items": items, "count": count}
+    return ToolEvidence.objects.without_content().filter(run_id=run.pk).order_by("sequence")
 
 
 TEXT_PLAIN_DOC = {
@@ -117,37 +90,7 @@ def get_evidence(request: HttpRequest, evidence_id: int, query: Query[EvidenceFo
             f'attachment; filename="evidence-{item.pk}-{item.tool_name}.txt"'
         )
         return response
-    data = _evidence_list_item(item)
-    data["content"] = item.content
-    payload = item.event_payload
-    data["event_payload"] = payload if isinstance(payload, dict) else {"value": payload}
-    return data
-
-
-def _validation_list_item(snapshot: ValidationSnapshot) -> dict[str, Any]:
-    return {
-        "id": snapshot.pk,
-        "task_id": snapshot.task_id,
-        "attempt_index": snapshot.attempt_index,
-        "kind": snapshot.kind,
-        "replay_of_id": snapshot.replay_of_id,
-        "status": snapshot.status,
-        "passed": snapshot.passed,
-        "score": snapshot.score,
-        "failure_category": snapshot.failure_category or None,
-        "template_name": snapshot.template_name,
-        "template_version": snapshot.template_version,
-        "model": snapshot.model_name,
-        "latency_ms": snapshot.latency_ms,
-        "input_tokens": snapshot.input_tokens,
-        "output_tokens": snapshot.output_tokens,
-        "schema_retry_count": snapshot.schema_retry_count,
-        "tool_result_count": snapshot.tool_result_count,
-        "evidence_chars": snapshot.evidence_chars,
-        "rendered_input_chars": snapshot.rendered_input_chars,
-        "error": snapshot.error,
-        "created_at": snapshot.created_at,
-    }
+    return item
 
 
 @router.get(
@@ -159,7 +102,7 @@ def _validation_list_item(snapshot: ValidationSnapshot) -> dict[str, Any]:
 def get_task_validations(request: HttpRequest, task_id: int) -> dict[str, Any]:
     require_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
     snapshots = ValidationSnapshot.objects.without_bodies().filter(task_id=task_id)
-    items = [_validation_list_item(s) for s in snapshots.order_by("created_at", "id")]
+    items = list(snapshots.order_by("created_at", "id"))
     return {"items": items, "count": len(items)}
 
 
@@ -179,29 +122,8 @@ def get_visible_validation(user: Any, validation_id: int) -> ValidationSnapshot:
     summary="One validation snapshot: verdict, V7 metadata, rendered input, raw responses",
     tags=["validations"],
 )
-def get_validation(request: HttpRequest, validation_id: int) -> dict[str, Any]:
-    snapshot = get_visible_validation(request.auth, validation_id)  # type: ignore[attr-defined]
-    data = _validation_list_item(snapshot)
-    judged = verdict(snapshot) or {}
-    data.update(
-        issues=judged.get("issues", []),
-        missing_requirements=judged.get("missing_requirements", []),
-        evidence_gaps=judged.get("evidence_gaps", []),
-        recommended_revision_prompt=judged.get("recommended_revision_prompt"),
-        reasoning=judged.get("reasoning", ""),
-        result=snapshot.result if isinstance(snapshot.result, dict) else {},
-        system_prompt=snapshot.system_prompt,
-        rendered_input=snapshot.rendered_input,
-        prompt_stored=snapshot.prompt_stored,
-        raw_responses=as_list(snapshot.raw_responses),
-        evidence_run_ids=as_list(snapshot.evidence_run_ids),
-        session_ids=as_list(snapshot.session_ids),
-        request_count=snapshot.request_count,
-        schema_errors=as_list(snapshot.schema_errors),
-        chunk_verdicts=as_list(snapshot.chunk_verdicts),
-        requested_by=(snapshot.requested_by.get_username() if snapshot.requested_by_id else None),
-    )
-    return data
+def get_validation(request: HttpRequest, validation_id: int) -> ValidationSnapshot:
+    return get_visible_validation(request.auth, validation_id)  # type: ignore[attr-defined]
 
 
 def _field_error(field: str, message: str) -> ValidationError:
@@ -215,7 +137,12 @@ def _field_error(field: str, message: str) -> ValidationError:
     "(operators); the task is not changed",
     tags=["validations"],
 )
-def replay(request: HttpRequest, validation_id: int, payload: ReplayIn) -> Status:
+def replay(
+    request: HttpRequest,
+    validation_id: int,
+    payload: ReplayIn,
+    idempotency_key: str | None = idempotency_header(),
+) -> JsonResponse:
     user = request.auth  # type: ignore[attr-defined]
     require_operator(user)
     snapshot = get_visible_validation(user, validation_id)
@@ -234,17 +161,27 @@ def replay(request: HttpRequest, validation_id: int, payload: ReplayIn) -> Statu
         except DomainError as exc:
             raise _field_error("model", exc.message) from None
 
-    # Sent after commit: a rolled-back request queues nothing (X1).
-    replay_validation_job.delay_on_commit(snapshot.pk, template, model, user.pk)
-    return Status(
-        202,
-        {
+    def work() -> tuple[int, Any]:
+        # Through the outbox: sent after commit (a rolled-back request queues nothing,
+        # X1); a broker that is down delays the job, never fails the request (issue 17).
+        services.job_enqueue(
+            replay_validation_job,
+            (snapshot.pk, template, model, user.pk),
+            task_ref=snapshot.task_id,
+        )
+        return 202, {
             "status": "queued",
             "validation_id": snapshot.pk,
             "task_id": snapshot.task_id,
             "template": template,
             "model": model,
-        },
+        }
+
+    return run_idempotent(
+        request,
+        endpoint=f"POST /validations/{validation_id}/replay",
+        key=idempotency_key,
+        work=work,
     )
 
 

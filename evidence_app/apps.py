@@ -6,3 +6,9 @@ from django.apps import AppConfig
 class EvidenceAppConfig(AppConfig):
     name = "evidence_app"
     verbose_name = "Evidence and validation"
+
+    def ready(self) -> None:
+        from evidence_app.validator.offline_judge import offline_judge_model
+        from project.llm.registry import register_offline_model
+
+        register_offline_model("offline:judge", offline_judge_model)

@@ -1,24 +1,44 @@
-"""Celery jobs of the validator (SPEC X1, V2, V9). Thin: ids in, one service call.
+"""Celery jobs of the validator (X1, V2, V9). Thin: ids in, one service call.
 
 ``validate_attempt_job`` is sent by the runtime (by name) after an attempt produced an
 answer. A redelivered or duplicated job finds the task no longer ``validating`` that
-attempt and does nothing (``validation_run`` is idempotent).
+attempt, or the validation claimed, and does nothing: its result is ``duplicate``.
 """
 
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 from django.contrib.auth import get_user_model
+from django.db import InterfaceError, OperationalError, connection
 
 from evidence_app.models import ValidationSnapshot
-from evidence_app.services import replay_validation, validation_run
+from evidence_app.services import replay_validation, validation_attempt
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="evidence_app.validate_attempt")
 def validate_attempt_job(task_id: int, attempt_index: int) -> str:
-    """Validate ``attempt_index`` of ``task_id`` and apply the V2 transition."""
-    snapshot = validation_run(task_id=int(task_id), attempt_index=int(attempt_index))
-    return snapshot.status if snapshot is not None else "no validation"
+    """Validate ``attempt_index`` of ``task_id`` and apply the V2 transition. Returns the
+    verdict's status, ``no validation``, ``duplicate`` (a redelivery: nothing stored) or
+    ``db_lost`` (the database connection was lost: one WARNING line; the reaper re-sends
+    the job, issue 17)."""
+    try:
+        outcome = validation_attempt(task_id=int(task_id), attempt_index=int(attempt_index))
+    except (OperationalError, InterfaceError) as exc:
+        text = str(exc).strip()
+        log.warning(
+            "task %s attempt %s: db_lost: the validation lost its database connection (%s); "
+            "the reaper re-sends it",
+            task_id,
+            attempt_index,
+            text.splitlines()[0] if text else type(exc).__name__,
+        )
+        connection.close()
+        return "db_lost"
+    return outcome.result
 
 
 @shared_task(name="evidence_app.replay_validation")

@@ -1,8 +1,9 @@
-"""Stored tool evidence and validation snapshots (SPEC E1, E2, V7, V9)."""
+"""Stored tool evidence and validation snapshots (E1, E2, V7, V9)."""
 
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -58,7 +59,7 @@ class ToolEvidence(models.Model):
     def __str__(self) -> str:
         return f"{self.tool_name} #{self.sequence} (run {self.run_id})"
 
-    def save(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def save(self, *args: Any, **kwargs: Any) -> None:
         self.content_chars = len(self.content)
         self.content_sha256 = content_digest(self.tool_name, self.content)
         super().save(*args, **kwargs)
@@ -131,12 +132,23 @@ class ValidationSnapshot(models.Model):
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
     request_count = models.PositiveIntegerField(default=0)
+    # Cost in money of every request (schema retries and chunks included), each priced
+    # with genai-prices when it was made; null means "cost unknown", never zero (issue 18).
+    cost = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
+    cost_currency = models.CharField(max_length=3, blank=True, default="", db_default="")
     schema_retry_count = models.PositiveIntegerField(default=0)
     # O4 failure events: stage, path, message, attempt, cumulative retries.
     schema_errors = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True, default="")
     # V11: per-chunk verdicts when the input exceeded the model's context budget.
     chunk_verdicts = models.JSONField(default=list, blank=True)
+    # Issue 12: the model's own status before reconciliation ("" on snapshots made
+    # before claims existed; ``status`` is the reconciled one every reader uses) and
+    # the claim counts list pages show without reading ``result``.
+    model_status = models.CharField(
+        max_length=32, choices=ValidationStatus.choices, blank=True, default=""
+    )
+    claim_summary = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = ValidationSnapshotQuerySet.as_manager()
@@ -146,6 +158,8 @@ class ValidationSnapshot(models.Model):
         indexes = [
             models.Index(fields=["task", "attempt_index"], name="validation_task_attempt"),
             models.Index(fields=["status", "created_at"], name="validation_status_created"),
+            # Cost per day on the operator overview (issue 18).
+            models.Index(fields=["created_at"], name="validation_created"),
         ]
 
     def __str__(self) -> str:

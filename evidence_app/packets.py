@@ -1,5 +1,5 @@
-"""Evidence packets built from stored rows (SPEC E4), shaped after the seed's
-``ToolEvidence`` / ``RunEvidence`` / ``TaskEvidencePacket``.
+"""Evidence packets built from stored rows (E4): ``ToolEvidence`` items grouped into
+``RunEvidence`` per run and one ``TaskEvidencePacket`` per attempt.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from evidence_app import models as evidence_models
-from tasks_app.models import Run, RunKind, RunMessage, Task
+from tasks_app.models import RUN_ABANDONED_BY_DEAD_WORKER, Run, RunKind, RunMessage, Task
 
 
 class ToolEvidence(BaseModel):
@@ -89,7 +89,13 @@ _SUCCESS_FINISH = {"stop", "completed", "max_tool_iterations_finalized"}
 
 def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
     """Assemble the packet of one attempt from stored rows, in three queries."""
-    runs = list(Run.objects.filter(task=task, attempt_index=attempt).order_by("graph_index", "id"))
+    # Runs a dead worker left when its attempt was re-run (issue 17) stay stored as
+    # evidence of what happened, but the answer to judge is the live worker's.
+    runs = list(
+        Run.objects.filter(task=task, attempt_index=attempt)
+        .exclude(finish_reason__in=RUN_ABANDONED_BY_DEAD_WORKER)
+        .order_by("graph_index", "id")
+    )
     run_ids = [run.pk for run in runs]
     evidence_by_run: dict[int, list[ToolEvidence]] = {pk: [] for pk in run_ids}
     for row in evidence_models.ToolEvidence.objects.filter(run_id__in=run_ids).order_by(

@@ -1,4 +1,4 @@
-"""Render an evidence packet as text for synthesis and validation (SPEC E5, E6).
+"""Render an evidence packet as text for synthesis and validation (E5, E6).
 
 There is no truncation anywhere: every character of every tool result is in the
 output. A tool result identical to an earlier one (same tool, same content) is
@@ -10,24 +10,34 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from evidence_app.external import wrap_external
 from evidence_app.packets import RunEvidence, TaskEvidencePacket, ToolEvidence
+from project.external import wrap_external
 
 
 def _arguments(arguments: dict[str, object]) -> str:
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
 
 
+def evidence_labels(packet: TaskEvidencePacket) -> dict[int, str]:
+    """The ``R<n>`` label of every tool result of the packet, by evidence id: numbered
+    in rendering order (team runs in graph order, then the main/synthesis run; each
+    run's results in order). The validator, the citation check and the UI all use it."""
+    labels: dict[int, str] = {}
+    for run in packet.all_runs:
+        for result in run.tool_results:
+            labels[result.evidence_id] = f"R{len(labels) + 1}"
+    return labels
+
+
 class _Renderer:
-    def __init__(self) -> None:
+    def __init__(self, labels: dict[int, str]) -> None:
         self.parts: list[str] = []
         self.first_ref: dict[str, str] = {}
         self.ref_by_call: dict[str, str] = {}
-        self.counter = 0
+        self.labels = labels
 
     def tool_result(self, result: ToolEvidence) -> None:
-        self.counter += 1
-        ref = f"R{self.counter}"
+        ref = self.labels[result.evidence_id]
         if result.tool_call_id:
             self.ref_by_call[result.tool_call_id] = ref
         header = f"[{ref}] {result.tool_name}({_arguments(result.arguments)})"
@@ -38,6 +48,9 @@ class _Renderer:
             meta.append(f"url: {result.url}")
         if result.is_error:
             meta.append("TOOL ERROR")
+        if (result.event_payload or {}).get("truncated_at_source"):
+            # The agent's own exporter cut it before it reached us (issue 15).
+            meta.append("TRUNCATED AT THE SOURCE: shorter than what the agent saw")
         meta.append(f"{len(result.content)} chars")
         header += " — " + "; ".join(meta)
         earlier = self.first_ref.get(result.content_sha256)
@@ -107,7 +120,7 @@ class _Renderer:
 def render_packet(packet: TaskEvidencePacket) -> str:
     """The packet as text: team runs in graph order, then the main/synthesis run,
     node results and the final output. Nothing is cut."""
-    renderer = _Renderer()
+    renderer = _Renderer(evidence_labels(packet))
     parts = renderer.parts
     parts.append(f"EVIDENCE PACKET — task {packet.task_id}, attempt {packet.attempt_index}")
     parts.append(

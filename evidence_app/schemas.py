@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
+from evidence_app.models import ToolEvidence, ValidationSnapshot
+from evidence_app.selectors import as_list, verdict
+from evidence_app.validator.schema import stored_result
+from evidence_app.validator.templates import list_templates
+from project.schemas import MODEL_NAME, WHITESPACE, ClaimSummaryOut, ClaimVerdictOut, RequirementOut
 
-class EvidencePageQuery(Schema):
-    limit: int = Field(100, ge=1, le=1000)
-    offset: int = Field(0, ge=0, le=10_000_000)
+# The template names get_template accepts, surrounding blanks allowed, blank = default.
+TEMPLATE_NAME = (
+    rf"^[{WHITESPACE}]*(?:(?:{'|'.join(re.escape(t.name) for t in list_templates())})"
+    rf"(?:@[^\x00]*)?[{WHITESPACE}]*)?$"
+)
 
 
 class EvidenceFormatQuery(Schema):
@@ -36,10 +44,22 @@ class EvidenceListItemOut(Schema):
     title: str
     created_at: datetime
 
+    @staticmethod
+    def resolve_arguments(evidence: ToolEvidence) -> dict[str, Any]:
+        return _as_object(evidence.arguments)
+
 
 class EvidenceOut(EvidenceListItemOut):
     content: str
     event_payload: dict[str, Any]
+
+    @staticmethod
+    def resolve_event_payload(evidence: ToolEvidence) -> dict[str, Any]:
+        return _as_object(evidence.event_payload)
+
+
+def _as_object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {"value": value}
 
 
 class EvidenceListOut(Schema):
@@ -70,7 +90,27 @@ class ValidationListItemOut(Schema):
     evidence_chars: int
     rendered_input_chars: int
     error: str
+    model_status: str | None = Field(
+        description="The model's own status before citation checks; null before issue 12"
+    )
+    claim_summary: ClaimSummaryOut
     created_at: datetime
+
+    @staticmethod
+    def resolve_failure_category(snapshot: ValidationSnapshot) -> str | None:
+        return snapshot.failure_category or None
+
+    @staticmethod
+    def resolve_model(snapshot: ValidationSnapshot) -> str:
+        return snapshot.model_name
+
+    @staticmethod
+    def resolve_model_status(snapshot: ValidationSnapshot) -> str | None:
+        return snapshot.model_status or None
+
+    @staticmethod
+    def resolve_claim_summary(snapshot: ValidationSnapshot) -> dict[str, Any]:
+        return snapshot.claim_summary if isinstance(snapshot.claim_summary, dict) else {}
 
 
 class ValidationListOut(Schema):
@@ -86,6 +126,11 @@ class ValidationOut(ValidationListItemOut):
     evidence_gaps: list[Any]
     recommended_revision_prompt: str | None
     reasoning: str
+    claims: list[ClaimVerdictOut]
+    requirements: list[RequirementOut]
+    reconciliation: list[str] = Field(
+        description="Why the reconciled status is what it is (docs/validator.md)"
+    )
     result: dict[str, Any]
     system_prompt: str
     rendered_input: str
@@ -98,15 +143,88 @@ class ValidationOut(ValidationListItemOut):
     chunk_verdicts: list[Any]
     requested_by: str | None
 
+    @staticmethod
+    def resolve_result(snapshot: ValidationSnapshot) -> dict[str, Any]:
+        return snapshot.result if isinstance(snapshot.result, dict) else {}
+
+    @staticmethod
+    def resolve_issues(snapshot: ValidationSnapshot) -> list[Any]:
+        return _verdict(snapshot)["issues"]
+
+    @staticmethod
+    def resolve_missing_requirements(snapshot: ValidationSnapshot) -> list[Any]:
+        return _verdict(snapshot)["missing_requirements"]
+
+    @staticmethod
+    def resolve_evidence_gaps(snapshot: ValidationSnapshot) -> list[Any]:
+        return _verdict(snapshot)["evidence_gaps"]
+
+    @staticmethod
+    def resolve_recommended_revision_prompt(snapshot: ValidationSnapshot) -> str | None:
+        return _verdict(snapshot)["recommended_revision_prompt"]
+
+    @staticmethod
+    def resolve_reasoning(snapshot: ValidationSnapshot) -> str:
+        return _verdict(snapshot)["reasoning"]
+
+    @staticmethod
+    def resolve_claims(snapshot: ValidationSnapshot) -> list[Any]:
+        return [c.model_dump() for c in stored_result(snapshot.result).claims]
+
+    @staticmethod
+    def resolve_requirements(snapshot: ValidationSnapshot) -> list[Any]:
+        return [r.model_dump() for r in stored_result(snapshot.result).requirements]
+
+    @staticmethod
+    def resolve_reconciliation(snapshot: ValidationSnapshot) -> list[str]:
+        return stored_result(snapshot.result).reconciliation
+
+    @staticmethod
+    def resolve_raw_responses(snapshot: ValidationSnapshot) -> list[Any]:
+        return as_list(snapshot.raw_responses)
+
+    @staticmethod
+    def resolve_evidence_run_ids(snapshot: ValidationSnapshot) -> list[Any]:
+        return as_list(snapshot.evidence_run_ids)
+
+    @staticmethod
+    def resolve_session_ids(snapshot: ValidationSnapshot) -> list[Any]:
+        return as_list(snapshot.session_ids)
+
+    @staticmethod
+    def resolve_schema_errors(snapshot: ValidationSnapshot) -> list[Any]:
+        return as_list(snapshot.schema_errors)
+
+    @staticmethod
+    def resolve_chunk_verdicts(snapshot: ValidationSnapshot) -> list[Any]:
+        return as_list(snapshot.chunk_verdicts)
+
+    @staticmethod
+    def resolve_requested_by(snapshot: ValidationSnapshot) -> str | None:
+        return snapshot.requested_by.get_username() if snapshot.requested_by else None
+
+
+def _verdict(snapshot: ValidationSnapshot) -> dict[str, Any]:
+    return verdict(snapshot) or {}
+
 
 class ReplayIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
     template: str | None = Field(
-        None, max_length=100, description="Prompt template name; default: the original's"
+        None,
+        max_length=100,
+        description="Prompt template name (or name@version); default: the original's",
+        json_schema_extra={"pattern": TEMPLATE_NAME},
     )
     model: str | None = Field(
-        None, max_length=200, description="Validator model name; default: the original's"
+        None,
+        max_length=200,
+        description="Validator model, provider:name (e.g. openai:gpt-4.1, "
+        "anthropic:claude-sonnet-4-5, compat:<model>, offline:judge); default: the "
+        "original's. A model this deployment cannot use (unknown provider, no API key) "
+        "is refused with 422.",
+        json_schema_extra={"pattern": MODEL_NAME},
     )
 
 

@@ -1,4 +1,4 @@
-"""Validation and replay (SPEC V2, V3, V6, V7, V8, V9, V11).
+"""Validation and replay (V2, V3, V6, V7, V8, V9, V11).
 
 The validator model is called outside any database transaction (a model call can take
 minutes; no row lock is held meanwhile). The result is written in one atomic block:
@@ -9,25 +9,36 @@ under the task's row lock, after re-checking that the attempt is still being val
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
 
 from evidence_app.models import SnapshotKind, ValidationSnapshot, ValidationStatus
 from evidence_app.packets import TaskEvidencePacket, build_packet
 from evidence_app.validator.judging import Judgement, judge_prompt
 from evidence_app.validator.prompt import HistoryMessage, build_prompt, format_feedback
-from evidence_app.validator.schema import ValidationResult
+from evidence_app.validator.schema import ValidationResult, claim_summary
 from evidence_app.validator.templates import DEFAULT_TEMPLATE, TemplateVersion, get_template
-from tasks_app.models import Feedback, Run, RunKind, Task, ValidationPolicy
+from project.costs import CURRENCY, CostTotal, estimate_cost
+from project.db import release_connection
+from project.errors import StaleAction
+from tasks_app.models import NO_USABLE_ANSWER, Feedback, Run, RunKind, Task, ValidationPolicy
 from tasks_app.states import TaskStatus
 
 log = logging.getLogger(__name__)
 
-__all__ = ["replay_validation", "validation_run", "validation_applies"]
+__all__ = [
+    "attempt_judge",
+    "replay_validation",
+    "validation_applies",
+    "validation_attempt",
+    "validation_run",
+]
 
 
 def validation_applies(task: Task) -> bool:
@@ -49,9 +60,14 @@ def _history(task: Task, *, attempt_index: int, before: datetime | None) -> list
     """The task's conversation before this attempt's verdict: earlier attempts' answers
     and people's feedback and notes, oldest first."""
     messages: list[HistoryMessage] = []
-    runs = Run.objects.filter(
-        task=task, attempt_index__lt=attempt_index, kind__in=[RunKind.MAIN, RunKind.SYNTHESIS]
-    ).order_by("attempt_index", "graph_index", "id")
+    # Attempt 1 has no earlier answers (skip the query: one statement less per task).
+    runs = (
+        Run.objects.none()
+        if attempt_index <= 1
+        else Run.objects.filter(
+            task=task, attempt_index__lt=attempt_index, kind__in=[RunKind.MAIN, RunKind.SYNTHESIS]
+        ).order_by("attempt_index", "graph_index", "id")
+    )
     latest_answer: dict[int, Run] = {}
     for run in runs:
         if run.output_text:
@@ -78,6 +94,8 @@ def _history(task: Task, *, attempt_index: int, before: datetime | None) -> list
 
 
 def _previous_feedback(task: Task, *, attempt_index: int) -> list[str]:
+    if attempt_index <= 1:
+        return []  # no earlier verdicts
     earlier = (
         ValidationSnapshot.objects.originals()
         .filter(task=task, attempt_index__lt=attempt_index)
@@ -106,7 +124,7 @@ def _judge(plan: _Plan, *, task: Task, history_before: datetime | None) -> Judge
         previous_feedback=_previous_feedback(task, attempt_index=plan.packet.attempt_index),
     )
     try:
-        from tasks_app.agents.models import resolve_model
+        from project.llm.registry import resolve_model
 
         model = resolve_model(plan.model_name)
     except Exception as exc:  # ModelConfigurationError or an import problem: V8
@@ -117,6 +135,7 @@ def _judge(plan: _Plan, *, task: Task, history_before: datetime | None) -> Judge
             rendered_input=prompt.user,
             error=reason,
         )
+    release_connection()  # pooled: nobody holds a connection while the validator thinks
     try:
         return judge_prompt(
             prompt,
@@ -147,6 +166,7 @@ def _snapshot(
     packet = plan.packet
     result = judgement.result
     store = settings.VALIDATION_STORE_PROMPT
+    result_json = result.model_dump(mode="json")
     return ValidationSnapshot.objects.create(
         task=task,
         attempt_index=packet.attempt_index,
@@ -156,7 +176,9 @@ def _snapshot(
         status=result.status,
         score=result.score,
         failure_category=result.failure_category,
-        result=result.model_dump(mode="json"),
+        result=result_json,
+        model_status=result.model_status or result.status,
+        claim_summary=claim_summary(result_json),
         evidence_run_ids=[run.run_id for run in packet.all_runs],
         session_ids=[run.session_id for run in packet.all_runs],
         tool_result_count=packet.tool_result_count,
@@ -173,6 +195,8 @@ def _snapshot(
         input_tokens=judgement.input_tokens,
         output_tokens=judgement.output_tokens,
         request_count=judgement.request_count,
+        cost=judgement.cost.value,
+        cost_currency=CURRENCY if judgement.cost.known else "",
         schema_retry_count=judgement.schema_retry_count,
         schema_errors=judgement.schema_errors,
         error=judgement.error,
@@ -185,10 +209,6 @@ def _answer_is_usable(answer: str, result: ValidationResult) -> bool:
     not judged a refusal."""
     if not answer.strip() or result.failure_category == "refusal":
         return False
-    try:
-        from tasks_app.agents.loop import NO_USABLE_ANSWER
-    except ImportError:  # pragma: no cover - the runtime is part of the project
-        return True
     return answer.strip() != NO_USABLE_ANSWER.strip()
 
 
@@ -196,7 +216,7 @@ def _v2_target(
     task: Task, result: ValidationResult, answer: str
 ) -> tuple[str, dict[str, Any], str]:
     """(to_status, updates, reason) for a verdict on the task's current attempt (V2, V3)."""
-    status = result.status
+    status = ValidationStatus(result.status)
     summary = f"validator: {status}" + (
         f" ({result.failure_category})" if result.failure_category else ""
     )
@@ -222,7 +242,9 @@ def _v2_target(
         )
     # insufficient_evidence, validator_error: a person looks; never silently passed (V8).
     reason = summary + (
-        f": {result.issues[0]}" if status == "validator_error" and result.issues else ""
+        f": {result.issues[0]}"
+        if status == ValidationStatus.VALIDATOR_ERROR and result.issues
+        else ""
     )
     return TaskStatus.NEEDS_REVIEW, {"validation_outcome": None}, reason
 
@@ -236,20 +258,99 @@ def _existing(task_id: int, attempt_index: int) -> ValidationSnapshot | None:
     )
 
 
+def validation_claim(*, task_id: int, attempt_index: int) -> bool:
+    """Claim the validation of ``attempt_index`` before any model call (issue 16): one
+    conditional UPDATE, so of two copies of the job (a redelivery, a re-send) only one
+    calls the validator model. A claim older than the job's hard time limit belonged to
+    a job that was killed, and may be taken over."""
+    now = timezone.now()
+    expired = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    claimed = (
+        Task.objects.filter(pk=task_id, status=TaskStatus.VALIDATING, attempt_count=attempt_index)
+        .filter(Q(validation_claimed_at__isnull=True) | Q(validation_claimed_at__lt=expired))
+        .update(validation_claimed_at=now)
+    )
+    return claimed == 1
+
+
+# Result words of the validation job besides the verdict (issue 17).
+NO_VALIDATION = "no validation"  # the policy or an empty answer skips the validator
+DUPLICATE = "duplicate"  # validated already, being validated by another job, or moved on
+
+
+@dataclass(frozen=True)
+class ValidationOutcome:
+    """What one validation job did: the verdict's status, ``no validation`` or
+    ``duplicate``, and the attempt's snapshot (stored now, or earlier by another job)."""
+
+    result: str
+    snapshot: ValidationSnapshot | None = None
+
+
 def validation_run(*, task_id: int, attempt_index: int) -> ValidationSnapshot | None:
     """Validate the answer of ``attempt_index`` per the task's policy, store the snapshot
     and apply the V2 transition. Idempotent: for a task no longer ``validating`` this
     attempt (a redelivered job) it changes nothing and returns the stored snapshot, if any.
     Returns None when no validation ran (policy ``never``/no keyword, empty answer).
     """
-    from tasks_app.services import attempt_enqueue, task_transition
+    return validation_attempt(task_id=task_id, attempt_index=attempt_index).snapshot
 
+
+def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome:
+    """``validation_run`` saying what happened, for the job: a duplicate delivery is
+    ``duplicate`` and logs one INFO line, never the verdict of the first one (issue 17)."""
     task = Task.objects.filter(pk=task_id).first()
     if task is None:
-        return None
+        log.info("task %s: %s: the task no longer exists", task_id, DUPLICATE)
+        return ValidationOutcome(DUPLICATE)
     if task.status != TaskStatus.VALIDATING or task.attempt_count != attempt_index:
-        return _existing(task_id, attempt_index)
+        log.info(
+            "task %s attempt %s: %s: the task is '%s' at attempt %s; nothing to validate",
+            task_id,
+            attempt_index,
+            DUPLICATE,
+            task.status,
+            task.attempt_count,
+        )
+        return ValidationOutcome(DUPLICATE, _existing(task_id, attempt_index))
+    if not validation_claim(task_id=task_id, attempt_index=attempt_index):
+        log.info(
+            "task %s attempt %s: %s: another job is validating this attempt",
+            task_id,
+            attempt_index,
+            DUPLICATE,
+        )
+        return ValidationOutcome(DUPLICATE, _existing(task_id, attempt_index))
+    try:
+        return _validate_claimed(task, attempt_index)
+    except BaseException:
+        # Crashed before the verdict (not a validator error, which is a verdict: V8):
+        # release the claim so a re-sent job can validate at once.
+        _release_claim(task_id, attempt_index)
+        raise
 
+
+def _release_claim(task_id: int, attempt_index: int) -> None:
+    """Release the validation claim; after a lost database connection, once more on a
+    fresh one. If the database is still away the claim expires on its own."""
+    from django.db import InterfaceError, OperationalError, connection
+
+    for _ in range(2):
+        try:
+            Task.objects.filter(
+                pk=task_id, status=TaskStatus.VALIDATING, attempt_count=attempt_index
+            ).update(validation_claimed_at=None)
+            return
+        except (OperationalError, InterfaceError):
+            if connection.in_atomic_block:
+                return
+            connection.close()
+
+
+def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
+    from tasks_app.services import attempt_enqueue, new_job_id, task_transition
+
+    task_id = task.pk
     if not validation_applies(task):
         with transaction.atomic():
             task_transition(
@@ -260,7 +361,7 @@ def validation_run(*, task_id: int, attempt_index: int) -> ValidationSnapshot | 
                 expected_from=TaskStatus.VALIDATING,
                 updates={"validation_outcome": None},
             )
-        return None
+        return ValidationOutcome(NO_VALIDATION)
 
     packet = build_packet(task, attempt_index)
     answer = packet.final_output or task.final_answer
@@ -274,7 +375,7 @@ def validation_run(*, task_id: int, attempt_index: int) -> ValidationSnapshot | 
                 reason="empty answer: no usable answer, validation skipped",
                 expected_from=TaskStatus.VALIDATING,
             )
-        return None
+        return ValidationOutcome(NO_VALIDATION)
 
     plan = _Plan(
         packet=packet,
@@ -284,26 +385,53 @@ def validation_run(*, task_id: int, attempt_index: int) -> ValidationSnapshot | 
     )
     judgement = _judge(plan, task=task, history_before=None)
 
-    with transaction.atomic():
-        # Row lock, then re-check: a second delivery of this job that judged in parallel,
-        # or an abandon meanwhile, finds the task moved on and writes nothing.
-        locked = Task.objects.select_for_update().get(pk=task_id)
-        if locked.status != TaskStatus.VALIDATING or locked.attempt_count != attempt_index:
-            return _existing(task_id, attempt_index)
-        snapshot = _snapshot(task=locked, plan=plan, judgement=judgement)
-        to_status, updates, reason = _v2_target(locked, judgement.result, answer)
+    # One transaction (task_transition's): row lock, then re-check (still validating this
+    # attempt): a second delivery that judged in parallel, or an abandon meanwhile, finds
+    # the task moved on and writes nothing. The snapshot commits with the transition.
+    to_status, updates, reason = _v2_target(task, judgement.result, answer)
+    if to_status == TaskStatus.NEEDS_REVISION:
+        updates["job_id"] = new_job_id()
+    written: list[ValidationSnapshot] = []
+
+    def record(locked: Task) -> None:
+        written.append(_snapshot(task=locked, plan=plan, judgement=judgement))
+        if to_status == TaskStatus.NEEDS_REVISION:
+            # The retry prompt reads this snapshot's result (issues, category, revision).
+            attempt_enqueue(task_id, job_id=updates["job_id"])
+
+    try:
         task_transition(
             task_id=task_id,
             to_status=to_status,
             actor_kind="validator",
             reason=reason,
             expected_from=TaskStatus.VALIDATING,
+            expected_attempt=attempt_index,
             updates=updates,
+            on_applied=record,
         )
-        if to_status == TaskStatus.NEEDS_REVISION:
-            # The retry prompt reads this snapshot's result (issues, category, revision).
-            attempt_enqueue(task_id)
-    return snapshot
+    except StaleAction as exc:
+        # Judged in parallel with another delivery, or abandoned meanwhile: nothing
+        # stored; the model call was spent, the verdict is the other one's.
+        log.info("task %s attempt %s: %s: %s", task_id, attempt_index, DUPLICATE, exc)
+        return ValidationOutcome(DUPLICATE, _existing(task_id, attempt_index))
+    snapshot = written[0]
+    return ValidationOutcome(snapshot.status, snapshot)
+
+
+def attempt_judge(
+    *, task: Task, attempt_index: int, template: str | None = None, model: str | None = None
+) -> Judgement:
+    """Judge an attempt exactly as ``validation_run`` would (prompt, model, citation
+    check, reconciliation) but store nothing and move nothing: for ``judge_bench``."""
+    packet = build_packet(task, attempt_index)
+    plan = _Plan(
+        packet=packet,
+        answer=packet.final_output or task.final_answer,
+        template=get_template(template or DEFAULT_TEMPLATE),
+        model_name=model or settings.VALIDATOR_MODEL,
+    )
+    return _judge(plan, task=task, history_before=None)
 
 
 def replay_validation(
@@ -356,6 +484,9 @@ def replay_validation(
 class ReplayEstimate:
     tasks: int
     input_chars: int
+    # Estimated input tokens x the chosen model's input price (issue 18); output is not
+    # known before the replay runs. Unknown for a model genai-prices does not price.
+    cost: CostTotal = field(default_factory=CostTotal)
 
     @property
     def input_tokens(self) -> int:
@@ -389,14 +520,23 @@ def replay_candidates(
 
 
 def replay_estimate(
-    snapshots: list[ValidationSnapshot], *, template: str | None = None
+    snapshots: list[ValidationSnapshot], *, template: str | None = None, model: str | None = None
 ) -> ReplayEstimate:
     """Input size of replaying these snapshots: the size of the input each one sent
-    (recorded even when the input itself is not stored) plus the system prompt."""
+    (recorded even when the input itself is not stored) plus the system prompt, and its
+    estimated input cost on ``model`` (else each snapshot's own model)."""
     from evidence_app.validator.prompt import system_prompt
 
     chars = 0
+    cost = CostTotal()
     for snapshot in snapshots:
         name = template or snapshot.template_name or DEFAULT_TEMPLATE
-        chars += snapshot.rendered_input_chars + len(system_prompt(get_template(name)))
-    return ReplayEstimate(tasks=len({s.task_id for s in snapshots}), input_chars=chars)
+        snapshot_chars = snapshot.rendered_input_chars + len(system_prompt(get_template(name)))
+        chars += snapshot_chars
+        cost.add(
+            estimate_cost(
+                model or snapshot.model_name or settings.VALIDATOR_MODEL,
+                input_tokens=snapshot_chars // 4,
+            )
+        )
+    return ReplayEstimate(tasks=len({s.task_id for s in snapshots}), input_chars=chars, cost=cost)

@@ -1,4 +1,4 @@
-"""The HTTP API (SPEC A): one NinjaAPI, one router per app, one error mapping.
+"""The HTTP API (A): one NinjaAPI, one router per app, one error mapping.
 
 Every error leaves here with the same JSON shape, ``{"detail": str, "code": str}``
 (validation errors add ``errors``: one entry per offending field), whatever raised it:
@@ -19,13 +19,25 @@ from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.operation import Operation
 
+from project import request_bodies
+from project.errors import DomainError
 from tasks_app.auth import api_auth
-from tasks_app.errors import DomainError
 
 logger = logging.getLogger(__name__)
 
-api = NinjaAPI(
+
+class EvidentiaAPI(NinjaAPI):
+    def get_openapi_operation_id(self, operation: Operation) -> str:
+        """``<app>_api_<function>``, whatever module of the app's API package the endpoint
+        lives in, so generated clients keep their method names when modules move."""
+        module = operation.view_func.__module__
+        app = module.split(".")[0]
+        return f"{app}_api_{operation.view_func.__name__}"
+
+
+api = EvidentiaAPI(
     title="Evidentia API",
     version="1",
     description=(
@@ -57,13 +69,11 @@ def error_body(status: int, detail: str, code: str | None = None) -> dict[str, A
     return {"detail": detail, "code": code or HTTP_ERROR_CODES.get(status, "error")}
 
 
-def _too_large(request: HttpRequest) -> HttpResponse:
+def _too_large(request: HttpRequest, limit: int | None = None) -> HttpResponse:
+    limit = limit or settings.API_MAX_BODY_BYTES
     return api.create_response(
         request,
-        error_body(
-            413,
-            f"Request body is larger than the limit of {settings.API_MAX_BODY_BYTES} bytes.",
-        ),
+        error_body(413, f"Request body is larger than the limit of {limit} bytes."),
         status=413,
     )
 
@@ -112,8 +122,18 @@ def guard_request(run: Callable[..., Any]) -> Callable[..., Any]:
             declared = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             declared = 0
-        if declared > settings.API_MAX_BODY_BYTES:
-            return _too_large(request)
+        limit = request_bodies.body_limit(request)
+        if declared > limit:
+            return _too_large(request, limit)
+        if declared and request_bodies.needs_own_reading(request):
+            # External attempts (64 MB) and gzip bodies (issue 14): read here, with the
+            # endpoint's own limit applied to the decompressed bytes too.
+            try:
+                request_bodies.load_body(request, limit)
+            except request_bodies.BodyTooLarge:
+                return _too_large(request, limit)
+            except request_bodies.BadContentEncoding as exc:
+                return api.create_response(request, error_body(400, str(exc)), status=400)
         for name, values in request.GET.lists():
             if "\x00" in name or any("\x00" in v for v in values):
                 return _nul_refusal(request, name.replace("\x00", ""))
@@ -146,14 +166,14 @@ def domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
 
 
 def _field_name(loc: list[Any] | tuple[Any, ...]) -> str:
-    # ninja prefixes the parameter source and the view's argument name (our views call
-    # their body schema "payload" and their query schema "query"):
+    # ninja prefixes the parameter source and, for a body or query schema, the view's
+    # argument name ("payload", "query", "filters", "ninja_pagination"):
     # ("body", "payload", "plan", "nodes", 0, "role") -> "plan.nodes.0.role".
     parts = [str(p) for p in loc]
     if parts and parts[0] in {"body", "query", "path", "header", "cookie", "form", "file"}:
         source = parts[0]
         parts = parts[1:]
-        if len(parts) > 1 and parts[0] == {"body": "payload", "query": "query"}.get(source):
+        if len(parts) > 1 and source in {"body", "query"}:
             parts = parts[1:]
     return ".".join(parts) or "body"
 

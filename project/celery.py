@@ -4,17 +4,75 @@ from __future__ import annotations
 
 import os
 
-from celery import Celery
+from celery import Celery, signals
+from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
 app = Celery("evidentia")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 
+# One queue per purpose (issue 16). Finishing work (validation) never waits behind a
+# backlog of starting work (attempts), slow outbound calls (webhooks) never hold up
+# either, and the reaper (maintenance) runs on time whatever the backlog. The
+# production profile (Procfile) runs a worker per group; `make run` one worker for all.
+ATTEMPTS = "attempts"
+VALIDATION = "validation"
+WEBHOOKS = "webhooks"
+MAINTENANCE = "maintenance"
+PURPOSES = (ATTEMPTS, VALIDATION, WEBHOOKS, MAINTENANCE)
+
+# Job name (or glob) -> purpose. A job not listed goes to CELERY_TASK_DEFAULT_QUEUE,
+# which the maintenance worker consumes too.
+ROUTES = {
+    "tasks_app.run_attempt": ATTEMPTS,
+    "evidence_app.validate_attempt": VALIDATION,
+    "evidence_app.replay_validation": VALIDATION,
+    "tasks_app.reap_attempts": MAINTENANCE,
+    "tasks_app.relay_outbox": MAINTENANCE,
+    # A complete OTLP trace becomes an attempt and goes to validation: finishing work.
+    "tasks_app.otlp_assemble_traces": VALIDATION,
+    "tasks_app.otlp_sweep": MAINTENANCE,
+    "*webhook*": WEBHOOKS,
+}
+
+
+def queue_name(purpose: str) -> str:
+    """The broker queue of a purpose, with the deployment's CELERY_QUEUE_PREFIX."""
+    from django.conf import settings
+
+    if purpose not in PURPOSES:
+        raise ValueError(f"unknown queue purpose {purpose!r} (one of {', '.join(PURPOSES)})")
+    return settings.CELERY_QUEUE_PREFIX + purpose
+
+
+def all_queue_names() -> list[str]:
+    """Every queue a worker for all purposes consumes: the default queue, then one per
+    purpose (``celery worker -Q`` takes them comma-separated)."""
+    from django.conf import settings
+
+    return [settings.CELERY_TASK_DEFAULT_QUEUE, *(queue_name(p) for p in PURPOSES)]
+
+
+def worker_queues() -> list[str]:
+    """The queues some worker must consume (issue 18: readiness, heartbeats, metrics):
+    ``WORKER_QUEUES`` when set, else every queue of ``all_queue_names()``."""
+    from django.conf import settings
+
+    return list(settings.WORKER_QUEUES) or all_queue_names()
+
+
+def soft_time_limit(limit: int) -> float:
+    """The soft limit (the job may clean up) a tenth before the hard one, and at least a
+    second before it: 1620 s for 1800 s, 9 s for 10 s (issue 17)."""
+    return min(limit * 0.9, limit - 1)
+
 
 def configure(app: Celery) -> None:
     """Apply the delivery guarantees every job relies on (X1, S4)."""
     from django.conf import settings
+
+    from project.heartbeats import heartbeat_schedule
 
     transport_options: dict[str, object] = {
         # Redis redelivers an unacked job only after this; it must exceed the job's
@@ -41,24 +99,138 @@ def configure(app: Celery) -> None:
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        worker_cancel_long_running_tasks_on_connection_loss=True,
+        # A broker blip must not kill the attempts in flight (issue 17): their result is
+        # written to the database, fenced by the lease, whatever happens to the ack; a
+        # job whose ack is lost is delivered again and finds its work done.
+        worker_cancel_long_running_tasks_on_connection_loss=False,
         broker_connection_retry_on_startup=True,
         task_time_limit=settings.CELERY_TASK_TIME_LIMIT,
-        task_soft_time_limit=max(settings.CELERY_TASK_TIME_LIMIT - 30, 5),
+        task_soft_time_limit=soft_time_limit(settings.CELERY_TASK_TIME_LIMIT),
         task_ignore_result=True,
         task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER,
         worker_hijack_root_logger=False,
         timezone="UTC",
+        # A worker started without -Q consumes all of these (bin/run-dev).
+        task_queues=[Queue(name) for name in all_queue_names()],
+        task_routes={pattern: {"queue": queue_name(p)} for pattern, p in ROUTES.items()},
         # The reaper recovers attempts whose worker died (stale heartbeat); `-B` on the
-        # worker (bin/run-dev) or a separate `celery beat` runs it.
+        # worker (bin/run-dev) or a separate `celery beat` (Procfile) sends it, to the
+        # maintenance queue. A sweep not picked up within an interval is dropped: the
+        # next one is as good.
         beat_schedule={
             "reap-stale-attempts": {
                 "task": "tasks_app.reap_attempts",
                 "schedule": float(settings.REAPER_INTERVAL_SECONDS),
-            }
+                "options": {
+                    "queue": queue_name(MAINTENANCE),
+                    "expires": float(settings.REAPER_INTERVAL_SECONDS),
+                },
+            },
+            # Jobs recorded while the broker was down (the outbox, issue 17).
+            "relay-outbox": {
+                "task": "tasks_app.relay_outbox",
+                "schedule": float(settings.OUTBOX_RELAY_INTERVAL_SECONDS),
+                "options": {
+                    "queue": queue_name(MAINTENANCE),
+                    "expires": float(settings.OUTBOX_RELAY_INTERVAL_SECONDS),
+                },
+            },
+            # OTLP traces whose assembly job was lost (issue 15).
+            "otlp-sweep": {
+                "task": "tasks_app.otlp_sweep",
+                "schedule": max(float(settings.OTLP_TRACE_QUIET_SECONDS), 5.0),
+                "options": {
+                    "queue": queue_name(MAINTENANCE),
+                    "expires": max(float(settings.OTLP_TRACE_QUIET_SECONDS), 5.0),
+                },
+            },
+            # Webhook deliveries whose job was lost (broker down at commit time, worker
+            # killed mid-send) are sent again; old Idempotency-Key responses are dropped.
+            "sweep-webhooks": {
+                "task": "tasks_app.sweep_webhooks",
+                "schedule": float(settings.WEBHOOK_SWEEP_INTERVAL_SECONDS),
+                "options": {
+                    "queue": queue_name(MAINTENANCE),
+                    "expires": float(settings.WEBHOOK_SWEEP_INTERVAL_SECONDS),
+                },
+            },
+            **heartbeat_schedule(),
         },
     )
 
 
+def relay_outbox_at_start() -> None:
+    """A worker that starts (after an outage, say) publishes the jobs recorded while the
+    broker was down at once, without waiting for beat (issue 17); in a thread, so the
+    worker is ready meanwhile."""
+    import logging
+    import threading
+
+    def relay() -> None:
+        from django.db import close_old_connections, connection
+
+        from tasks_app.outbox import outbox_relay
+
+        try:
+            close_old_connections()
+            outbox_relay()
+        except Exception as exc:  # the database is down: the periodic relay retries
+            logging.getLogger(__name__).warning("outbox relay at worker start failed: %s", exc)
+        finally:
+            connection.close()
+
+    threading.Thread(target=relay, name="evidentia-outbox-relay", daemon=True).start()
+
+
+def _connect_operations_signals() -> None:
+    """Heartbeats (project.heartbeats) and log context (project.logs), issue 18. Handlers
+    import lazily: this module is imported before Django is set up."""
+
+    def worker_ready(sender: object = None, **_: object) -> None:
+        from project.heartbeats import start_worker_heartbeat
+
+        start_worker_heartbeat(sender)
+        relay_outbox_at_start()
+
+    def worker_shutdown(**kwargs: object) -> None:
+        from project.heartbeats import stop_worker_heartbeat
+
+        stop_worker_heartbeat(**kwargs)
+
+    def beat_init(**kwargs: object) -> None:
+        from project.heartbeats import mark_beat_process
+
+        mark_beat_process(**kwargs)
+
+    def before_publish(**kwargs: object) -> None:
+        from project.heartbeats import record_beat
+        from project.logs import on_before_publish
+
+        on_before_publish(**kwargs)  # type: ignore[arg-type]
+        record_beat()
+
+    def job_start(**kwargs: object) -> None:
+        from project.logs import on_job_start
+
+        on_job_start(**kwargs)  # type: ignore[arg-type]
+
+    def job_end(**kwargs: object) -> None:
+        from project.logs import on_job_end
+
+        on_job_end(**kwargs)  # type: ignore[arg-type]
+
+    # weak=False: the handlers are closures that would otherwise be collected.
+    signals.worker_ready.connect(worker_ready, weak=False)
+    signals.worker_shutdown.connect(worker_shutdown, weak=False)
+    signals.beat_init.connect(beat_init, weak=False)
+    signals.beat_embedded_init.connect(beat_init, weak=False)
+    signals.before_task_publish.connect(before_publish, weak=False)
+    signals.task_prerun.connect(job_start, weak=False)
+    signals.task_postrun.connect(job_end, weak=False)
+
+
 configure(app)
+_connect_operations_signals()
 app.autodiscover_tasks(related_name="jobs")
+# The heartbeat job lives in project/ (not an app): register it the same lazy way.
+app.autodiscover_tasks(["project"], related_name="heartbeats")

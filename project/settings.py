@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import dj_database_url
@@ -103,6 +104,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /health, /ready, /metrics answered before host, session or auth checks (issue 18).
+    "project.probes.ProbeMiddleware",
+    # Every later log line of the request carries its request id (issue 18).
+    "project.logs.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "project.middleware.RequestTooLargeMiddleware",
@@ -149,6 +154,27 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
+    }
+# A pool of PostgreSQL connections per process (psycopg_pool through Django's "pool"
+# option): a worker with 200 threads shares DB_POOL_MAX_SIZE connections, because a job
+# gives its connection back while it waits on a model (project.db.release_connection).
+# 0 disables it (one connection per thread, kept DB_CONN_MAX_AGE seconds).
+DB_POOL_MAX_SIZE = env_int("DB_POOL_MAX_SIZE", 0, minimum=0)
+DB_POOL_MIN_SIZE = env_int("DB_POOL_MIN_SIZE", min(2, DB_POOL_MAX_SIZE), minimum=0)
+DB_POOL_TIMEOUT = env_float("DB_POOL_TIMEOUT", 30.0, minimum=0.1)
+if DB_POOL_MAX_SIZE:
+    if _db["ENGINE"] != "django.db.backends.postgresql":
+        raise ImproperlyConfigured(
+            "DB_POOL_MAX_SIZE needs PostgreSQL (DATABASE_URL=postgres://...)"
+        )
+    if _db.get("CONN_MAX_AGE"):
+        raise ImproperlyConfigured("DB_POOL_MAX_SIZE and DB_CONN_MAX_AGE exclude each other")
+    if DB_POOL_MIN_SIZE > DB_POOL_MAX_SIZE:
+        raise ImproperlyConfigured("DB_POOL_MIN_SIZE must not exceed DB_POOL_MAX_SIZE")
+    _db.setdefault("OPTIONS", {})["pool"] = {
+        "min_size": DB_POOL_MIN_SIZE,
+        "max_size": DB_POOL_MAX_SIZE,
+        "timeout": DB_POOL_TIMEOUT,
     }
 _db["TEST"] = {"NAME": os.environ.get("TEST_DATABASE_NAME") or None}
 DATABASES = {"default": _db}
@@ -228,6 +254,18 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 # Queue for jobs sent without an explicit queue (a worker must consume it); tests that
 # share a broker give their worker a queue of its own.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_TASK_DEFAULT_QUEUE", "celery")
+# Jobs are routed to a queue per purpose (project/celery.py: attempts, validation,
+# webhooks, maintenance), so finishing work never waits behind starting work and the
+# reaper runs on time. The prefix namespaces them, e.g. for tests sharing one Redis.
+CELERY_QUEUE_PREFIX = env_str("CELERY_QUEUE_PREFIX", "")
+if not re.fullmatch(r"[A-Za-z0-9_.:-]*", CELERY_QUEUE_PREFIX):
+    raise ImproperlyConfigured(
+        f"CELERY_QUEUE_PREFIX={CELERY_QUEUE_PREFIX!r}: use letters, digits and _ . : - only"
+    )
+# Queues some worker must consume: /ready and manage.py check_health require a live worker
+# on each, beat sends the heartbeat job to each, /metrics reports each one's depth. Empty
+# (the default): every queue of project/celery.py (the default queue and one per purpose).
+WORKER_QUEUES = env_list("WORKER_QUEUES", "")
 
 # --- Agents and models ------------------------------------------------------------------
 AGENT_MODEL = env_str("AGENT_MODEL", "offline:researcher")
@@ -242,9 +280,15 @@ MAX_TOOL_ITERATIONS = env_int("MAX_TOOL_ITERATIONS", 6, minimum=0)
 MAX_PARALLEL_TEAM_NODES = env_int("MAX_PARALLEL_TEAM_NODES", 3, minimum=1)
 MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 2, minimum=1)
 LLM_FULL_REQUEST_SNAPSHOTS = env_bool("LLM_FULL_REQUEST_SNAPSHOTS", False)
-ATTEMPT_LEASE_SECONDS = env_int("ATTEMPT_LEASE_SECONDS", 300, minimum=5)
+# The attempt's heartbeat thread beats every lease/3 even during a model call, so a
+# short lease is safe and a crashed worker's attempt is back within seconds (issue 17).
+ATTEMPT_LEASE_SECONDS = env_int("ATTEMPT_LEASE_SECONDS", 30, minimum=5)
+# Re-runs of a task's attempt after its worker died (a takeover or the reaper), counted
+# apart from MAX_ATTEMPTS (issue 17: two budgets); then the task fails with the reason.
 ATTEMPT_MAX_REQUEUES = env_int("ATTEMPT_MAX_REQUEUES", 3, minimum=0)
-REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 60, minimum=1)
+REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 15, minimum=1)
+# Jobs recorded while the broker was down are published this often (issue 17).
+OUTBOX_RELAY_INTERVAL_SECONDS = env_int("OUTBOX_RELAY_INTERVAL_SECONDS", 5, minimum=1)
 
 # --- Tools ------------------------------------------------------------------------------
 FETCH_URL_ALLOW_PRIVATE = env_bool("FETCH_URL_ALLOW_PRIVATE", False)
@@ -265,9 +309,106 @@ REPLAY_BULK_MAX_TASKS = env_int("REPLAY_BULK_MAX_TASKS", 50, minimum=1)
 REVIEW_CLAIM_TIMEOUT_SECONDS = env_int("REVIEW_CLAIM_TIMEOUT_SECONDS", 900, minimum=10)
 UI_LAZY_SECTION_CHARS = env_int("UI_LAZY_SECTION_CHARS", 20_000, minimum=100)
 
+
+def _not_kombu_hostname_notice(record: object) -> bool:
+    """kombu warns "No hostname was supplied" for every connection to a URL without a
+    host; the ``filesystem://`` broker of the embedded mode has none and needs none."""
+    return not str(getattr(record, "msg", "")).startswith("No hostname was supplied")
+
+
+# --- Operations: health, metrics, logs (issue 18) ----------------------------------------
+# Workers write a heartbeat row this often; beat sends a heartbeat job to every queue
+# this often. A worker (beat) not seen for *_MAX_AGE seconds counts as down in /ready.
+OPS_HEARTBEAT_SECONDS = env_int("OPS_HEARTBEAT_SECONDS", 15, minimum=1)
+OPS_WORKER_MAX_AGE_SECONDS = env_int("OPS_WORKER_MAX_AGE_SECONDS", 60, minimum=2)
+OPS_BEAT_MAX_AGE_SECONDS = env_int("OPS_BEAT_MAX_AGE_SECONDS", 120, minimum=2)
+for _name in ("OPS_WORKER_MAX_AGE_SECONDS", "OPS_BEAT_MAX_AGE_SECONDS"):
+    if globals()[_name] <= OPS_HEARTBEAT_SECONDS:
+        raise ImproperlyConfigured(
+            f"{_name} must be longer than OPS_HEARTBEAT_SECONDS, or a live process looks dead"
+        )
+# /ready's own deadline per dependency (database, broker).
+OPS_CHECK_TIMEOUT_SECONDS = env_float("OPS_CHECK_TIMEOUT_SECONDS", 3.0, minimum=0.1)
+# Beat is optional in some deployments (e.g. an external scheduler): 0 leaves it out.
+OPS_REQUIRE_BEAT = env_bool("OPS_REQUIRE_BEAT", True)
+# /metrics: a request is served if it carries "Authorization: Bearer <METRICS_TOKEN>"
+# (when a token is set) or comes from one of METRICS_ALLOWED_NETWORKS (CIDRs; the
+# direct peer address, never X-Forwarded-For). Everything else gets 403.
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
+METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", "127.0.0.1/32,::1/128")
+try:
+    import ipaddress as _ipaddress
+
+    METRICS_NETWORKS = [_ipaddress.ip_network(n, strict=False) for n in METRICS_ALLOWED_NETWORKS]
+except ValueError as exc:
+    raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {exc}") from None
+# Counters are read from append-only tables; rows younger than this are left to the next
+# scrape so a transaction that commits late is not skipped (issue 18, docs/operations.md).
+METRICS_SETTLE_SECONDS = env_int("METRICS_SETTLE_SECONDS", 10, minimum=0)
+
+# LOG_FORMAT=json: one JSON object per line with task id, attempt, job id and request id.
+LOG_FORMAT = env_str("LOG_FORMAT", "text").strip().lower()
+if LOG_FORMAT not in {"text", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} must be 'text' or 'json'")
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "filters": {
+        "kombu_hostname": {
+            "()": "django.utils.log.CallbackFilter",
+            "callback": _not_kombu_hostname_notice,
+        },
+        "context": {"()": "project.logs.ContextFilter"},
+    },
+    "formatters": {
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s%(context)s: %(message)s"},
+        "json": {"()": "project.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["context"],
+            "formatter": LOG_FORMAT,
+        }
+    },
+    "loggers": {"kombu.connection": {"filters": ["kombu_hostname"]}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
+
+# --- OpenTelemetry ingestion (docs/otlp.md) ---------------------------------------------
+# The OTLP/HTTP body limit, compressed and inflated alike (413 above it, nothing stored).
+OTLP_MAX_BODY_BYTES = env_int("OTLP_MAX_BODY_BYTES", 16 * 1024 * 1024, minimum=1024)
+# A trace becomes an attempt this long after its last span, once its root span arrived
+# (at once when the root carries evidentia.final = true).
+OTLP_TRACE_QUIET_SECONDS = env_float("OTLP_TRACE_QUIET_SECONDS", 5.0, minimum=0.0)
+# A trace whose root span never arrives is assembled from what it has after this long.
+OTLP_TRACE_MAX_WAIT_SECONDS = env_float("OTLP_TRACE_MAX_WAIT_SECONDS", 600.0, minimum=1.0)
+# The exporter's attribute value length limit (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT), if it
+# sets one: a tool result exactly this long is flagged as truncated at the source. 0: none.
+OTLP_SOURCE_VALUE_LENGTH_LIMIT = env_int("OTLP_SOURCE_VALUE_LENGTH_LIMIT", 0, minimum=0) or None
+# Spans one account may send per minute; above it the endpoint answers 429 + Retry-After.
+OTLP_MAX_SPANS_PER_MINUTE = env_int("OTLP_MAX_SPANS_PER_MINUTE", 120_000, minimum=1)
+# --- External agents and webhooks (issue 14) ---------------------------------------------
+# Largest body of an external attempt submission (after gzip decompression too): 413 above.
+EXTERNAL_ATTEMPT_MAX_BYTES = env_int("EXTERNAL_ATTEMPT_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
+# Where an external attempt whose agent stopped heartbeating goes: back to "open" (the agent
+# may submit again; at most ATTEMPT_MAX_REQUEUES times, then failed) or straight to "failed".
+EXTERNAL_ATTEMPT_STALE_ACTION = env_str("EXTERNAL_ATTEMPT_STALE_ACTION", "open")
+if EXTERNAL_ATTEMPT_STALE_ACTION not in {"open", "failed"}:
+    raise ImproperlyConfigured(
+        f"EXTERNAL_ATTEMPT_STALE_ACTION={EXTERNAL_ATTEMPT_STALE_ACTION!r} must be open or failed"
+    )
+# How long a response stored for an Idempotency-Key is replayed.
+IDEMPOTENCY_KEY_TTL_SECONDS = env_int("IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 3600, minimum=60)
+# Webhook URLs on private, loopback or link-local addresses are refused unless this is on.
+WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
+WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.1)
+# Retries: exponential backoff from the base delay, capped, with jitter; a delivery is
+# given up only when an attempt fails after the window (counted from the event) ended.
+WEBHOOK_RETRY_BASE_SECONDS = env_float("WEBHOOK_RETRY_BASE_SECONDS", 10.0, minimum=0.01)
+WEBHOOK_RETRY_MAX_SECONDS = env_float("WEBHOOK_RETRY_MAX_SECONDS", 3600.0, minimum=0.01)
+WEBHOOK_RETRY_WINDOW_SECONDS = env_int("WEBHOOK_RETRY_WINDOW_SECONDS", 24 * 3600, minimum=1)
+# The periodic job that sends deliveries whose job was lost (broker down, worker killed).
+WEBHOOK_SWEEP_INTERVAL_SECONDS = env_int("WEBHOOK_SWEEP_INTERVAL_SECONDS", 60, minimum=1)

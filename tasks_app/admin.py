@@ -7,29 +7,25 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from project.admin import AppendOnlyAdmin, ReadOnlyAdmin
 from tasks_app.models import (
     ApiToken,
+    ClaimEvent,
     Feedback,
+    IdempotencyKey,
     KnowledgeDocument,
     LLMRequestSnapshot,
+    OutboxJob,
     Run,
     RunMessage,
+    ServiceHeartbeat,
     Task,
     TaskEvent,
+    TaskStatusCount,
+    WebhookDelivery,
+    WebhookDeliveryAttempt,
+    WebhookEndpoint,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin):
-    """View-only: status changes must go through the transition service (S3)."""
-
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_superuser)
 
 
 class TaskEventInline(admin.TabularInline):
@@ -40,6 +36,24 @@ class TaskEventInline(admin.TabularInline):
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ClaimEventInline(admin.TabularInline):
+    model = ClaimEvent
+    fk_name = "task"
+    extra = 0
+    can_delete = False
+    fields = ("at", "kind", "actor", "previous_holder", "task_status", "reason")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 
@@ -58,17 +72,24 @@ class TaskAdmin(ReadOnlyAdmin):
     search_fields = ("title",)
     date_hierarchy = "created_at"
     list_select_related = ("owner",)
-    inlines = [TaskEventInline]
+    inlines = [TaskEventInline, ClaimEventInline]
 
     def get_queryset(self, request: HttpRequest) -> Any:
         return super().get_queryset(request).defer("request", "rules", "final_answer", "plan")
 
 
 @admin.register(TaskEvent)
-class TaskEventAdmin(ReadOnlyAdmin):
+class TaskEventAdmin(AppendOnlyAdmin):
     list_display = ("task", "from_status", "to_status", "actor_kind", "actor", "at")
     list_filter = ("to_status", "actor_kind")
     list_select_related = ("actor",)
+
+
+@admin.register(ClaimEvent)
+class ClaimEventAdmin(AppendOnlyAdmin):
+    list_display = ("task", "kind", "actor", "previous_holder", "task_status", "at")
+    list_filter = ("kind",)
+    list_select_related = ("actor", "previous_holder")
 
 
 @admin.register(Feedback)
@@ -89,6 +110,7 @@ class RunAdmin(ReadOnlyAdmin):
         "status",
         "finish_reason",
         "duration_ms",
+        "cost",
     )
     list_filter = ("kind", "status", "finish_reason")
 
@@ -115,10 +137,17 @@ class LLMRequestSnapshotAdmin(ReadOnlyAdmin):
         "message_count",
         "message_chars",
         "latency_ms",
+        "cost",
     )
 
     def get_queryset(self, request: HttpRequest) -> Any:
         return super().get_queryset(request).defer("full_request")
+
+
+@admin.register(ServiceHeartbeat)
+class ServiceHeartbeatAdmin(ReadOnlyAdmin):
+    list_display = ("kind", "name", "queues", "seen_at")
+    list_filter = ("kind",)
 
 
 @admin.register(KnowledgeDocument)
@@ -130,7 +159,8 @@ class KnowledgeDocumentAdmin(admin.ModelAdmin):
         qs = super().get_queryset(request)
         return (
             qs.defer("body")
-            if request.resolver_match and request.resolver_match.url_name.endswith("changelist")
+            if request.resolver_match
+            and (request.resolver_match.url_name or "").endswith("changelist")
             else qs
         )
 
@@ -139,3 +169,52 @@ class KnowledgeDocumentAdmin(admin.ModelAdmin):
 class ApiTokenAdmin(ReadOnlyAdmin):
     list_display = ("prefix", "user", "name", "created_at", "last_used_at", "revoked_at")
     exclude = ("key_hash",)
+
+
+@admin.register(IdempotencyKey)
+class IdempotencyKeyAdmin(ReadOnlyAdmin):
+    list_display = ("key", "user", "endpoint", "response_status", "created_at")
+    list_select_related = ("user",)
+    exclude = ("response_body",)
+
+
+@admin.register(OutboxJob)
+class OutboxJobAdmin(ReadOnlyAdmin):
+    """Jobs recorded while the broker was down wait here until the relay sends them."""
+
+    list_display = ("job_id", "name", "task_ref", "created_at", "published_at", "attempts")
+    list_filter = ("name",)
+    search_fields = ("job_id",)
+
+
+@admin.register(WebhookEndpoint)
+class WebhookEndpointAdmin(ReadOnlyAdmin):
+    list_display = ("id", "url", "owner", "is_active", "created_at", "disabled_at")
+    list_filter = ("is_active",)
+    list_select_related = ("owner",)
+    # The signing secret is never shown again after registration (issue 14).
+    exclude = ("secret",)
+
+
+class WebhookDeliveryAttemptInline(admin.TabularInline):
+    model = WebhookDeliveryAttempt
+    extra = 0
+    can_delete = False
+    fields = ("attempted_at", "status_code", "latency_ms", "error", "outcome")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnlyAdmin):
+    list_display = ("id", "event_type", "task", "endpoint", "status", "attempt_count", "created_at")
+    list_filter = ("status", "event_type")
+    inlines = [WebhookDeliveryAttemptInline]
+
+
+@admin.register(TaskStatusCount)
+class TaskStatusCountAdmin(ReadOnlyAdmin):
+    list_display = ("status", "shard", "n")
+    list_filter = ("status",)

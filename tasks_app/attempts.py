@@ -1,4 +1,4 @@
-"""Running one attempt of a task (SPEC X1, S4, S5, E2).
+"""Running one attempt of a task (X1, S4, S5, E2).
 
 ``attempt_run`` is what the Celery job calls:
 
@@ -17,16 +17,19 @@
 from __future__ import annotations
 
 import logging
-import secrets
 import threading
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from project.broker import held_job_ids
+from project.db import release_connection
+from project.errors import DomainError, StaleAction
+from project.logs import bind as bind_log_context
 from tasks_app import services
 from tasks_app.agents import prompts
 from tasks_app.agents.db import db_turn
@@ -35,13 +38,20 @@ from tasks_app.agents.plans import SinglePlan, TeamPlan, parse_plan
 from tasks_app.agents.recorder import Fence, LeaseLost
 from tasks_app.agents.team import run_team
 from tasks_app.agents.tools import DEFAULT_TOOLS
-from tasks_app.errors import DomainError, StaleAction
-from tasks_app.models import Feedback, FeedbackAction, Run, RunStatus, Task
+from tasks_app.models import (
+    RUN_LEASE_EXPIRED,
+    RUN_TAKEN_OVER,
+    Feedback,
+    FeedbackAction,
+    Run,
+    RunStatus,
+    Task,
+    TaskAgent,
+)
+from tasks_app.outbox import outbox_waiting_job_ids
 from tasks_app.states import RUNNABLE_STATUSES, TaskStatus
 
 log = logging.getLogger(__name__)
-
-VALIDATE_JOB_NAME = "evidence_app.validate_attempt"
 
 
 @dataclass(frozen=True)
@@ -49,37 +59,154 @@ class Claim:
     task_id: int
     attempt_index: int
     lease_token: str
+    task: Task | None = field(default=None, compare=False, repr=False)
+    # Claimed by taking over an attempt whose lease expired (issue 17).
+    taken_over: bool = False
 
     @property
     def fence(self) -> Fence:
         return Fence(task_id=self.task_id, lease_token=self.lease_token)
 
 
+class LeaseHeld(StaleAction):
+    """Another worker holds a live lease on the attempt (issue 17)."""
+
+
+def _refuse_external(locked: Task) -> dict[str, object]:
+    """No extra writes; only a check on the locked row. External tasks are run by their
+    own agent through the API (issue 14): a stray job never starts an attempt on one
+    (checked here, on the row already locked, so the claim costs no extra statement)."""
+    if locked.agent == TaskAgent.EXTERNAL:
+        raise StaleAction(f"task {locked.pk} has an external agent; no job runs it")
+    return {}
+
+
+class JobResult:
+    """What an attempt or validation job did, as its result and log word (issue 17).
+    The normal paths return the task's new status (``validating``, ``failed``, ...)."""
+
+    DUPLICATE = "duplicate"  # the work was done, or the task is not in the expected state
+    LEASE_HELD = "lease_held"  # another worker holds a live lease on the attempt
+    TAKEN_OVER = "taken_over"  # took over an attempt whose lease expired, and ran it
+    LEASE_LOST = "lease_lost"  # this job's lease was taken over meanwhile; nothing written
+    DB_LOST = "db_lost"  # the database connection was lost; the reaper or a redelivery recovers
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    """The result word of one attempt job and the task after its last transition."""
+
+    result: str
+    task: Task | None = None
+
+
 def attempt_claim(*, task_id: int, worker: str = "") -> Claim | None:
     """Claim the next attempt of a runnable task, or None if it is not runnable (already
-    running, finished, abandoned, needs_review: S4) — a redelivered job does nothing."""
-    token = secrets.token_hex(16)
+    running, finished, abandoned, needs_review: S4) — a redelivered job does nothing.
+    The transition to ``running`` writes the attempt number and the new lease."""
     try:
-        # The row lock inside task_transition plus expected_from make this the one
-        # winner when two deliveries of the job start at the same moment.
-        with db_turn(), transaction.atomic():
-            current = Task.objects.select_for_update().only("attempt_count").get(pk=task_id)
-            task = services.task_transition(
-                task_id=task_id,
-                to_status=TaskStatus.RUNNING,
-                expected_from=RUNNABLE_STATUSES,
-                reason=f"attempt {current.attempt_count + 1} started"
-                + (f" on {worker}" if worker else ""),
-                updates={
-                    "attempt_count": current.attempt_count + 1,
-                    "lease_token": token,
-                    "heartbeat_at": timezone.now(),
-                },
-            )
+        return _claim_next(task_id=task_id, worker=worker)
     except (StaleAction, Task.DoesNotExist) as exc:
         log.info("task %s: not claimed (%s)", task_id, exc)
         return None
-    return Claim(task_id=task_id, attempt_index=task.attempt_count, lease_token=token)
+
+
+def _claim_next(*, task_id: int, worker: str) -> Claim:
+    # The row lock inside task_transition plus expected_from make this the one
+    # winner when two deliveries of the job start at the same moment; the attempt
+    # number is read from the locked row.
+    with db_turn():
+        task = services.task_transition(
+            task_id=task_id,
+            to_status=TaskStatus.RUNNING,
+            expected_from=RUNNABLE_STATUSES,
+            reason=lambda locked: (
+                (
+                    f"attempt {locked.attempt_count} re-run {locked.requeue_count} started"
+                    if locked.attempt_interrupted
+                    else f"attempt {locked.attempt_count + 1} started"
+                )
+                + (f" on {worker}" if worker else "")
+            ),
+            updates=_refuse_external,
+        )
+    return Claim(
+        task_id=task_id, attempt_index=task.attempt_count, lease_token=task.lease_token, task=task
+    )
+
+
+def attempt_takeover(
+    *, task_id: int, worker: str = "", now: datetime | None = None
+) -> Claim | Task:
+    """Take over the running attempt of ``task_id`` whose lease expired (its heartbeat is
+    older than ATTEMPT_LEASE_SECONDS or missing): a redelivered job of a dead worker
+    (issue 17). The same attempt continues under a new lease token, which fences the
+    previous worker out if it still lives; its unfinished runs are ended ``failed``
+    (``taken_over``) and kept as evidence. A takeover is an infrastructure re-run
+    (``requeue_count + 1``); past ATTEMPT_MAX_REQUEUES the task goes ``failed`` instead
+    and is returned. Raises StaleAction (not running, an external agent's attempt, or
+    the lease is still live: ``LeaseHeld``) or Task.DoesNotExist."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
+    with db_turn(), transaction.atomic():
+        # Row lock: the reaper, the old worker's heartbeat and a second redelivery are
+        # serialised here; each re-reads status, token and heartbeat under the lock.
+        locked = Task.objects.select_for_update().get(pk=task_id)
+        if locked.status != TaskStatus.RUNNING:
+            raise StaleAction(f"task {task_id} is '{locked.status}', not running")
+        if locked.agent == TaskAgent.EXTERNAL:
+            raise StaleAction(f"task {task_id} has an external agent; no job runs it")
+        if locked.heartbeat_at is not None and locked.heartbeat_at >= cutoff:
+            raise LeaseHeld(
+                f"task {task_id} attempt {locked.attempt_count}: the lease is live "
+                f"(last heartbeat {locked.heartbeat_at.isoformat()})"
+            )
+        seen = locked.heartbeat_at.isoformat() if locked.heartbeat_at else "never"
+        by = f" by {worker}" if worker else ""
+        for run in Run.objects.filter(
+            task_id=task_id, attempt_index=locked.attempt_count, status=RunStatus.RUNNING
+        ).only("pk"):
+            services.run_finish(
+                run=run,
+                status=RunStatus.FAILED,
+                finish_reason=RUN_TAKEN_OVER,
+                error=(
+                    f"The worker stopped (last heartbeat: {seen}); the attempt was taken "
+                    f"over{by} and this run abandoned."
+                ),
+                finished_at=now,
+            )
+        if locked.requeue_count >= settings.ATTEMPT_MAX_REQUEUES:
+            return services.task_transition(
+                task_id=task_id,
+                to_status=TaskStatus.FAILED,
+                expected_from=TaskStatus.RUNNING,
+                lease_token=locked.lease_token,
+                reason=(
+                    f"attempt lease expired (last heartbeat: {seen}) and the task was "
+                    f"already re-run {locked.requeue_count} times"
+                ),
+            )
+        task = services.task_transition(
+            task_id=task_id,
+            to_status=TaskStatus.RUNNING,
+            expected_from=TaskStatus.RUNNING,
+            lease_token=locked.lease_token,
+            # The reason starts like the reaper's: project.metrics counts both.
+            reason=(
+                f"attempt lease expired (last heartbeat: {seen}); attempt "
+                f"{locked.attempt_count} taken over{by} (re-run {locked.requeue_count + 1} "
+                f"of at most {settings.ATTEMPT_MAX_REQUEUES})"
+            ),
+            updates={"requeue_count": locked.requeue_count + 1},
+        )
+    return Claim(
+        task_id=task_id,
+        attempt_index=task.attempt_count,
+        lease_token=task.lease_token,
+        task=task,
+        taken_over=True,
+    )
 
 
 class Heartbeat:
@@ -101,16 +228,38 @@ class Heartbeat:
         self._thread.join(timeout=10)
 
     def _run(self) -> None:
+        lost = False
         try:
             while not self._stop.wait(self.interval):
                 try:
                     self.fence.beat()
+                    release_connection()  # pooled: not held between beats
                 except LeaseLost:
                     return
+                except (OperationalError, InterfaceError) as exc:
+                    # A dropped connection is an expected outage (issue 17): one line, no
+                    # traceback, once per outage; the next beat reconnects.
+                    if not lost:
+                        log.warning(
+                            "task %s: %s: the heartbeat lost its database connection (%s); "
+                            "retrying every %.0f s",
+                            self.fence.task_id,
+                            JobResult.DB_LOST,
+                            _first_line(exc),
+                            self.interval,
+                        )
+                    lost = True
+                    _close_quietly()
+                    continue
                 except Exception:
                     log.warning("heartbeat of task %s failed", self.fence.task_id, exc_info=True)
+                if lost:
+                    log.info(
+                        "task %s: the heartbeat reached the database again", self.fence.task_id
+                    )
+                    lost = False
         finally:
-            connection.close()
+            _close_quietly()
 
 
 def _revision_context(task: Task, attempt_index: int) -> str:
@@ -185,8 +334,10 @@ def attempt_finish(*, claim: Claim, result: AgentResult | None, error: str = "")
     """Hand a usable answer to validation, or fail the attempt. Fenced by the lease
     token: a worker whose lease was taken over gets None and nothing is written."""
     try:
-        with db_turn(), transaction.atomic():
+        # One transaction: task_transition's own (no outer block, no savepoint).
+        with db_turn():
             if result is not None and result.usable:
+                job_id = services.new_job_id()
                 task = services.task_transition(
                     task_id=claim.task_id,
                     to_status=TaskStatus.VALIDATING,
@@ -195,14 +346,12 @@ def attempt_finish(*, claim: Claim, result: AgentResult | None, error: str = "")
                     reason=(
                         f"attempt {claim.attempt_index} produced an answer ({result.finish_reason})"
                     ),
-                    # The attempt is over: no lease while the validator works.
-                    updates={
-                        "final_answer": result.output_text,
-                        "lease_token": "",
-                        "heartbeat_at": None,
-                    },
+                    # The attempt is over: the transition releases the lease.
+                    updates={"final_answer": result.output_text, "job_id": job_id},
+                    on_applied=lambda moved: services.validation_enqueue(
+                        moved.pk, claim.attempt_index, job_id=job_id
+                    ),
                 )
-                transaction.on_commit(lambda: _send_validation(claim.task_id, claim.attempt_index))
             else:
                 why = (
                     error
@@ -218,26 +367,92 @@ def attempt_finish(*, claim: Claim, result: AgentResult | None, error: str = "")
                 )
     except StaleAction as exc:
         log.warning(
-            "task %s attempt %s: result discarded: %s", claim.task_id, claim.attempt_index, exc
+            "task %s attempt %s: %s: result discarded: %s",
+            claim.task_id,
+            claim.attempt_index,
+            JobResult.LEASE_LOST,
+            exc,
         )
         return None
     return task
 
 
-def _send_validation(task_id: int, attempt_index: int) -> None:
-    from project.celery import app
+def attempt_run(*, task_id: int, worker: str = "") -> AttemptOutcome:
+    """The whole attempt for the job: claim (or take over an attempt whose lease
+    expired), run with heartbeat, finish. The outcome's result is the task's status
+    after the finishing transition, ``taken_over`` for a finished takeover, or a
+    ``JobResult`` word saying why nothing (more) was done; each of those is logged as
+    one line (issue 17)."""
+    try:
+        return _attempt_run(task_id=task_id, worker=worker)
+    except (OperationalError, InterfaceError) as exc:
+        # The database went away (restart, failover, a killed backend): an outage, not a
+        # failed attempt. Every write so far was its own transaction, so nothing is
+        # half-written; drop the broken connection and leave the lease to expire: a
+        # redelivery takes the attempt over, or the reaper re-queues it.
+        log.warning(
+            "task %s: %s: the job lost its database connection (%s); a redelivery or the "
+            "reaper recovers the attempt",
+            task_id,
+            JobResult.DB_LOST,
+            _first_line(exc),
+        )
+        _close_quietly()
+        return AttemptOutcome(JobResult.DB_LOST)
 
-    app.send_task(VALIDATE_JOB_NAME, args=[task_id, attempt_index])
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
-def attempt_run(*, task_id: int, worker: str = "") -> Task | None:
-    """The whole attempt for the job: claim, run with heartbeat, finish. Returns the
-    task after the finishing transition, or None when there was nothing to do or the
-    lease was lost."""
-    claim = attempt_claim(task_id=task_id, worker=worker)
-    if claim is None:
-        return None
-    task = Task.objects.get(pk=task_id)
+def _close_quietly() -> None:
+    try:
+        connection.close()
+    except Exception:  # a connection already broken may fail to close; it is gone anyway
+        pass
+
+
+def _claim_or_take_over(*, task_id: int, worker: str) -> Claim | AttemptOutcome:
+    try:
+        return _claim_next(task_id=task_id, worker=worker)
+    except Task.DoesNotExist:
+        log.info("task %s: %s: the task no longer exists", task_id, JobResult.DUPLICATE)
+        return AttemptOutcome(JobResult.DUPLICATE)
+    except StaleAction as exc:
+        not_runnable = exc
+    try:
+        claim = attempt_takeover(task_id=task_id, worker=worker)
+    except LeaseHeld as exc:
+        log.info("task %s: %s: %s; this delivery does nothing", task_id, JobResult.LEASE_HELD, exc)
+        return AttemptOutcome(JobResult.LEASE_HELD)
+    except (StaleAction, Task.DoesNotExist):
+        log.info("task %s: %s: %s", task_id, JobResult.DUPLICATE, not_runnable)
+        return AttemptOutcome(JobResult.DUPLICATE)
+    if isinstance(claim, Task):
+        log.warning(
+            "task %s: %s: attempt %s's lease had expired and its re-runs are spent",
+            task_id,
+            claim.status,
+            claim.attempt_count,
+        )
+        return AttemptOutcome(claim.status, claim)
+    log.warning(
+        "task %s: %s: attempt %s's lease had expired; this delivery runs it",
+        task_id,
+        JobResult.TAKEN_OVER,
+        claim.attempt_index,
+    )
+    return claim
+
+
+def _attempt_run(*, task_id: int, worker: str) -> AttemptOutcome:
+    claimed = _claim_or_take_over(task_id=task_id, worker=worker)
+    if isinstance(claimed, AttemptOutcome):
+        return claimed
+    claim = claimed
+    bind_log_context(task_id=task_id, attempt=claim.attempt_index)
+    task = claim.task or Task.objects.get(pk=task_id)
     interval = max(settings.ATTEMPT_LEASE_SECONDS / 3, 1)
     result: AgentResult | None = None
     error = ""
@@ -245,27 +460,21 @@ def attempt_run(*, task_id: int, worker: str = "") -> Task | None:
         with Heartbeat(claim.fence, interval):
             result = attempt_execute(task=task, claim=claim)
     except LeaseLost as exc:
-        log.info("task %s attempt %s stopped: %s", task_id, claim.attempt_index, exc)
-        return None
+        log.info(
+            "task %s attempt %s: %s: %s", task_id, claim.attempt_index, JobResult.LEASE_LOST, exc
+        )
+        return AttemptOutcome(JobResult.LEASE_LOST)
     except DomainError as exc:  # e.g. a bad plan or model configuration
         error = exc.message
-    except (OperationalError, InterfaceError) as exc:
-        # The database went away (restart, failover, a killed backend): an outage, not a
-        # failed attempt. Every write so far was its own transaction, so nothing is
-        # half-written; drop the broken connection and leave the lease to expire: the
-        # reaper re-queues the attempt (bounded by ATTEMPT_MAX_REQUEUES).
-        log.warning(
-            "task %s attempt %s lost its database connection (%s); left to the reaper",
-            task_id,
-            claim.attempt_index,
-            exc,
-        )
-        connection.close()
-        return None
+    except (OperationalError, InterfaceError):
+        raise  # attempt_run: db_lost
     except Exception as exc:
         log.exception("task %s attempt %s crashed", task_id, claim.attempt_index)
         error = f"{type(exc).__name__}: {exc}"
-    return attempt_finish(claim=claim, result=result, error=error)
+    finished = attempt_finish(claim=claim, result=result, error=error)
+    if finished is None:
+        return AttemptOutcome(JobResult.LEASE_LOST)
+    return AttemptOutcome(JobResult.TAKEN_OVER if claim.taken_over else finished.status, finished)
 
 
 @dataclass
@@ -276,20 +485,21 @@ class ReapReport:
     revalidated: list[int] = field(default_factory=list)
 
 
-def attempt_reap(*, now: object = None) -> ReapReport:
+def attempt_reap(*, now: datetime | None = None) -> ReapReport:
     """Recover running attempts whose heartbeat is older than ATTEMPT_LEASE_SECONDS or
     missing: back to ``open`` and re-enqueued (at most ATTEMPT_MAX_REQUEUES times), else
     ``failed`` with the reason. Fresh attempts and needs_review are untouched. Runnable
     tasks left waiting a whole lease period get their job sent again."""
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)  # type: ignore[operator]
+    cutoff = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
     stale = list(
         Task.objects.filter(status=TaskStatus.RUNNING)
         .filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff))
-        .values_list("pk", "heartbeat_at", "requeue_count", "lease_token")
+        .values_list("pk", "heartbeat_at", "requeue_count", "lease_token", "agent")
     )
     report = ReapReport(requeued=[], failed=[])
-    for task_id, heartbeat_at, requeue_count, lease_token in stale:
+    for task_id, heartbeat_at, requeue_count, lease_token, agent in stale:
+        external = agent == TaskAgent.EXTERNAL
         seen = heartbeat_at.isoformat() if heartbeat_at else "never"
         try:
             with db_turn(), transaction.atomic():
@@ -301,24 +511,56 @@ def attempt_reap(*, now: object = None) -> ReapReport:
                 if locked.heartbeat_at is not None and locked.heartbeat_at >= cutoff:
                     continue
                 # The dead worker's runs would otherwise show "running" forever.
-                Run.objects.filter(
+                for run in Run.objects.filter(
                     task_id=task_id, attempt_index=locked.attempt_count, status=RunStatus.RUNNING
-                ).update(
-                    status=RunStatus.FAILED,
-                    finish_reason="lease_expired",
-                    error=f"The worker stopped (last heartbeat: {seen}); the run was abandoned.",
-                    finished_at=now,
+                ).only("pk"):
+                    services.run_finish(
+                        run=run,
+                        status=RunStatus.FAILED,
+                        finish_reason=RUN_LEASE_EXPIRED,
+                        error=(
+                            f"The external agent stopped (last heartbeat: {seen}); the run "
+                            "is unfinished."
+                            if external
+                            else f"The worker stopped (last heartbeat: {seen}); the run was "
+                            "abandoned."
+                        ),
+                        finished_at=now,
+                    )
+                # An external attempt (issue 14) goes back to open (its agent may submit
+                # again; no job is queued) or to failed, as EXTERNAL_ATTEMPT_STALE_ACTION says.
+                back_to_open = requeue_count < settings.ATTEMPT_MAX_REQUEUES and (
+                    not external or settings.EXTERNAL_ATTEMPT_STALE_ACTION == "open"
                 )
-                if requeue_count < settings.ATTEMPT_MAX_REQUEUES:
+                if back_to_open:
+                    # An internal attempt is re-run as the same attempt (issue 17: an
+                    # outage does not spend the task's attempts); an external agent
+                    # submits a new one.
                     services.task_transition(
                         task_id=task_id,
                         to_status=TaskStatus.OPEN,
                         lease_token=lease_token,
-                        reason=f"attempt lease expired (last heartbeat: {seen}); re-queued",
+                        reason=(
+                            f"external attempt lease expired (last heartbeat: {seen}); "
+                            "waiting for a new attempt"
+                            if external
+                            else f"attempt lease expired (last heartbeat: {seen}); attempt "
+                            f"{locked.attempt_count} re-queued (re-run {requeue_count + 1} of "
+                            f"at most {settings.ATTEMPT_MAX_REQUEUES})"
+                        ),
                         updates={"requeue_count": requeue_count + 1},
+                        rerun=not external,
                     )
                     services.attempt_enqueue(task_id)
                     report.requeued.append(task_id)
+                elif external and settings.EXTERNAL_ATTEMPT_STALE_ACTION == "failed":
+                    services.task_transition(
+                        task_id=task_id,
+                        to_status=TaskStatus.FAILED,
+                        lease_token=lease_token,
+                        reason=f"external attempt lease expired (last heartbeat: {seen})",
+                    )
+                    report.failed.append(task_id)
                 else:
                     services.task_transition(
                         task_id=task_id,
@@ -326,53 +568,110 @@ def attempt_reap(*, now: object = None) -> ReapReport:
                         lease_token=lease_token,
                         reason=(
                             f"attempt lease expired (last heartbeat: {seen}) and the task was "
-                            f"already re-queued {requeue_count} times"
+                            f"already re-run {requeue_count} times"
                         ),
                     )
                     report.failed.append(task_id)
         except (StaleAction, Task.DoesNotExist):
             continue
-    report.reenqueued = _reenqueue_waiting(cutoff=cutoff, now=now)
-    report.revalidated = _resend_stale_validations(cutoff=cutoff, now=now)
+    held = _HeldJobs()
+    report.reenqueued = _reenqueue_waiting(cutoff=cutoff, now=now, held=held)
+    report.revalidated = _resend_stale_validations(cutoff=cutoff, now=now, held=held)
     return report
 
 
-def _reenqueue_waiting(*, cutoff: object, now: object) -> list[int]:
-    """Runnable tasks (open/needs_revision, never needs_review) untouched for a whole
-    lease period get their job sent again, in case the first was lost (broker down at
-    commit time). A duplicate is harmless: only one delivery can claim the attempt.
-    Touching updated_at sends at most one extra job per lease period."""
+class _HeldJobs:
+    """The broker's queued and unacknowledged job ids, read at most once per sweep and
+    only when some task is waiting (issue 16)."""
+
+    def __init__(self) -> None:
+        self._ids: set[str] | None = None
+        self._waiting: set[str] = set()
+        self._read = False
+
+    def holds(self, job_id: str) -> bool:
+        """True when the broker still holds ``job_id`` (queued, or delivered to a worker
+        and not yet acknowledged: running); False when it is lost or the broker cannot
+        be inspected (then a re-send is the safe choice: duplicates are harmless)."""
+        if not self._read:
+            self._read = True
+            self._ids = held_job_ids()
+            # Recorded in the outbox and not published yet (the broker was down): the
+            # relay sends it; a re-send now would only add a copy (issue 17).
+            self._waiting = outbox_waiting_job_ids()
+        if job_id and job_id in self._waiting:
+            return True
+        return bool(job_id) and self._ids is not None and job_id in self._ids
+
+
+def _quiet_since(cutoff: datetime) -> Q:
+    """Neither changed nor re-sent since ``cutoff`` (issue 11: ``resent_at`` is the
+    re-send marker; ``updated_at`` only says the row changed)."""
+    return Q(updated_at__lt=cutoff) & (Q(resent_at__isnull=True) | Q(resent_at__lt=cutoff))
+
+
+def _resend_marked(
+    task_id: int,
+    *,
+    statuses: frozenset[str],
+    seen: tuple[datetime, datetime | None],
+    now: datetime,
+) -> str:
+    """Record a re-send: a new job id and ``resent_at``, conditional on the row being as
+    read (same status, ``seen`` = its updated_at and resent_at unchanged), so a
+    transition or a second reaper in between means no send. Returns the new job id, or
+    "" when the row moved on."""
+    updated_at, resent_at = seen
+    new_id = services.new_job_id()
+    touched = Task.objects.filter(
+        pk=task_id, status__in=statuses, updated_at=updated_at, resent_at=resent_at
+    ).update(resent_at=now, job_id=new_id)
+    return new_id if touched else ""
+
+
+def _reenqueue_waiting(*, cutoff: datetime, now: datetime, held: _HeldJobs) -> list[int]:
+    """Runnable tasks (open/needs_revision, never needs_review) neither changed nor
+    re-sent for a whole lease period whose job the broker no longer holds get it sent
+    again (it was lost: broker down at commit time, or a broker restart). A job still
+    waiting in the queue is left alone, however long the backlog. A duplicate is harmless
+    anyway: only one delivery can claim the attempt. ``resent_at`` spaces re-sends one
+    lease period apart."""
     waiting = list(
-        Task.objects.filter(status__in=RUNNABLE_STATUSES, updated_at__lt=cutoff).values_list(
-            "pk", "updated_at"
-        )
+        Task.objects.filter(_quiet_since(cutoff), status__in=RUNNABLE_STATUSES)
+        .exclude(agent=TaskAgent.EXTERNAL)  # waits for its agent, never re-queued (issue 14)
+        .values_list("pk", "updated_at", "resent_at", "job_id")
     )
     sent: list[int] = []
-    for task_id, updated_at in waiting:
+    for task_id, updated_at, resent_at, job_id in waiting:
+        if held.holds(job_id):
+            continue
         with db_turn(), transaction.atomic():
-            touched = Task.objects.filter(
-                pk=task_id, status__in=RUNNABLE_STATUSES, updated_at=updated_at
-            ).update(updated_at=now)
-            if touched:
-                services.attempt_enqueue(task_id)
+            new_id = _resend_marked(
+                task_id, statuses=RUNNABLE_STATUSES, seen=(updated_at, resent_at), now=now
+            )
+            if new_id:
+                services.attempt_enqueue(task_id, job_id=new_id)
                 sent.append(task_id)
     return sent
 
 
-def _resend_stale_validations(*, cutoff: object, now: object) -> list[int]:
+def _resend_stale_validations(*, cutoff: datetime, now: datetime, held: _HeldJobs) -> list[int]:
     """Tasks in ``validating`` for a whole lease period with no snapshot of their
-    current attempt get the validation job sent again: the first one was lost (broker
-    down at commit, or the message dropped). The validation job is idempotent, so a
-    duplicate writes nothing; touching updated_at sends at most one per lease period."""
+    current attempt, whose validation job the broker no longer holds, get it sent again:
+    the first one was lost (broker down at commit, or the message dropped). A second
+    copy never calls the model twice (the validation claims first); ``resent_at`` sends
+    at most one per lease period."""
     from evidence_app.models import ValidationSnapshot
 
     waiting = list(
-        Task.objects.filter(status=TaskStatus.VALIDATING, updated_at__lt=cutoff).values_list(
-            "pk", "updated_at", "attempt_count"
+        Task.objects.filter(_quiet_since(cutoff), status=TaskStatus.VALIDATING).values_list(
+            "pk", "updated_at", "resent_at", "attempt_count", "job_id"
         )
     )
     sent: list[int] = []
-    for task_id, updated_at, attempt_index in waiting:
+    for task_id, updated_at, resent_at, attempt_index, job_id in waiting:
+        if held.holds(job_id):
+            continue  # still queued or running: never a second copy (issue 16)
         if (
             ValidationSnapshot.objects.originals()
             .filter(task_id=task_id, attempt_index=attempt_index)
@@ -380,10 +679,13 @@ def _resend_stale_validations(*, cutoff: object, now: object) -> list[int]:
         ):
             continue
         with db_turn(), transaction.atomic():
-            touched = Task.objects.filter(
-                pk=task_id, status=TaskStatus.VALIDATING, updated_at=updated_at
-            ).update(updated_at=now)
-            if touched:
-                transaction.on_commit(lambda t=task_id, a=attempt_index: _send_validation(t, a))
+            new_id = _resend_marked(
+                task_id,
+                statuses=frozenset({TaskStatus.VALIDATING}),
+                seen=(updated_at, resent_at),
+                now=now,
+            )
+            if new_id:
+                services.validation_enqueue(task_id, attempt_index, job_id=new_id)
                 sent.append(task_id)
     return sent

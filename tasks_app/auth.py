@@ -20,7 +20,7 @@ from ninja.errors import AuthorizationError
 from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
-from tasks_app.errors import InvalidInput
+from project.errors import InvalidInput
 from tasks_app.models import ApiToken, hash_token
 
 # Writing last_used_at on every request would turn each read into a write; once a
@@ -46,6 +46,8 @@ class BearerTokenAuth(HttpBearer):
         if api_token.last_used_at is None or now - api_token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=api_token.pk).update(last_used_at=now)
         request.user = api_token.user
+        # Webhooks registered with a token stop when it is revoked (issue 14).
+        request.api_token = api_token  # type: ignore[attr-defined]
         return api_token.user
 
 

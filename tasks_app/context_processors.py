@@ -4,9 +4,21 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from tasks_app.roles import is_operator, is_reviewer
+from project.roles import is_operator, is_reviewer
 
 
 def roles(request: HttpRequest) -> dict[str, Any]:
     user = getattr(request, "user", None)
-    return {"is_reviewer": is_reviewer(user), "is_operator": is_operator(user)}
+    return {
+        "is_reviewer": is_reviewer(user),
+        "is_operator": is_operator(user),
+        "has_admin": has_admin_access(user),
+    }
+
+
+def has_admin_access(user: Any) -> bool:
+    """The admin link only for people the admin lets in and shows something to (issue
+    13): staff with at least one permission, or a superuser."""
+    if not (getattr(user, "is_active", False) and getattr(user, "is_staff", False)):
+        return False
+    return bool(user.is_superuser or user.get_all_permissions())

@@ -6,11 +6,10 @@ import json
 from typing import Any
 
 from django import forms
-from django.conf import settings
 
 from evidence_app.models import FailureCategory, ValidationStatus
+from tasks_app.agents.plans import parse_plan
 from tasks_app.models import ValidationPolicy
-from tasks_app.states import TaskStatus
 
 FEEDBACK_CHOICES = [
     ("satisfied", "Satisfied"),
@@ -20,12 +19,8 @@ FEEDBACK_CHOICES = [
 
 
 def validate_plan(raw: dict[str, Any]) -> dict[str, Any]:
-    """Check a team plan with the runtime's schema (``tasks_app.agents.plans``) when it
-    is installed; the plan is stored as the person wrote it."""
-    try:
-        from tasks_app.agents.plans import parse_plan
-    except ImportError:
-        return raw
+    """Check a team plan with the runtime's schema (``tasks_app.agents.plans``); the
+    plan is stored as the person wrote it."""
     try:
         parse_plan(raw)
     except Exception as exc:  # InvalidInput with pydantic's message
@@ -67,6 +62,27 @@ class TaskCreateForm(forms.Form):
     validation_policy = forms.ChoiceField(
         choices=ValidationPolicy.choices, initial=ValidationPolicy.ALWAYS
     )
+    validation_keywords = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Keywords",
+        help_text="For the keyword policy: words separated by commas; the answer is "
+        "validated when the request mentions one of them.",
+    )
+
+    def clean_validation_keywords(self) -> list[str]:
+        raw = self.cleaned_data.get("validation_keywords", "")
+        return [w.strip() for w in raw.split(",") if w.strip()]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("validation_policy") == ValidationPolicy.KEYWORDS and not data.get(
+            "validation_keywords"
+        ):
+            self.add_error(
+                "validation_keywords", "Name at least one keyword for the keyword policy."
+            )
+        return data
 
     def clean_plan(self) -> dict[str, Any]:
         raw = self.cleaned_data.get("plan", "").strip()
@@ -104,6 +120,15 @@ CLAIM_CHOICES = [
 ]
 
 
+ASSIGNED_CHOICES = [
+    ("", "Anyone or no one"),
+    ("mine", "Assigned to me"),
+    ("unassigned", "Not assigned"),
+]
+
+QUEUE_FILTER_KEYS = ("q", "category", "vstatus", "claimed", "assigned")
+
+
 class QueueFilterForm(forms.Form):
     q = forms.CharField(required=False, max_length=200, label="Search title")
     category = forms.ChoiceField(
@@ -117,62 +142,4 @@ class QueueFilterForm(forms.Form):
         label="Validator status",
     )
     claimed = forms.ChoiceField(required=False, choices=CLAIM_CHOICES, label="Claim")
-
-
-class ReplayForm(forms.Form):
-    template = forms.ChoiceField(choices=[], required=False, label="Prompt template")
-    model = forms.CharField(max_length=200, required=False, label="Validator model")
-
-    def __init__(self, *args: Any, template_names: list[str] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        names = template_names or []
-        self.fields["template"].choices = [("", "Same as the original"), *[(n, n) for n in names]]
-        self.fields["model"].initial = settings.VALIDATOR_MODEL
-        self.fields[
-            "model"
-        ].help_text = (
-            "e.g. offline:judge, openai:gpt-4.1, anthropic:claude-sonnet-4-5, compat:llama3"
-        )
-
-
-class BulkReplayForm(forms.Form):
-    """Filters for a bulk replay (V9); the page shows the estimate before anything runs."""
-
-    task_statuses = forms.MultipleChoiceField(
-        choices=TaskStatus.choices,
-        required=False,
-        widget=forms.CheckboxSelectMultiple,
-        label="Task status",
-    )
-    validator_statuses = forms.MultipleChoiceField(
-        choices=ValidationStatus.choices,
-        required=False,
-        widget=forms.CheckboxSelectMultiple,
-        label="Latest verdict",
-    )
-    task_ids = forms.CharField(
-        required=False, max_length=2000, label="Task ids", help_text="e.g. 3, 7, 12"
-    )
-    since_days = forms.IntegerField(
-        required=False, min_value=1, max_value=3650, label="Validated in the last N days"
-    )
-    template = forms.ChoiceField(choices=[], required=False, label="Prompt template")
-    model = forms.CharField(max_length=200, required=False, label="Validator model")
-
-    def __init__(self, *args: Any, template_names: list[str] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["template"].choices = [
-            ("", "Same as each original"),
-            *[(n, n) for n in template_names or []],
-        ]
-
-    def clean_task_ids(self) -> list[int]:
-        raw = self.cleaned_data.get("task_ids", "")
-        ids: list[int] = []
-        for part in raw.replace(" ", ",").split(","):
-            if not part:
-                continue
-            if not part.isdigit():
-                raise forms.ValidationError(f"'{part}' is not a task id.")
-            ids.append(int(part))
-        return ids
+    assigned = forms.ChoiceField(required=False, choices=ASSIGNED_CHOICES, label="Assigned")

@@ -1,22 +1,28 @@
-"""Celery jobs of the agent runtime (SPEC X1, S4, S5). Thin: ids in, one service call.
+"""Celery jobs of the agent runtime (X1, S4, S5). Thin: ids in, one service call.
 
-Enqueued with ``delay_on_commit`` (``tasks_app.services.attempt_enqueue``); a
-redelivered or duplicated job finds the attempt already claimed or finished and does
-nothing.
+Enqueued through the outbox (``tasks_app.services.attempt_enqueue``); a redelivered
+or duplicated job finds the attempt already claimed (``lease_held``) or finished
+(``duplicate``) and does nothing, or takes over an attempt whose lease expired.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 
 from tasks_app.attempts import attempt_reap, attempt_run
+from tasks_app.otlp.ingest import otlp_due_traces, otlp_trace_assemble
 
 
 @shared_task(name="tasks_app.run_attempt", bind=True)
-def run_attempt_job(self, task_id: int) -> str:  # type: ignore[no-untyped-def]
-    """Run the next attempt of ``task_id`` if it is runnable (open/needs_revision)."""
-    task = attempt_run(task_id=int(task_id), worker=str(self.request.hostname or ""))
-    return task.status if task is not None else "skipped"
+def run_attempt_job(self: Any, task_id: int) -> str:
+    """Run the next attempt of ``task_id`` if it is runnable (open/needs_revision), or
+    take over its running attempt whose lease expired (issue 17). Returns the task's
+    status after the attempt, ``taken_over``, or why nothing was done: ``duplicate``,
+    ``lease_held``, ``lease_lost``, ``db_lost`` (``tasks_app.attempts.JobResult``)."""
+    outcome = attempt_run(task_id=int(task_id), worker=str(self.request.hostname or ""))
+    return outcome.result
 
 
 @shared_task(name="tasks_app.reap_attempts")
@@ -29,3 +35,66 @@ def reap_attempts_job() -> dict[str, list[int]]:
         "reenqueued": report.reenqueued,
         "revalidated": report.revalidated,
     }
+
+
+@shared_task(name="tasks_app.relay_outbox")
+def relay_outbox_job() -> int:
+    """Periodic (Celery beat) and at worker start: publish the jobs recorded while the
+    broker was down, oldest first (issue 17)."""
+    from tasks_app.outbox import outbox_relay
+
+    return outbox_relay()
+
+
+@shared_task(name="tasks_app.otlp_assemble_traces", bind=True)
+def otlp_assemble_traces_job(self, trace_pks: list[int]) -> dict[str, int]:
+    """Turn complete OTLP traces into attempts; the ones still receiving spans are looked
+    at again when their quiet period has passed (issue 15). Each trace is submitted once:
+    a duplicate job finds it done."""
+    outcomes: dict[str, int] = {}
+    waiting: list[tuple[int, float]] = []
+    for trace_pk in trace_pks:
+        outcome = otlp_trace_assemble(trace_pk=int(trace_pk))
+        outcomes[outcome.outcome] = outcomes.get(outcome.outcome, 0) + 1
+        if outcome.outcome == "wait":
+            waiting.append((int(trace_pk), outcome.wait_seconds))
+    if waiting and not self.app.conf.task_always_eager:
+        # In eager mode (tests, debugging) the maintenance sweep picks them up instead of
+        # an in-process loop of countdowns.
+        self.apply_async(
+            args=[[pk for pk, _ in waiting]], countdown=max(0.5, max(w for _, w in waiting))
+        )
+    return outcomes
+
+
+@shared_task(name="tasks_app.otlp_sweep")
+def otlp_sweep_job() -> list[int]:
+    """Periodic: assemble complete traces whose job was lost (a broker restart)."""
+    done = []
+    for trace_pk in otlp_due_traces():
+        if otlp_trace_assemble(trace_pk=trace_pk).outcome == "submitted":
+            done.append(trace_pk)
+    return done
+
+
+@shared_task(name="tasks_app.deliver_webhooks")
+def deliver_webhooks_job(endpoint_id: int, task_id: int) -> str:
+    """Send the pending webhook deliveries of one (endpoint, task) pair, in order
+    (issue 14). A duplicate finds them claimed or sent and does nothing."""
+    from tasks_app.webhooks import webhook_send_pending
+
+    return webhook_send_pending(endpoint_id=int(endpoint_id), task_id=int(task_id))
+
+
+@shared_task(name="tasks_app.sweep_webhooks")
+def sweep_webhooks_job() -> int:
+    """Periodic (Celery beat): re-send jobs for due deliveries whose job was lost, and
+    forget Idempotency-Key responses older than their time to live and outbox rows
+    published more than a day ago."""
+    from tasks_app.idempotency import idempotency_purge
+    from tasks_app.outbox import outbox_purge
+    from tasks_app.webhooks import webhook_sweep
+
+    idempotency_purge()
+    outbox_purge()
+    return len(webhook_sweep())

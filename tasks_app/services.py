@@ -1,37 +1,129 @@
-"""Every write that changes a task's state (SPEC S3, S5, U3).
+"""Every write that changes a task's state (S3, S5, U3).
 
 ``task_transition`` is the only place that assigns ``Task.status``. It locks the row,
 checks the one transition table, applies the change and writes a ``TaskEvent``, all in
-one transaction.
+one transaction. It also owns the fields that follow from the status (issue 11): the
+version, the attempt number and lease (written on entering ``running``, cleared on
+leaving it) and the review claim (cleared when the task leaves review); its ``updates``
+may not touch them. Claims change hands only through ``task_claim`` and
+``task_release_claim``, which write a ``ClaimEvent``; ``Run.status`` only through
+``run_finish``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import logging
+import secrets
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
+from project.errors import ClaimConflict, IllegalTransition, InvalidInput, StaleAction
+from project.logs import bind as bind_log_context
 from tasks_app import states
-from tasks_app.errors import ClaimConflict, IllegalTransition, InvalidInput, StaleAction
+from tasks_app.agents.db import db_turn
 from tasks_app.models import (
+    ClaimEvent,
+    ClaimEventKind,
     Feedback,
     FeedbackAction,
+    Run,
+    RunStatus,
+    ServiceHeartbeat,
     Task,
+    TaskAgent,
     TaskEvent,
     ValidationOutcome,
     ValidationPolicy,
 )
+from tasks_app.outbox import outbox_send
 from tasks_app.states import TaskStatus
 
+if TYPE_CHECKING:
+    from tasks_app.agents.recorder import Fence
 
-def attempt_enqueue(task_id: int) -> None:
-    """Queue the next attempt of a task once the current transaction commits (a
-    rolled-back transaction queues nothing). Redelivery is harmless: the job claims."""
+log = logging.getLogger(__name__)
+
+# Fields only task_transition (status, version, attempt, lease, claim), the claim and
+# assignment services and the reaper's re-send write: ``updates`` naming one is a bug.
+TRANSITION_OWNED_FIELDS = frozenset(
+    {
+        "status",
+        "version",
+        "attempt_count",
+        "attempt_interrupted",
+        "lease_token",
+        "heartbeat_at",
+        "claimed_by",
+        "claimed_by_id",
+        "claimed_at",
+        "assigned_to",
+        "assigned_to_id",
+        "resent_at",
+        "updated_at",
+    }
+)
+
+
+def _refuse_owned(updates: dict[str, Any]) -> None:
+    owned = sorted(TRANSITION_OWNED_FIELDS.intersection(updates))
+    if owned:
+        raise ValueError(
+            f"task_transition(updates=...) may not set {', '.join(owned)}: the transition "
+            "service (or the claim service) is the one writer of those fields"
+        )
+
+
+def new_job_id() -> str:
+    """A Celery job id chosen before sending, so it can be stored with the task."""
+    return str(uuid.uuid4())
+
+
+def job_send_on_commit(job: Any, args: tuple[Any, ...], *, task_id: int, job_id: str = "") -> str:
+    """Record ``job`` in the outbox in the current transaction and publish it once the
+    transaction commits (a rolled-back transaction sends nothing; a broker that is down
+    leaves it to the outbox relay, issue 17) under a job id stored on the task, so the
+    reaper can ask the broker whether it is still queued (issue 16). Pass ``job_id`` when
+    the caller already wrote it to the task row (saves a statement); returns the id."""
+    if not job_id:
+        job_id = new_job_id()
+        Task.objects.filter(pk=task_id).update(job_id=job_id)
+    outbox_send(job.name, args, job_id=job_id, task_ref=task_id)
+    return job_id
+
+
+def job_enqueue(job: Any, args: tuple[Any, ...], *, task_ref: int | None = None) -> str:
+    """Send ``job`` through the outbox once the current transaction commits, for jobs
+    whose id the task does not record (a replay); returns the job id (issue 17)."""
+    job_id = new_job_id()
+    outbox_send(job.name, args, job_id=job_id, task_ref=task_ref)
+    return job_id
+
+
+def attempt_enqueue(task_id: int, *, job_id: str = "") -> str:
+    """Queue the next attempt of a task once the current transaction commits.
+    Redelivery is harmless: the job claims. External tasks get no job: their agent
+    submits attempts through the API (issue 14); returns "" then."""
     from tasks_app.jobs import run_attempt_job
 
-    run_attempt_job.delay_on_commit(task_id)
+    if Task.objects.filter(pk=task_id, agent=TaskAgent.EXTERNAL).exists():
+        return ""
+
+    return job_send_on_commit(run_attempt_job, (task_id,), task_id=task_id, job_id=job_id)
+
+
+def validation_enqueue(task_id: int, attempt_index: int, *, job_id: str = "") -> str:
+    """Queue the validation of ``attempt_index`` once the current transaction commits."""
+    from evidence_app.jobs import validate_attempt_job
+
+    return job_send_on_commit(
+        validate_attempt_job, (task_id, attempt_index), task_id=task_id, job_id=job_id
+    )
 
 
 @transaction.atomic
@@ -41,18 +133,33 @@ def task_transition(
     to_status: str,
     actor: Any = None,
     actor_kind: str = "system",
-    reason: str = "",
+    reason: str | Callable[[Task], str] = "",
     expected_from: str | set[str] | frozenset[str] | None = None,
     expected_version: int | None = None,
+    expected_attempt: int | None = None,
     lease_token: str | None = None,
-    updates: dict[str, Any] | None = None,
+    updates: dict[str, Any] | Callable[[Task], dict[str, Any]] | None = None,
+    on_applied: Callable[[Task], object] | None = None,
+    rerun: bool = False,
 ) -> Task:
     """Move a task to ``to_status`` atomically and record a ``TaskEvent``.
 
-    ``expected_from``/``expected_version`` refuse a change based on a stale view
-    (StaleAction); ``lease_token`` fences a worker whose lease was taken over. An edge
-    missing from the transition table raises ``IllegalTransition``.
+    ``expected_from``/``expected_version``/``expected_attempt`` refuse a change based on
+    a stale view (StaleAction); ``lease_token`` fences a worker whose lease was taken
+    over. An edge missing from the transition table raises ``IllegalTransition``.
+    Entering ``running`` starts the next attempt: ``attempt_count + 1`` and a new lease
+    (read it from the returned task); ``running`` -> ``running`` (a takeover) keeps the
+    attempt and writes a new lease, and so does the claim after ``rerun=True`` (the
+    reaper's ``running`` -> ``open`` of an attempt whose worker died: an infrastructure
+    re-run, not a new attempt, issue 17); any other status releases the lease. Leaving
+    review ends a claim (with a ``ClaimEvent``). ``reason`` and ``updates`` may be
+    functions of the locked row; ``updates`` naming a field this service owns
+    (``TRANSITION_OWNED_FIELDS``) raises ValueError and nothing is written.
+    ``on_applied`` writes what must commit with the change (a verdict), in the same
+    transaction, so hot paths need no outer transaction and no savepoint.
     """
+    if isinstance(updates, dict):
+        _refuse_owned(updates)
     # Row lock: two concurrent actions (two reviewers, a reviewer and a worker) are
     # serialised here, so the second one sees the first one's result and is judged on it.
     task = Task.objects.select_for_update().get(pk=task_id)
@@ -62,6 +169,10 @@ def task_transition(
     if expected_version is not None and task.version != expected_version:
         raise StaleAction(
             f"Task {task_id} changed since you loaded it (now '{from_status}'). Reload and retry."
+        )
+    if expected_attempt is not None and task.attempt_count != expected_attempt:
+        raise StaleAction(
+            f"Task {task_id} is at attempt {task.attempt_count}, not {expected_attempt}."
         )
     if expected_from is not None:
         allowed = {expected_from} if isinstance(expected_from, str) else set(expected_from)
@@ -75,19 +186,53 @@ def task_transition(
     task.status = to_status
     task.version = task.version + 1
     changed = ["status", "version", "updated_at"]
+    if callable(updates):
+        updates = updates(task)
+        _refuse_owned(updates)
+    if callable(reason):
+        reason = reason(task)
     for field, value in (updates or {}).items():
         setattr(task, field, value)
         changed.append(field)
-    if to_status not in states.EXECUTION_ACTIVE_STATUSES:
-        # No attempt runs any more: release the lease so a late worker is fenced out.
-        task.lease_token = ""
-        task.heartbeat_at = None
-        changed += ["lease_token", "heartbeat_at"]
     if to_status not in states.USER_ACTION_STATUSES:
         # A claim only means something while a person is expected to act.
+        if task.claimed_by_id is not None:
+            _claim_event(
+                task,
+                kind=ClaimEventKind.RELEASED,
+                actor=actor,
+                actor_kind=actor_kind,
+                reason=f"the task moved to {to_status}",
+                task_status=from_status,
+            )
         task.claimed_by = None
         task.claimed_at = None
         changed += ["claimed_by", "claimed_at"]
+    if to_status == TaskStatus.RUNNING:
+        # The next attempt starts, under a lease of its own: its worker holds the token,
+        # refreshes the heartbeat, and every result write is fenced by the token (X1).
+        # running -> running is a takeover of the same attempt (issue 17): a new lease
+        # fences the previous worker out; the attempt number stays.
+        if from_status != TaskStatus.RUNNING and not task.attempt_interrupted:
+            task.attempt_count = task.attempt_count + 1
+        task.attempt_interrupted = False
+        task.lease_token = secrets.token_hex(16)
+        task.heartbeat_at = timezone.now()
+        changed += ["attempt_count", "attempt_interrupted", "lease_token", "heartbeat_at"]
+    else:
+        # No attempt runs any more (the answer is with the validator, or the task moved
+        # on): release the lease so a late worker is fenced out.
+        task.lease_token = ""
+        task.heartbeat_at = None
+        changed += ["lease_token", "heartbeat_at"]
+        if rerun or task.attempt_interrupted:
+            # Only an attempt re-queued after its worker died is re-run (issue 17).
+            task.attempt_interrupted = rerun and from_status == TaskStatus.RUNNING
+            changed.append("attempt_interrupted")
+    if from_status == TaskStatus.VALIDATING and to_status != TaskStatus.VALIDATING:
+        # The validation (if any) is over: the next attempt's validation claims afresh.
+        task.validation_claimed_at = None
+        changed.append("validation_claimed_at")
     task.save(update_fields=sorted(set(changed)))
     TaskEvent.objects.create(
         task=task,
@@ -97,6 +242,33 @@ def task_transition(
         actor_kind=actor_kind,
         reason=reason,
         attempt_index=task.attempt_count,
+    )
+    if on_applied is not None:
+        on_applied(task)
+    # Webhook deliveries (issue 14) are written here, in the same transaction, so no
+    # status change can skip its events and a rolled-back one sends none; after
+    # on_applied, whose verdict validation.completed carries.
+    from tasks_app.webhooks import webhook_events_for_transition
+
+    webhook_events_for_transition(
+        task=task,
+        from_status=from_status,
+        to_status=to_status,
+        actor_kind=actor_kind,
+        reason=reason,
+    )
+    log.info(
+        "task %s: %s -> %s",
+        task_id,
+        from_status,
+        to_status,
+        extra={
+            "event": "transition",
+            "task_id": task_id,
+            "from_status": from_status,
+            "to_status": to_status,
+            "actor_kind": actor_kind,
+        },
     )
     return task
 
@@ -112,16 +284,22 @@ def task_create(
     validation_policy: str = ValidationPolicy.ALWAYS,
     validation_keywords: list[str] | None = None,
     max_attempts: int | None = None,
+    agent: str = TaskAgent.INTERNAL,
     enqueue: bool = True,
 ) -> Task:
-    """Create a task in ``open`` and queue its first attempt after commit."""
+    """Create a task in ``open`` and queue its first attempt after commit; an external
+    task (issue 14) waits for its agent to submit one through the API."""
     request = request.strip()
     if not request:
         raise InvalidInput("request must not be empty")
     if validation_policy not in ValidationPolicy.values:
         raise InvalidInput(f"unknown validation_policy '{validation_policy}'")
+    if agent not in TaskAgent.values:
+        raise InvalidInput(f"unknown agent '{agent}' (use internal or external)")
+    job_id = new_job_id() if enqueue and agent == TaskAgent.INTERNAL else ""
     task = Task.objects.create(
         owner=owner,
+        job_id=job_id,
         title=(title.strip() or _title_from(request))[:300],
         request=request,
         rules=rules,
@@ -129,9 +307,13 @@ def task_create(
         validation_policy=validation_policy,
         validation_keywords=validation_keywords or [],
         max_attempts=max_attempts or settings.MAX_ATTEMPTS,
+        agent=agent,
     )
-    if enqueue:
-        attempt_enqueue(task.pk)
+    if enqueue and agent == TaskAgent.INTERNAL:
+        attempt_enqueue(task.pk, job_id=job_id)
+    # The rest of this request's log lines (and the job it queues) name the new task.
+    bind_log_context(task_id=task.pk)
+    log.info("task %s created", task.pk, extra={"event": "task_created"})
     return task
 
 
@@ -201,6 +383,16 @@ def task_apply_feedback(
             if validator_status == ValidationStatus.ACCEPTED
             else ValidationOutcome.FORCE_ACCEPTED
         )
+    # The feedback row first: the transition's webhook payload (issue 14) carries the
+    # person's comment. Both are in this transaction; a refused transition keeps neither.
+    Feedback.objects.create(
+        task=locked,
+        author=actor if getattr(actor, "is_authenticated", False) else None,
+        action=action,
+        comment=comment,
+        attempt_index=locked.attempt_count,
+        validator_status=validator_status,
+    )
     task = task_transition(
         task_id=task_id,
         to_status=FEEDBACK_TARGETS[action],
@@ -209,14 +401,6 @@ def task_apply_feedback(
         reason=f"{action.label}: {comment}" if comment else action.label,
         expected_version=expected_version,
         updates=updates,
-    )
-    Feedback.objects.create(
-        task=task,
-        author=actor if getattr(actor, "is_authenticated", False) else None,
-        action=action,
-        comment=comment,
-        attempt_index=task.attempt_count,
-        validator_status=validator_status,
     )
     if action == FeedbackAction.REVISE:
         attempt_enqueue(task.pk)
@@ -238,15 +422,51 @@ def task_add_note(*, task_id: int, actor: Any, comment: str) -> Feedback:
     )
 
 
+def _claim_event(
+    task: Task,
+    *,
+    kind: str,
+    actor: Any,
+    actor_kind: str = "user",
+    reason: str = "",
+    task_status: str = "",
+    at: Any = None,
+) -> ClaimEvent:
+    """Record the claim on the locked ``task`` changing hands; call before changing it,
+    so the row still names the previous holder."""
+    return ClaimEvent.objects.create(
+        task=task,
+        kind=kind,
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        actor_kind=actor_kind,
+        previous_holder_id=task.claimed_by_id,
+        previous_claimed_at=task.claimed_at,
+        task_status=task_status or task.status,
+        attempt_index=task.attempt_count,
+        reason=reason,
+        at=at or timezone.now(),
+    )
+
+
 @transaction.atomic
 def task_claim(*, task_id: int, reviewer: Any, force: bool = False) -> Task:
-    """Claim a task for review (U3). A live claim by someone else is refused unless forced."""
+    """Claim a task for review (U3). A live claim by someone else is refused unless
+    forced: then it is a take-over. Writes a ``ClaimEvent`` naming the previous holder."""
     now = timezone.now()
+    # Row lock: two reviewers claiming at once are serialised, so the second one sees
+    # the first one's claim and is refused (or takes it over, and says so).
     task = Task.objects.select_for_update().get(pk=task_id)
     if task.is_terminal:
         raise StaleAction(f"Task {task_id} is '{task.status}'; there is nothing to review.")
-    if task.claim_is_live(now) and task.claimed_by_id != reviewer.pk and not force:
+    someone_else_holds = task.claim_is_live(now) and task.claimed_by_id != reviewer.pk
+    if someone_else_holds and not force:
         raise ClaimConflict(f"Task {task_id} is already claimed by {task.claimed_by}.")
+    _claim_event(
+        task,
+        kind=ClaimEventKind.TAKEN_OVER if someone_else_holds else ClaimEventKind.CLAIMED,
+        actor=reviewer,
+        at=now,
+    )
     task.claimed_by = reviewer
     task.claimed_at = now
     task.save(update_fields=["claimed_by", "claimed_at", "updated_at"])
@@ -255,10 +475,86 @@ def task_claim(*, task_id: int, reviewer: Any, force: bool = False) -> Task:
 
 @transaction.atomic
 def task_release_claim(*, task_id: int, reviewer: Any, force: bool = False) -> Task:
+    """Give up a claim (U3); someone else's live claim only with ``force``. Writes a
+    ``ClaimEvent``; releasing when nobody holds the claim changes nothing."""
     task = Task.objects.select_for_update().get(pk=task_id)
     if task.claimed_by_id not in (None, reviewer.pk) and task.claim_is_live() and not force:
         raise ClaimConflict(f"Task {task_id} is claimed by {task.claimed_by}, not by you.")
+    if task.claimed_by_id is None:
+        return task
+    _claim_event(task, kind=ClaimEventKind.RELEASED, actor=reviewer)
     task.claimed_by = None
     task.claimed_at = None
     task.save(update_fields=["claimed_by", "claimed_at", "updated_at"])
     return task
+
+
+@transaction.atomic
+def task_assign(*, task_id: int, assignee: Any | None, actor: Any) -> Task:
+    """Assign a task to a reviewer, or clear the assignment with ``assignee=None``
+    (issue 13). Only open tasks can be assigned; the assignment is advice, not a lock."""
+    from project.roles import is_reviewer
+
+    task = Task.objects.select_for_update().get(pk=task_id)
+    if task.is_terminal:
+        raise StaleAction(f"Task {task_id} is '{task.status}'; there is nothing to assign.")
+    if assignee is not None and not is_reviewer(assignee):
+        raise InvalidInput(f"{assignee} is not a reviewer.")
+    task.assigned_to = assignee
+    task.save(update_fields=["assigned_to", "updated_at"])
+    return task
+
+
+# --- Runs ------------------------------------------------------------------------------
+
+RUN_END_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED})
+
+
+def run_finish(*, run: Run, status: str, fence: Fence | None = None, **values: Any) -> Run:
+    """The one writer of ``Run.status`` (issue 11): end ``run`` as ``completed`` or
+    ``failed`` with its final columns (``values``: finish_reason, output_text, error,
+    finished_at, ...). With ``fence`` the write holds the attempt's lease (one statement
+    on PostgreSQL) and raises ``LeaseLost``, writing nothing, when the lease is gone;
+    without, it is one UPDATE (the recorder's bookkeeping after a lost lease, an external
+    agent's run, the reaper's verdict on a dead worker's run)."""
+    if status not in RUN_END_STATUSES:
+        raise ValueError(f"a run ends completed or failed, not {status!r}")
+    fields = {"status": status, **values}
+    if fence is not None:
+        from tasks_app.agents.recorder import fenced_update
+
+        if connection.vendor == "postgresql":
+            fenced_update(fence, Run, run.pk, fields)
+        else:
+            with fence.write():
+                Run.objects.filter(pk=run.pk).update(**fields)
+    else:
+        with db_turn():
+            Run.objects.filter(pk=run.pk).update(**fields)
+    for name, value in fields.items():
+        setattr(run, name, value)
+    return run
+
+
+# --- Heartbeats of background processes (issue 18) --------------------------------------
+
+
+@transaction.atomic
+def heartbeat_record(
+    *, kind: str, name: str, queues: list[str], detail: dict[str, Any] | None = None
+) -> None:
+    """Upsert the liveness row of a worker, beat or queue round trip (project.heartbeats)."""
+    now = timezone.now()
+    ServiceHeartbeat.objects.update_or_create(
+        kind=kind,
+        name=name[:200],
+        defaults={"queues": queues, "detail": detail or {}, "seen_at": now},
+    )
+    # Rows of processes that died without a clean shutdown: gone after a day.
+    ServiceHeartbeat.objects.filter(seen_at__lt=now - timedelta(days=1)).delete()
+
+
+@transaction.atomic
+def heartbeat_forget(*, kind: str, name: str) -> None:
+    """Remove a row on a clean stop, so readiness reflects it at once."""
+    ServiceHeartbeat.objects.filter(kind=kind, name=name).delete()

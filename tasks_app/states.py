@@ -1,4 +1,4 @@
-"""Task statuses and the one transition table (SPEC S1–S3).
+"""Task statuses and the one transition table (S1–S3).
 
 Nothing else in the code base decides which status may follow which: the service
 ``tasks_app.services.task_transition`` consults ``TRANSITIONS`` and nothing else.
@@ -36,8 +36,9 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     # An attempt starts; or the requester gives up before it did.
     S.OPEN: frozenset({S.RUNNING, S.ABANDONED}),
     # The attempt produced an answer (validating), none (failed), or was re-queued by
-    # the reaper after its worker died (open).
-    S.RUNNING: frozenset({S.VALIDATING, S.FAILED, S.OPEN, S.ABANDONED}),
+    # the reaper after its worker died (open). running -> running: a redelivered job
+    # takes over the same attempt whose lease expired, under a new lease (issue 17).
+    S.RUNNING: frozenset({S.RUNNING, S.VALIDATING, S.FAILED, S.OPEN, S.ABANDONED}),
     # V2: accepted, doubtful or validator error, rejected with attempts left, or
     # rejected on the last attempt with no usable answer.
     S.VALIDATING: frozenset(

@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tasks_app import views, views_operator, views_review
+from tasks_app import views, views_knowledge, views_review
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("tasks/mine/", views.my_tasks, name="my_tasks"),
     path("tasks/", views.task_list_all, name="task_list_all"),
     path("tasks/new/", views.task_new, name="task_new"),
     path("tasks/<int:task_id>/", views.task_detail, name="task_detail"),
@@ -30,20 +31,17 @@ urlpatterns = [
         name="evidence_content",
     ),
     path(
+        "tasks/<int:task_id>/validations/<int:snapshot_id>/claims/<str:claim_id>/",
+        views.claim_evidence,
+        name="claim_evidence",
+    ),
+    path(
         "tasks/<int:task_id>/runs/<int:run_id>/transcript/",
         views.run_transcript,
         name="run_transcript",
     ),
+    path("tasks/<int:task_id>/assign/", views_review.task_assign, name="task_assign"),
     path("review/", views_review.review_queue, name="review_queue"),
-    path("ops/", views_operator.ops_index, name="ops_index"),
-    path("ops/templates/", views_operator.ops_templates, name="ops_templates"),
-    path("ops/tasks/<int:task_id>/inputs/", views_operator.ops_task_inputs, name="ops_task_inputs"),
-    path("ops/requests/", views_operator.ops_llm_requests, name="ops_llm_requests"),
-    path(
-        "ops/validations/<int:snapshot_id>/", views_operator.ops_validation, name="ops_validation"
-    ),
-    path("ops/validations/<int:snapshot_id>/replay/", views_operator.ops_replay, name="ops_replay"),
-    path("ops/replay/", views_operator.ops_bulk_replay, name="ops_bulk_replay"),
-    path("ops/agreement/", views_operator.ops_agreement, name="ops_agreement"),
-    path("ops/charts/", views_operator.ops_charts, name="ops_charts"),
+    path("knowledge/", views_knowledge.kb_search, name="kb_search"),
+    path("knowledge/<int:document_id>/", views_knowledge.kb_document, name="kb_document"),
 ]

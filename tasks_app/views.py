@@ -1,18 +1,18 @@
 """Requester and task pages: my tasks, new task, task detail with its lazy sections,
-live progress, and the actions (SPEC U2, U3, U4). Permission checks live here, never
+live progress, and the actions (U2, U3, U4). Permission checks live here, never
 in templates (STYLE); views call services and never assign ``status``.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.db.models import Count, F, Model, OuterRef, Subquery, TextField
 from django.db.models.functions import Cast, Coalesce, Left, Length
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
@@ -21,19 +21,43 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app.models import SnapshotKind, ToolEvidence, ValidationSnapshot
-from tasks_app import services, states
-from tasks_app.errors import DomainError
-from tasks_app.forms import FeedbackForm, NoteForm, TaskCreateForm
-from tasks_app.models import Feedback, FeedbackAction, Run, RunMessage, Task, TaskEvent
-from tasks_app.roles import is_reviewer, is_staff_role
-from tasks_app.states import TaskStatus
-from tasks_app.views_common import (
-    can_act,
+from evidence_app.selectors import (
+    answer_segments,
+    citation_excerpts,
+    evidence_labels_for_task,
+    task_cost_of,
+)
+from project.diffs import diff_lines
+from project.errors import DomainError
+from project.pagination import CountedPaginator
+from project.roles import is_operator, is_reviewer, is_staff_role
+from project.views import (
+    AuthenticatedHttpRequest,
+    HtmxHttpRequest,
     render_fragment,
     render_page,
     reviewer_required,
-    visible_task,
     wants_fragment,
+)
+from tasks_app import services, states
+from tasks_app.forms import FeedbackForm, NoteForm, TaskCreateForm
+from tasks_app.models import (
+    ClaimEvent,
+    Feedback,
+    FeedbackAction,
+    Run,
+    RunKind,
+    RunMessage,
+    Task,
+    TaskEvent,
+)
+from tasks_app.selectors import can_act, count_of, status_counts, visible_task
+from tasks_app.states import TaskStatus
+from tasks_app.views_review import (
+    queue_filters,
+    queue_position,
+    queue_response,
+    reviewer_choices,
 )
 
 POLLING_STATUSES = states.EXECUTION_ACTIVE_STATUSES | states.RUNNABLE_STATUSES
@@ -53,7 +77,16 @@ def is_polling(task: Task) -> bool:
 
 @login_required
 @require_GET
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """A reviewer starts at the queue (issue 13); everyone else at their own tasks."""
+    if is_staff_role(request.user):
+        return redirect("review_queue")
+    return my_tasks(request)
+
+
+@login_required
+@require_GET
+def my_tasks(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The requester's own tasks (U4); polls while one of them is queued or running."""
     return _task_list(request, Task.objects.filter(owner=request.user), scope="mine")
 
@@ -66,13 +99,13 @@ def task_list_all(request: HttpRequest) -> HttpResponse:
 
 def _task_list(request: HttpRequest, base: Any, *, scope: str) -> HttpResponse:
     status = request.GET.get("status", "")
-    counts = dict(
-        base.order_by().values_list("status").annotate(n=Count("*")).values_list("status", "n")
-    )
+    # All tasks: the status counters (no scan of the table, issue 16); own tasks: counted.
+    counts = status_counts(None if scope == "all" else base)
     qs = base.for_list().order_by("-created_at", "-id")
     if status in TaskStatus.values:
         qs = qs.filter(status=status)
-    page = Paginator(qs, TASKS_PER_PAGE).get_page(request.GET.get("page"))
+    total = count_of(counts, [status] if status in TaskStatus.values else None)
+    page = CountedPaginator(qs, TASKS_PER_PAGE, count=total).get_page(request.GET.get("page"))
     polling = any(counts.get(s, 0) for s in POLLING_STATUSES)
     context = {
         "page": page,
@@ -104,6 +137,7 @@ def task_new(request: HttpRequest) -> HttpResponse:
                 rules=data["rules"],
                 plan=data["plan"],
                 validation_policy=data["validation_policy"],
+                validation_keywords=data["validation_keywords"],
             )
         except DomainError as exc:
             form.add_error(None, exc.message)
@@ -121,7 +155,7 @@ def _count_per_run(model: type[Model]) -> Coalesce:
     """Rows of ``model`` of the outer run, as a correlated subquery: counting two
     relations through joins would aggregate their product (messages x results rows,
     500,000 for a run with 1,000 messages and 500 results)."""
-    rows = model.objects.filter(run=OuterRef("pk")).order_by().values("run")
+    rows = model._default_manager.filter(run=OuterRef("pk")).order_by().values("run")
     return Coalesce(Subquery(rows.annotate(n=Count("*")).values("n")[:1]), 0)
 
 
@@ -192,10 +226,35 @@ def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
         )
         .order_by("attempt_index", "graph_index", "id")
     )
+    evidence_labels = evidence_labels_for_task(task.pk)
     events = list(TaskEvent.objects.filter(task=task).select_related("actor"))
+    claim_events = list(
+        ClaimEvent.objects.filter(task=task).select_related("actor", "previous_holder")
+    )
     feedback = list(Feedback.objects.filter(task=task).select_related("author"))
+    staff = is_staff_role(request.user)
+    queue_nav = None
+    if staff:
+        filters, query = queue_filters(request.GET)
+        queue_nav = queue_position(request.user, filters, task.pk) | {"query": query}
+    # The verdict on screen belongs to the current answer only once that attempt has
+    # been validated; during a revision it is the previous answer's (issue 13).
+    verdict_is_current = bool(latest and latest.attempt_index == task.attempt_count)
+    failed_runs = [r for r in runs if r.error]
+    otlp_traces = list(task.otlp_traces.order_by("first_span_at"))
+    for trace in otlp_traces:
+        # Late spans arrived after validation started (issue 15): listed, never dropped.
+        trace.late_spans = list(  # type: ignore[attr-defined]
+            trace.spans.filter(late=True).only("name", "received_at").order_by("received_at")[:50]
+        )
+    # Stored per request when it was made (issue 18); summed here, never re-priced.
+    cost = task_cost_of(
+        runs=[(r.attempt_index, r.cost) for r in runs],
+        snapshots=[(s.attempt_index, s.kind, s.cost) for s in snapshots],
+    )
     return {
         "task": task,
+        "otlp_traces": otlp_traces,
         "lazy_limit": limit,
         "snapshots": snapshots,
         "latest": latest,
@@ -206,12 +265,21 @@ def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
         "selected_system": bodies.get("system_prompt"),
         "selected_raw": bodies.get("raw_responses"),
         "verdict": (latest.result or {}) if latest else {},
+        "claim_view": _claim_view(
+            latest,
+            answer=getattr(task, "answer_head", ""),
+            complete=getattr(task, "answer_len", 0) <= limit,
+        )
+        if latest
+        else None,
+        "evidence_labels": evidence_labels,
         "evidence": evidence,
         "evidence_head": evidence[:EVIDENCE_INLINE_ITEMS],
         "evidence_rest": max(0, len(evidence) - EVIDENCE_INLINE_ITEMS),
         "evidence_chars": sum(e.size or 0 for e in evidence),
         "runs": runs,
-        "timeline": _timeline(events, feedback, runs, snapshots),
+        "cost": cost,
+        "timeline": _timeline(events, feedback, runs, snapshots, claim_events),
         "can_act": can_act(request.user, task),
         "can_claim": is_reviewer(request.user),
         "is_staff_role": is_staff_role(request.user),
@@ -220,19 +288,132 @@ def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
         "claimed_by_me": task.claimed_by_id == request.user.pk,
         "note_form": NoteForm(),
         "notes": [f for f in feedback if f.action == FeedbackAction.NOTE],
+        "queue_nav": queue_nav,
+        "reviewers": reviewer_choices() if is_reviewer(request.user) and task.is_open else [],
+        "verdict_is_current": verdict_is_current,
+        "verdict_lists": verdict_lists(latest.result if latest else None),
+        "budget": attempt_budget(task, feedback),
+        "answers": attempt_answers(task) if task.attempt_count > 1 else [],
+        "failure_run": failed_runs[-1] if failed_runs else None,
+        "can_see_admin": request.user.has_perm("tasks_app.view_task"),
+        "is_operator": is_operator(request.user),
+    }
+
+
+def verdict_lists(result: dict[str, Any] | None) -> list[tuple[str, list[str]]]:
+    """The verdict's issues, missing requirements and evidence gaps, each sentence shown
+    once (under the first heading it appears in) so the card does not repeat itself."""
+    if not result:
+        return []
+    seen: set[str] = set()
+    out = []
+    for key, heading in (
+        ("issues", "Issues"),
+        ("missing_requirements", "Not covered"),
+        ("evidence_gaps", "Missing from the evidence"),
+    ):
+        raw = result.get(key) or []
+        items = []
+        for item in raw if isinstance(raw, list) else [raw]:
+            text = str(item).strip()
+            norm = " ".join(text.lower().split())
+            if (
+                text
+                and norm not in seen
+                and norm != " ".join(str(result.get("reasoning", "")).lower().split())
+            ):
+                seen.add(norm)
+                items.append(text)
+        if items:
+            out.append((heading, items))
+    return out
+
+
+def attempt_budget(task: Task, feedback: list[Feedback]) -> dict[str, Any]:
+    """What the attempt count means: automatic retries after a validator rejection are
+    bounded by ``max_attempts``; revisions people ask for are not (V2, S5)."""
+    revisions = sum(1 for f in feedback if f.action == FeedbackAction.REVISE)
+    automatic = max(0, task.attempt_count - 1 - revisions)
+    return {
+        "attempt": task.attempt_count,
+        "revisions": revisions,
+        "automatic": automatic,
+        "automatic_allowed": max(0, task.max_attempts - 1),
+        # The validator retries on its own only while fewer than max_attempts have run.
+        "auto_retry_left": task.attempt_count < task.max_attempts,
+    }
+
+
+ANSWER_DIFF_MAX_CHARS = 200_000
+
+
+def attempt_answers(task: Task) -> list[dict[str, Any]]:
+    """Each attempt's final answer (the main run's output, or the synthesis of a team),
+    newest first, with a line diff to the attempt before it or ``unchanged``."""
+    rows = (
+        Run.objects.filter(task=task, kind__in=[RunKind.MAIN, RunKind.SYNTHESIS])
+        .annotate(out_len=Length("output_text"))
+        .filter(out_len__lte=ANSWER_DIFF_MAX_CHARS)
+        .order_by("attempt_index", "graph_index", "id")
+        .values_list("attempt_index", "output_text")
+    )
+    by_attempt: dict[int, str] = {}
+    for attempt, text in rows:
+        if text:
+            by_attempt[attempt] = text  # the last final run of the attempt wins
+    out: list[dict[str, Any]] = []
+    previous: tuple[int, str] | None = None
+    for attempt in sorted(by_attempt):
+        text = by_attempt[attempt]
+        item: dict[str, Any] = {"attempt": attempt, "text": text, "previous": None}
+        if previous is not None:
+            item["previous"] = previous[0]
+            item["unchanged"] = previous[1].strip() == text.strip()
+            item["diff"], item["diff_capped"] = diff_lines(
+                previous[1],
+                text,
+                label_a=f"attempt {previous[0]}",
+                label_b=f"attempt {attempt}",
+            )
+        out.append(item)
+        previous = (attempt, text)
+    return list(reversed(out))
+
+
+def _claim_view(
+    snapshot: ValidationSnapshot, *, answer: str, complete: bool
+) -> dict[str, Any] | None:
+    """The claim view of a verdict (issue 12), or None for a verdict without claims."""
+    result = snapshot.result if isinstance(snapshot.result, dict) else {}
+    claims = [c for c in result.get("claims") or [] if isinstance(c, dict)]
+    if not claims:
+        return None
+    return {
+        "snapshot": snapshot,
+        "model_status": snapshot.model_status or snapshot.status,
+        "summary": snapshot.claim_summary or {},
+        # A lazily loaded long answer is shown as claims only, without marks in place.
+        "segments": answer_segments(answer, claims) if complete else [],
+        "claims": claims,
+        "requirements": [r for r in result.get("requirements") or [] if isinstance(r, dict)],
+        "reconciliation": result.get("reconciliation") or [],
     }
 
 
 def _timeline(
     events: list[TaskEvent],
     feedback: list[Feedback],
-    runs: list[Run],
-    snapshots: list[ValidationSnapshot],
+    runs: Sequence[Run],
+    snapshots: Sequence[ValidationSnapshot],
+    claim_events: Sequence[ClaimEvent] = (),
 ) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     for e in events:
         who = e.actor.get_username() if e.actor else e.actor_kind
         items.append({"at": e.at, "kind": "status", "event": e, "who": who})
+    for c in claim_events:
+        who = c.actor.get_username() if c.actor else c.actor_kind
+        items.append({"at": c.at, "kind": "claim", "claim": c, "who": who})
     for f in feedback:
         items.append({"at": f.created_at, "kind": f.action, "feedback": f})
     for r in runs:
@@ -273,21 +454,32 @@ def task_section(request: HttpRequest, task_id: int, section: str) -> HttpRespon
 
 def _evidence_rest(request: HttpRequest, task_id: int) -> HttpResponse:
     task = visible_task(request, task_id)
-    items = (
+    items = list(
         ToolEvidence.objects.filter(task=task)
         .without_content()
         .annotate(size=F("content_chars"))
         .order_by("attempt_index", "run_id", "sequence")[EVIDENCE_INLINE_ITEMS:]
     )
     return render_fragment(
-        request, "tasks_app/_evidence_items.html", {"items": items, "task": task}
+        request,
+        "tasks_app/_evidence_items.html",
+        {"items": items, "task": task, "evidence_labels": evidence_labels_for_task(task.pk)},
     )
+
+
+def _require_staff_for_internals(request: HttpRequest) -> None:
+    """Validator input, raw responses and transcripts are operator material: requesters
+    get the answer and the verdict in words (issue 13). Checked after visibility, so a
+    task that is not yours stays a 404."""
+    if not is_staff_role(request.user):
+        raise PermissionDenied("The validator's internals are for reviewers and operators.")
 
 
 def _visible_snapshot(
     request: HttpRequest, task_id: int, snapshot_id: int, *fields: str
 ) -> ValidationSnapshot:
     task = visible_task(request, task_id)
+    _require_staff_for_internals(request)
     return get_object_or_404(
         ValidationSnapshot.objects.filter(task=task).only(
             "id", "task_id", "attempt_index", "kind", *fields
@@ -361,8 +553,39 @@ def evidence_content(request: HttpRequest, task_id: int, evidence_id: int) -> Ht
 
 @login_required
 @require_GET
+def claim_evidence(
+    request: HttpRequest, task_id: int, snapshot_id: int, claim_id: str
+) -> HttpResponse:
+    """The evidence one claim of a verdict cites, each quote highlighted in its
+    surrounding text (issue 12). Reads excerpts, never a whole tool result."""
+    task = visible_task(request, task_id)
+    snapshot = get_object_or_404(
+        ValidationSnapshot.objects.without_bodies(), pk=snapshot_id, task=task
+    )
+    result = snapshot.result if isinstance(snapshot.result, dict) else {}
+    claim = next(
+        (
+            c
+            for c in result.get("claims") or []
+            if isinstance(c, dict) and str(c.get("id")) == claim_id
+        ),
+        None,
+    )
+    if claim is None:
+        raise Http404("No such claim in this verdict.")
+    citations = [c for c in claim.get("citations") or [] if isinstance(c, dict)]
+    return render_fragment(
+        request,
+        "tasks_app/_claim_evidence.html",
+        {"task": task, "claim": claim, "excerpts": citation_excerpts(task.pk, citations)},
+    )
+
+
+@login_required
+@require_GET
 def run_transcript(request: HttpRequest, task_id: int, run_id: int) -> HttpResponse:
     task = visible_task(request, task_id)
+    _require_staff_for_internals(request)
     run = get_object_or_404(Run, pk=run_id, task=task)
     transcript = list(RunMessage.objects.filter(run=run).order_by("index").defer("payload"))
     return render_fragment(
@@ -413,7 +636,7 @@ def _refusal_status(exc: DomainError) -> int:
 
 @login_required
 @require_POST
-def task_feedback(request: HttpRequest, task_id: int) -> HttpResponse:
+def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
     """satisfied / revise / abandon (U3). The form carries the task version the person
     saw; a task that changed since is refused with a message and nothing is applied."""
     task = visible_task(request, task_id)
@@ -421,17 +644,27 @@ def task_feedback(request: HttpRequest, task_id: int) -> HttpResponse:
         raise PermissionDenied("Only the requester or a reviewer can decide on this task.")
     form = FeedbackForm(request.POST)
     status = 200
+    next_id: int | None = None
+    query = ""
     if not form.is_valid():
         messages.error(
             request,
             "The action was not understood: "
-            + "; ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()),
+            + "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items()),
         )
         status = 422
         return_to = request.POST.get("return_to", "")
     else:
         data = form.cleaned_data
         return_to = data["return_to"]
+        if return_to == "next" and is_staff_role(request.user):
+            # Neighbours are read before the decision moves this task out of the queue.
+            filters, query = queue_filters(QueryDict(data["filters"]))
+            position = queue_position(request.user, filters, task.pk)
+            if position["position"]:
+                next_id = position["after_decision_id"]
+            else:
+                return_to = ""  # not a queue item: stay on its page
         try:
             task = services.task_apply_feedback(
                 task_id=task.pk,
@@ -448,29 +681,39 @@ def task_feedback(request: HttpRequest, task_id: int) -> HttpResponse:
             messages.success(
                 request, f"#{task.pk} {task.title}: {label.lower()} → {task.get_status_display()}."
             )
-    return _after_action(request, task.pk, return_to=return_to, status=status)
+    return _after_action(
+        request, task.pk, return_to=return_to, status=status, next_id=next_id, query=query
+    )
 
 
 def _after_action(
-    request: HttpRequest, task_id: int, *, return_to: str, status: int
+    request: HtmxHttpRequest,
+    task_id: int,
+    *,
+    return_to: str,
+    status: int,
+    next_id: int | None = None,
+    query: str = "",
 ) -> HttpResponse:
     ok = status == 200
     if return_to == "queue" and is_staff_role(request.user):
-        from tasks_app.views_review import queue_response
-
         filters = QueryDict(request.POST.get("filters", ""))
         if request.htmx:
             return queue_response(request, filters, fragment="queue_list", status=status)
         return redirect(reverse("review_queue") + ("?" + filters.urlencode() if filters else ""))
-    if ok and return_to == "queue-after" and is_staff_role(request.user):
-        # Reviewer acted from the task page: back to the queue, without a full reload.
+    if ok and return_to == "next" and is_staff_role(request.user):
+        # Complete-and-next (issue 13): the next task of the same filtered queue, or the
+        # queue itself when this was the last one.
+        suffix = f"?{query}" if query else ""
+        if next_id is not None:
+            path = reverse("task_detail", args=[next_id]) + suffix
+        else:
+            path = reverse("review_queue") + suffix
         if request.htmx:
             response = HttpResponse(status=200)
-            response["HX-Location"] = json.dumps(
-                {"path": reverse("review_queue"), "target": "#main"}
-            )
+            response["HX-Location"] = json.dumps({"path": path, "target": "#main"})
             return response
-        return redirect("review_queue")
+        return redirect(path)
     if request.htmx:
         return render_page(
             request, "tasks_app/task_detail.html", detail_context(request, task_id), status=status
@@ -480,7 +723,7 @@ def _after_action(
 
 @login_required
 @require_POST
-def task_claim(request: HttpRequest, task_id: int) -> HttpResponse:
+def task_claim(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
     """Claim or release a task for review (U3); a claim held by someone else is refused
     unless the reviewer explicitly takes it over."""
     task = visible_task(request, task_id)
@@ -504,7 +747,7 @@ def task_claim(request: HttpRequest, task_id: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def task_note(request: HttpRequest, task_id: int) -> HttpResponse:
+def task_note(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
     task = visible_task(request, task_id)
     if not can_act(request.user, task):
         raise PermissionDenied("Only the requester or a reviewer can add notes.")

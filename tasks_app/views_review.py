@@ -1,5 +1,6 @@
-"""The reviewer's triage queue (SPEC U1): needs_review tasks, oldest first, filtered by
-the latest verdict, claim and title; refreshed by htmx without a full reload."""
+"""The reviewer's triage queue (U1, issue 13): needs_review tasks, oldest first,
+filtered by the latest verdict, claim, assignment and title; refreshed by htmx without a
+full reload; with the day's progress and the neighbours of a task for complete-and-next."""
 
 from __future__ import annotations
 
@@ -7,17 +8,26 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.core.paginator import Paginator
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, JSONField, OuterRef, Q, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect
+from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app.models import FailureCategory, ValidationSnapshot, ValidationStatus
-from tasks_app.forms import QueueFilterForm
-from tasks_app.models import Task
+from project.errors import DomainError
+from project.pagination import CountedPaginator
+from project.roles import REVIEWERS, is_reviewer
+from project.views import render_fragment, render_page, reviewer_required, wants_fragment
+from tasks_app import services
+from tasks_app.forms import QUEUE_FILTER_KEYS, QueueFilterForm
+from tasks_app.models import Task, TaskEvent
+from tasks_app.selectors import status_counts, visible_task
 from tasks_app.states import TaskStatus
-from tasks_app.views_common import render_fragment, render_page, reviewer_required, wants_fragment
 
 QUEUE_PAGE_SIZE = 50
 
@@ -42,6 +52,7 @@ def queue_queryset(user: Any, filters: dict[str, Any]) -> QuerySet[Task]:
             v_score=Subquery(latest.values("score")[:1]),
             # The first issue the validator named: enough to triage without opening.
             v_issue=Subquery(latest.values("result__issues__0")[:1]),
+            v_claims=Subquery(latest.values("claim_summary")[:1], output_field=JSONField()),
         )
         .order_by("created_at", "id")
     )
@@ -63,28 +74,70 @@ def queue_queryset(user: Any, filters: dict[str, Any]) -> QuerySet[Task]:
         qs = qs.exclude(live_claim)
     elif claim == "mine":
         qs = qs.filter(live_claim, claimed_by=user)
+    assigned = filters.get("assigned")
+    if assigned == "mine":
+        qs = qs.filter(assigned_to=user)
+    elif assigned == "unassigned":
+        qs = qs.filter(assigned_to__isnull=True)
     return qs
+
+
+def queue_filters(params: QueryDict) -> tuple[dict[str, Any], str]:
+    """The valid queue filters in ``params`` and their canonical query string."""
+    form = QueueFilterForm(params)
+    filters = form.cleaned_data if form.is_valid() else {}
+    clean = QueryDict(mutable=True)
+    for key in QUEUE_FILTER_KEYS:
+        if filters.get(key):
+            clean[key] = filters[key]
+    return filters, clean.urlencode()
+
+
+def queue_progress(user: Any) -> dict[str, int]:
+    """Decisions people took today on tasks that were waiting for review, all reviewers
+    and this one: a status event out of needs_review with a person as actor."""
+    start = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
+    return TaskEvent.objects.filter(
+        from_status=TaskStatus.NEEDS_REVIEW, actor__isnull=False, at__gte=start
+    ).aggregate(
+        done_today=Count("task_id", distinct=True),
+        mine_today=Count("task_id", distinct=True, filter=Q(actor=user)),
+    )
+
+
+def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str, Any]:
+    """Where ``task_id`` stands in the queue with these filters: position (1-based, 0 when
+    it is not in it), total, and the previous and next task ids in queue order."""
+    ids = list(queue_queryset(user, filters).values_list("pk", flat=True))
+    if task_id not in ids:
+        return {
+            "position": 0,
+            "total": len(ids),
+            "prev_id": None,
+            "next_id": ids[0] if ids else None,
+        }
+    i = ids.index(task_id)
+    return {
+        "position": i + 1,
+        "total": len(ids),
+        "prev_id": ids[i - 1] if i > 0 else None,
+        "next_id": ids[i + 1] if i + 1 < len(ids) else None,
+        # After a decision this task leaves the queue: the one after it, else the one before.
+        "after_decision_id": ids[i + 1] if i + 1 < len(ids) else (ids[i - 1] if i else None),
+    }
 
 
 def queue_response(
     request: HttpRequest, params: QueryDict, *, fragment: str | None = None, status: int = 200
 ) -> HttpResponse:
     form = QueueFilterForm(params)
-    filters = form.cleaned_data if form.is_valid() else {}
-    page = Paginator(queue_queryset(request.user, filters), QUEUE_PAGE_SIZE).get_page(
-        params.get("page")
-    )
-    counts = dict(
-        Task.objects.order_by()
-        .values_list("status")
-        .annotate(n=Count("*"))  # COUNT(*): an index-only scan
-        .values_list("status", "n")
-    )
-    clean = QueryDict(mutable=True)
-    for key in ("q", "category", "vstatus", "claimed"):
-        if filters.get(key):
-            clean[key] = filters[key]
-    query = clean.urlencode()
+    filters, query = queue_filters(params)
+    counts = status_counts()  # the status counters: no scan of the table (issue 16)
+    # Unfiltered, the queue is every needs_review task: its size is a counter too.
+    total = None if query else counts.get(TaskStatus.NEEDS_REVIEW, 0)
+    page = CountedPaginator(
+        queue_queryset(request.user, filters), QUEUE_PAGE_SIZE, count=total
+    ).get_page(params.get("page"))
     context = {
         "form": form,
         "page": page,
@@ -96,6 +149,7 @@ def queue_response(
         "categories": dict(FailureCategory.choices),
         "vstatuses": dict(ValidationStatus.choices),
         "now": timezone.now(),
+        "progress": queue_progress(request.user),
     }
     if fragment:
         return render_fragment(request, f"tasks_app/queue.html#{fragment}", context, status=status)
@@ -108,3 +162,40 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     if wants_fragment(request, "queue-list"):
         return queue_response(request, request.GET, fragment="queue_list")
     return queue_response(request, request.GET)
+
+
+def reviewer_choices() -> list[Any]:
+    User = get_user_model()
+    return list(
+        User.objects.filter(Q(groups__name=REVIEWERS) | Q(is_superuser=True), is_active=True)
+        .distinct()
+        .order_by("username")
+        .only("pk", "username")
+    )
+
+
+@reviewer_required
+@require_POST
+def task_assign(request: HttpRequest, task_id: int) -> HttpResponse:
+    """Assign a queue item to a named reviewer, or clear it (issue 13)."""
+    task = visible_task(request, task_id)
+    if not is_reviewer(request.user):
+        raise PermissionDenied("Only reviewers assign tasks.")
+    raw = request.POST.get("assignee", "")
+    assignee = None
+    if raw.isdigit():
+        assignee = get_user_model().objects.filter(pk=int(raw), is_active=True).first()
+        if assignee is None:
+            messages.error(request, "Not applied: no such reviewer.")
+            return redirect("task_detail", task_id=task.pk)
+    try:
+        services.task_assign(task_id=task.pk, assignee=assignee, actor=request.user)
+    except DomainError as exc:
+        messages.error(request, f"Not applied: {exc.message}")
+    else:
+        who = "you" if assignee == request.user else (assignee or "no one")
+        messages.success(request, f"#{task.pk} is assigned to {who}.")
+    back = request.POST.get("next", "")
+    if back.startswith("/") and not back.startswith("//"):
+        return redirect(back)
+    return redirect(reverse("task_detail", args=[task.pk]))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,11 +30,37 @@ def _fast_password_hashing(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_broker(tmp_path_factory: Any) -> Iterator[Path]:
+    """Jobs the code under test enqueues (``delay_on_commit``) go to a throwaway
+    filesystem broker, never to the developer's ``var/broker`` or to the Redis that CI
+    and the real-worker tests share; a test that needs a worker sends through its own app
+    (``tests.workers.sender_app``). Celery connects lazily, so re-pointing the app before
+    the first test is enough. Celery prefers the ``CELERY_BROKER_URL`` environment
+    variable to every setting but the read/write URLs, so those are what change; the
+    environment stays as it is for the sender apps and worker processes (issue 11)."""
+    from django.test.utils import override_settings
+
+    from project.celery import app, configure
+
+    folder = tmp_path_factory.mktemp("broker")
+    with override_settings(CELERY_BROKER_URL="filesystem://", CELERY_BROKER_FOLDER=folder):
+        app.conf.broker_read_url = app.conf.broker_write_url = "filesystem://"
+        configure(app)
+        try:
+            yield folder
+        finally:
+            app.conf.broker_read_url = app.conf.broker_write_url = None
+
+
 @pytest.fixture(autouse=True)
-def _isolated_broker(settings: Any, tmp_path_factory: Any) -> None:
-    """Jobs enqueued by tests go to a throwaway filesystem broker unless a test
-    explicitly targets a real broker."""
-    settings.CELERY_BROKER_FOLDER = tmp_path_factory.getbasetemp() / "broker"
+def _project_celery_app_is_current() -> None:
+    """``shared_task`` jobs resolve to Celery's *current* app: a test (or the bench code
+    it runs) that builds another app must not leave that app current, or every job sent
+    after it goes to that app's broker instead of the test broker (issue 11)."""
+    from project.celery import app
+
+    app.set_current()
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """A real Celery worker process against the pytest test database, for end-to-end tests
-and drills (SPEC X1): the database and broker URLs a child process can use, the worker
+and drills (X1): the database and broker URLs a child process can use, the worker
 itself, and a sender app for the same broker."""
 
 from __future__ import annotations
@@ -53,7 +53,9 @@ def broker_env(*, redis: str | None, folder: Path) -> dict[str, str]:
 def sender_app(*, name: str, redis: str | None, folder: Path) -> Celery:
     """A Celery app that sends to the same broker as a worker started with
     ``broker_env(redis=redis, folder=folder)``."""
-    sender = Celery(name, broker=redis or "filesystem://")
+    # Not the current app: shared_task jobs the code under test sends keep going to the
+    # project app (and so to the test broker), not to this one.
+    sender = Celery(name, broker=redis or "filesystem://", set_as_current=False)
     if redis is None:
         for sub in ("queue", "processed", "control"):
             (folder / sub).mkdir(parents=True, exist_ok=True)
@@ -67,10 +69,19 @@ def sender_app(*, name: str, redis: str | None, folder: Path) -> Celery:
     return sender
 
 
+def worker_queues(queue: str) -> list[str]:
+    """The queues of a test worker whose own default queue is ``queue``: that one and one
+    per purpose, prefixed ``<queue>.`` (``CELERY_QUEUE_PREFIX``), so the jobs its code
+    sends (validation after an attempt, ...) come back to it and to no other worker."""
+    from project.celery import PURPOSES
+
+    return [queue, *(f"{queue}.{purpose}" for purpose in PURPOSES)]
+
+
 class Worker:
-    """A real Celery worker process, solo pool, consuming one queue of its own (in CI the
+    """A real Celery worker process, solo pool, consuming queues of its own (in CI the
     broker is shared with the rest of the suite, whose committed transactions may have
-    queued jobs this worker must not pick up)."""
+    queued jobs this worker must not pick up): ``queue`` and its purpose queues."""
 
     app = "project"
 
@@ -83,7 +94,7 @@ class Worker:
             "worker",
             "--pool=solo",
             "-Q",
-            queue,
+            ",".join(worker_queues(queue)),
             "--loglevel=INFO",
             "--without-gossip",
             "--without-mingle",
@@ -102,6 +113,7 @@ class Worker:
                 "PYTHONUNBUFFERED": "1",
                 **env,
                 "CELERY_TASK_DEFAULT_QUEUE": queue,
+                "CELERY_QUEUE_PREFIX": f"{queue}.",
             },
             stdout=self._log,
             stderr=subprocess.STDOUT,

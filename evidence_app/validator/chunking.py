@@ -1,4 +1,4 @@
-"""Judging evidence in ordered chunks when it exceeds the model's budget (SPEC V11).
+"""Judging evidence in ordered chunks when it exceeds the model's budget (V11).
 
 Nothing is truncated silently. When system prompt + user message exceed the validator
 model's context budget (``VALIDATOR_CONTEXT_CHARS[model]``, else
@@ -20,17 +20,28 @@ part's verdict is kept, and the verdicts are combined:
 
 If even the fixed sections leave no room for evidence, the status is
 ``validator_error`` with that reason.
+
+Claims are combined per claim (issue 12), after each part's citations are verified:
+a claim is ``contradicted`` if any part contradicts it with a verified citation,
+else ``supported`` if any part supports it with a verified citation, else it keeps
+the strongest unverified verdict a part gave (so its unverified citations stay
+visible). A requirement counts as met as well as the best part met it. When every
+combined claim has verified support and every requirement is met, the combined
+verdict is ``accepted`` even if no single part saw everything. The same
+reconciliation as for a single request then applies.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from evidence_app.external import TAG, WARNING
-from evidence_app.validator.schema import ValidationResult
+from evidence_app.validator.citations import normalised
+from evidence_app.validator.schema import Claim, Requirement, ValidationResult
+from project.external import TAG, WARNING
 
 # Room kept per part for the part note and a closing/reopening wrapper.
 PART_OVERHEAD_CHARS = 600
@@ -221,7 +232,99 @@ def combine(verdicts: list[ValidationResult], *, answer: str) -> ValidationResul
     )
 
 
-def _unique(items):  # type: ignore[no-untyped-def]
+_MET_RANK = {"no": 0, "partly": 1, "yes": 2}
+
+
+def combine_claims(
+    verdicts: list[ValidationResult],
+) -> tuple[list[Claim], list[Requirement]]:
+    """Per-claim and per-requirement combination of verified part verdicts."""
+    order: list[str] = []
+    by_key: dict[str, list[Claim]] = {}
+    part_ids: list[dict[str, str]] = []  # per part: claim id -> key
+    for verdict in verdicts:
+        ids: dict[str, str] = {}
+        for claim in verdict.claims:
+            key = normalised(claim.text)
+            if key not in by_key:
+                order.append(key)
+                by_key[key] = []
+            by_key[key].append(claim)
+            ids[claim.id] = key
+        part_ids.append(ids)
+    new_id = {key: str(i) for i, key in enumerate(order, start=1)}
+    claims: list[Claim] = []
+    for key in order:
+        seen = by_key[key]
+        chosen: list[Claim] = []
+        verdict_name = "unsupported"
+        for name, verified_only in (
+            ("contradicted", True),
+            ("supported", True),
+            ("contradicted", False),
+            ("supported", False),
+        ):
+            chosen = [
+                c for c in seen if c.verdict == name and (c.verified_citations or not verified_only)
+            ]
+            if chosen:
+                verdict_name = name
+                break
+        source = chosen or seen
+        citations = [
+            cit
+            for c in source
+            for cit in (c.verified_citations if chosen and c.verified_citations else c.citations)
+        ]
+        claims.append(
+            Claim(
+                id=new_id[key],
+                text=seen[0].text,
+                verdict=verdict_name,  # type: ignore[arg-type]
+                citations=citations,
+                note=" ".join(_unique(c.note for c in source)),
+            )
+        )
+    requirements: dict[str, Requirement] = {}
+    for verdict, ids in zip(verdicts, part_ids, strict=True):
+        for requirement in verdict.requirements:
+            key = normalised(requirement.text)
+            mapped = [new_id[ids[i]] for i in requirement.claim_ids if i in ids]
+            current = requirements.get(key)
+            if current is None or _MET_RANK[requirement.met] > _MET_RANK[current.met]:
+                requirements[key] = requirement.model_copy(update={"claim_ids": mapped})
+            elif _MET_RANK[requirement.met] == _MET_RANK[current.met]:
+                current.claim_ids = _unique([*current.claim_ids, *mapped])
+    return claims, list(requirements.values())
+
+
+def combine_verified(verdicts: list[ValidationResult], *, answer: str) -> ValidationResult:
+    """``combine`` plus per-claim combination of the parts' verified claims."""
+    combined = combine(verdicts, answer=answer)
+    if combined.status == "validator_error" or not any(v.claims for v in verdicts):
+        return combined
+    claims, requirements = combine_claims(verdicts)
+    update: dict[str, object] = {"claims": claims, "requirements": requirements}
+    everything_holds = (
+        claims
+        and requirements
+        and all(c.verdict == "supported" and c.verified_citations for c in claims)
+        and all(r.met == "yes" for r in requirements)
+    )
+    if combined.status == "insufficient_evidence" and everything_holds:
+        update.update(
+            status="accepted",
+            failure_category=None,
+            issues=[],
+            evidence_gaps=[],
+            missing_requirements=[],
+            reasoning=f"Every claim has verified support in one of the {len(verdicts)} "
+            "evidence parts and every requirement is met.",
+        )
+    return combined.model_copy(update=update)
+
+
+def _unique(items: Iterable[str | None]) -> list[str]:
     seen: list[str] = []
     for item in items:
         if item and item not in seen:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils import timezone
 from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
 from pydantic_ai.models import Model
 
@@ -16,14 +17,17 @@ from evidence_app.validator.chunking import (
     CHUNK_ADDENDUM,
     MIN_EVIDENCE_CHARS,
     PART_OVERHEAD_CHARS,
-    combine,
+    combine_verified,
     context_budget,
     part_note,
     split_evidence,
 )
+from evidence_app.validator.citations import verify_result
 from evidence_app.validator.prompt import ValidationPrompt
+from evidence_app.validator.reconcile import reconcile
 from evidence_app.validator.schema import SCHEMA_DESCRIPTION, ValidationResult
 from evidence_app.validator.strict import StrictOutcome, strict_request
+from project.costs import CostTotal, price_tokens
 
 PART_SEPARATOR = "\n\n===== VALIDATOR REQUEST {index} OF {count} =====\n\n"
 
@@ -44,11 +48,28 @@ class Judgement:
     latency_ms: int = 0
     error: str = ""
     chunk_verdicts: list[dict[str, Any]] = field(default_factory=list)
+    # Every request priced when it was made, retries and parts included (issue 18).
+    cost: CostTotal = field(default_factory=CostTotal)
 
-    def add(self, outcome: StrictOutcome[ValidationResult], *, part: int | None) -> None:
-        """Count every request of an outcome, retries included (O4: nothing unbilled)."""
+    def add(
+        self, outcome: StrictOutcome[ValidationResult], *, part: int | None, model_name: str
+    ) -> CostTotal:
+        """Count every request of an outcome, retries included (O4: nothing unbilled);
+        returns the outcome's own cost (a part's cost, for its chunk verdict)."""
+        outcome_cost = CostTotal()
         for response in outcome.responses:
-            self.raw_responses.append({**response.as_dict(), "part": part})
+            cost = price_tokens(
+                model_name,
+                input_tokens=response.input_tokens,
+                output_tokens=response.output_tokens,
+                cache_read_tokens=response.cache_read_tokens,
+                cache_write_tokens=response.cache_write_tokens,
+                at=timezone.now(),
+            )
+            outcome_cost.add(cost)
+            self.raw_responses.append(
+                {**response.as_dict(), "part": part, "cost": None if cost is None else str(cost)}
+            )
         for failure in outcome.failures:
             self.schema_errors.append({**failure.as_dict(), "part": part})
         self.schema_retry_count += outcome.retry_count
@@ -56,6 +77,8 @@ class Judgement:
         self.input_tokens += outcome.input_tokens
         self.output_tokens += outcome.output_tokens
         self.latency_ms += outcome.latency_ms
+        self.cost.merge(outcome_cost)
+        return outcome_cost
 
 
 def _messages(system: str, user: str) -> list[ModelRequest]:
@@ -88,15 +111,17 @@ def judge_prompt(
             retries=retries,
             schema_hint=SCHEMA_DESCRIPTION,
         )
-        judgement.add(outcome, part=None)
-        judgement.result = _result_of(outcome)
+        judgement.add(outcome, part=None, model_name=model_name)
+        judgement.result = reconcile(verify_result(_result_of(outcome), prompt.citable))
         judgement.error = outcome.error
         return judgement
-    return _judge_in_parts(prompt, model=model, budget=budget, retries=retries)
+    return _judge_in_parts(
+        prompt, model=model, model_name=model_name, budget=budget, retries=retries
+    )
 
 
 def _judge_in_parts(
-    prompt: ValidationPrompt, *, model: Model, budget: int, retries: int
+    prompt: ValidationPrompt, *, model: Model, model_name: str, budget: int, retries: int
 ) -> Judgement:
     system = prompt.system + CHUNK_ADDENDUM
     fixed = len(system) + len(prompt.user_with("")) + PART_OVERHEAD_CHARS
@@ -108,7 +133,7 @@ def _judge_in_parts(
             "judge the evidence even in parts. A person must review this answer."
         )
         return Judgement(
-            result=ValidationResult.validator_error(reason),
+            result=reconcile(ValidationResult.validator_error(reason)),
             system_prompt=system,
             rendered_input=prompt.user,
             error=reason,
@@ -131,8 +156,8 @@ def _judge_in_parts(
             retries=retries,
             schema_hint=SCHEMA_DESCRIPTION,
         )
-        judgement.add(outcome, part=part.index)
-        verdict = _result_of(outcome)
+        part_cost = judgement.add(outcome, part=part.index, model_name=model_name)
+        verdict = verify_result(_result_of(outcome), prompt.citable)
         verdicts.append(verdict)
         judgement.chunk_verdicts.append(
             {
@@ -145,10 +170,11 @@ def _judge_in_parts(
                 "result": verdict.model_dump(mode="json"),
                 "stop_reason": outcome.stop_reason,
                 "error": outcome.error,
+                "cost": None if part_cost.value is None else str(part_cost.value),
             }
         )
         if outcome.error:
             judgement.error = (judgement.error + f"\npart {part.index}: {outcome.error}").strip()
     judgement.rendered_input = "".join(inputs)
-    judgement.result = combine(verdicts, answer=prompt.answer)
+    judgement.result = reconcile(combine_verified(verdicts, answer=prompt.answer))
     return judgement

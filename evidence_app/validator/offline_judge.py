@@ -1,4 +1,4 @@
-"""``offline:judge``: a deterministic, network-free grounding judge (SPEC X7).
+"""``offline:judge``: a deterministic, network-free grounding judge (X7).
 
 It is not an LLM. It reads the validator prompt it is sent (the user message built by
 ``evidence_app.validator.prompt``), takes the tool results as evidence and the answer
@@ -36,7 +36,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from evidence_app.validator.prompt import ANSWER_LABEL, REQUEST_LABEL
-from tasks_app.agents.messages import first_user_prompt
+from project.llm.messages import first_user_prompt
 
 MODEL_NAME = "offline:judge"
 SUPPORT_OVERLAP = 0.6
@@ -65,7 +65,8 @@ _FIGURE_QUESTION_RE = re.compile(
 # not claims to check; an answer made only of them answers nothing.
 _ABSENCE_RE = re.compile(
     r"\b(could not|cannot|can't|couldn't|unable to|no information|does not (state|say|mention|"
-    r"specify)|do not (state|say|mention|specify)|not (stated|mentioned|specified|found))\b",
+    r"specify|contain)|do not (state|say|mention|specify|contain)|not (stated|mentioned|"
+    r"specified|found)|none of the passages|may not contain)\b",
     re.IGNORECASE,
 )
 _SKIP_LINE_RE = re.compile(r"^(from the knowledge base:?|sources?:.*|answer:?)$", re.IGNORECASE)
@@ -95,13 +96,28 @@ def content_words(text: str) -> set[str]:
     return {_stem(w) for w in _WORD_RE.findall(text) if len(w) >= 3 and w.lower() not in STOPWORDS}
 
 
+# "one" is left out: "one of", "no one" are rarely figures.
+_NUMBER_WORDS = {
+    word: str(value)
+    for value, word in enumerate(
+        "two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen twenty".split(),
+        start=2,
+    )
+}
+_NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
+
+
 def numbers(text: str) -> set[str]:
-    """Numbers and codes (tokens with a digit), normalised: "1,750" == "1750"."""
+    """Numbers and codes (tokens with a digit), normalised: "1,750" == "1750"; number
+    words count as their figure ("four years" == "4 years")."""
     found = set()
     for token in _NUMBER_RE.findall(text):
         norm = token.lower().replace(",", "").rstrip(".:/-")
         if any(ch.isdigit() for ch in norm):
             found.add(norm)
+    for word in _NUMBER_WORD_RE.findall(text):
+        found.add(_NUMBER_WORDS[word.lower()])
     return found
 
 
@@ -248,12 +264,21 @@ def check_claim(
         """Same statement, another name where the claim has one the evidence lacks."""
         return bool(e.own_names - claim_names) and about_the_same(e)
 
+    def differs(e: EvidenceSentence) -> bool:
+        """Same statement; each side has a figure the other lacks ("Kranhafen 19, 20457"
+        against "Kranhafen 9, 20457")."""
+        return (
+            bool(claim_numbers - e.own_numbers)
+            and bool(e.own_numbers - claim_numbers)
+            and about_the_same(e)
+        )
+
     if support is None:
         contradiction = next(
             (
                 e
                 for e in ranked
-                if (claim_numbers and disputes(e)) or (unknown_names and renames(e))
+                if (claim_numbers and (disputes(e) or differs(e))) or (unknown_names and renames(e))
             ),
             None,
         )
@@ -262,6 +287,113 @@ def check_claim(
     if claim_numbers:
         conflict = next((e for e in ranked if e.source != support.source and disputes(e)), None)
     return ClaimCheck(claim=claim, supported=True, support=support, conflict=conflict)
+
+
+@dataclass
+class AnswerClaim:
+    text: str  # as it stands in the answer
+    source: str = ""  # the source the answer attributes it to ("Travel Policy", "R2")
+
+
+_SOURCE_RE = re.compile(r"\s*\((?:source|sources):\s*(?P<source>[^)]*)\)")
+_REF_MARK_RE = re.compile(r"\s*\[(?P<ref>R\d+)\]")
+
+
+def answer_claims(answer: str) -> list[AnswerClaim]:
+    """The claims of an answer with the source each names, if any."""
+    claims: list[AnswerClaim] = []
+    for raw_line in answer.splitlines():
+        line = re.sub(r"^\s*([-*•]|\d+\.)\s*", "", raw_line).strip()
+        if not line or _SKIP_LINE_RE.match(line):
+            continue
+        quoted = _QUOTE_RE.match(line)
+        if quoted:
+            source = _SOURCE_RE.search(line)
+            claims.append(
+                AnswerClaim(
+                    quoted.group("sentence").strip(),
+                    source.group("source").strip() if source else "",
+                )
+            )
+            continue
+        for sentence in _SENTENCE_SPLIT_RE.split(line):
+            source = _SOURCE_RE.search(sentence) or _REF_MARK_RE.search(sentence)
+            named = ""
+            if source is not None:
+                named = (source.groupdict().get("source") or source.group(0)).strip(" []")
+            sentence = _REF_MARK_RE.sub("", _SOURCE_RE.sub("", sentence)).strip()
+            if len(content_words(sentence)) >= 2:
+                claims.append(AnswerClaim(sentence, named))
+    return claims
+
+
+# A request splits into the things it asks for at question marks, semicolons and "and"
+# before a new question ("What is X and how long is Y?").
+_PART_SPLIT_RE = re.compile(
+    r"\?|;|\n|\b(?:and|also|plus)\s+(?=(?:what|how|when|which|who|where|whether|is|are|"
+    r"does|do|can|must|should)\b)",
+    re.IGNORECASE,
+)
+# A requirement is met by a supported claim sharing this share of its subject words.
+REQUIREMENT_COVER = 0.5
+
+
+def requirements_of(request: str) -> list[str]:
+    """The things the request asks for, in order (one part for a single question)."""
+    parts: list[str] = []
+    for piece in _PART_SPLIT_RE.split(request):
+        piece = (piece or "").strip(" ,.")
+        if not piece:
+            continue
+        if len(subject_words(piece)) < 2 and parts:
+            parts[-1] = f"{parts[-1]} {piece}"
+        elif len(subject_words(piece)) >= 1:
+            parts.append(piece)
+    return parts or ([request.strip()] if request.strip() else [])
+
+
+def _titles(prompt: str) -> dict[str, str]:
+    """Tool result label (``R3``) -> the document title its header or body names."""
+    titles: dict[str, str] = {}
+    for match in re.finditer(
+        r"^\[(?P<ref>R\d+)\] [^\n]*?title: (?P<title>[^;\n]+)", prompt, re.MULTILINE
+    ):
+        titles.setdefault(match.group("ref"), match.group("title").strip())
+    for match in _BLOCK_RE.finditer(prompt):
+        label = match.group("label")
+        if _TOOL_RESULT_LABEL_RE.match(label):
+            ref = label.split(" ", 1)[0]
+            body_title = re.match(r"Title:\s*(.+)", match.group("body") or "")
+            if body_title and ref not in titles:
+                titles[ref] = body_title.group(1).strip()
+    return titles
+
+
+def _named(source: str, sentence: EvidenceSentence, titles: dict[str, str]) -> bool:
+    ref = _ref(sentence)
+    wanted = source.strip().lower().rstrip(".")
+    return wanted == ref.lower() or wanted == titles.get(ref, "").lower()
+
+
+def _claim_entry(
+    index: int, claim: AnswerClaim, check: ClaimCheck, note: str = ""
+) -> dict[str, object]:
+    if check.contradiction is not None:
+        verdict, cited = "contradicted", [check.contradiction]
+    elif check.supported and check.support is not None:
+        verdict, cited = "supported", [check.support]
+    else:
+        verdict, cited = "unsupported", []
+    if check.conflict is not None:
+        cited = [*cited, check.conflict]
+        note = (note + " Another source states other figures: a person must decide.").strip()
+    return {
+        "id": str(index),
+        "text": claim.text,
+        "verdict": verdict,
+        "citations": [{"ref": _ref(e), "quote": e.text} for e in cited],
+        "note": note,
+    }
 
 
 def judge(prompt: str) -> dict[str, object]:
@@ -276,15 +408,73 @@ def judge(prompt: str) -> dict[str, object]:
             evidence_gaps=["No answer section was found in the validator input."],
         )
     evidence = evidence_sentences(prompt)
-    all_claims = claims_of(answer)
-    claims = [c for c in all_claims if not _ABSENCE_RE.search(c)]
-    says_absent = len(claims) < len(all_claims)
+    titles = _titles(prompt)
+    found = answer_claims(answer)
+    claims = [c for c in found if not _ABSENCE_RE.search(c.text)]
+    absences = [c.text for c in found if _ABSENCE_RE.search(c.text)]
     vocabulary = {w.lower() for e in evidence for w in _LETTERS_RE.findall(e.text)}
-    checks = [check_claim(claim, evidence, vocabulary) for claim in claims]
+    checks: list[ClaimCheck] = []
+    notes: list[str] = []
+    for claim in claims:
+        check = check_claim(claim.text, evidence, vocabulary)
+        note = ""
+        named_sources = [e for e in evidence if claim.source and _named(claim.source, e, titles)]
+        if check.supported and named_sources and not _named(claim.source, check.support, titles):  # type: ignore[arg-type]
+            # The answer attributes the claim to a source that does not state it.
+            own = check_claim(claim.text, named_sources, vocabulary)
+            if not own.supported:
+                note = (
+                    f"The answer attributes this to {claim.source}, which does not state it "
+                    f"(it is in {_ref(check.support)})."
+                )
+                check = ClaimCheck(claim=claim.text, supported=False)
+            else:
+                check = own
+        checks.append(check)
+        notes.append(note)
+    entries = [
+        _claim_entry(i, claim, check, note)
+        for i, (claim, check, note) in enumerate(zip(claims, checks, notes, strict=True), start=1)
+    ]
     supported = [c for c in checks if c.supported]
     contradicted = [c for c in checks if c.contradiction is not None]
     conflicts = [c for c in checks if c.conflict is not None]
     score = round(len(supported) / len(checks), 2) if checks else 0.0
+
+    # Goal achievement: each thing the request asks for needs a supported claim about it.
+    requirements: list[dict[str, object]] = []
+    for part in requirements_of(request):
+        wanted = subject_words(part)
+        covering = [
+            str(i)
+            for i, check in enumerate(checks, start=1)
+            if check.supported and _overlap(wanted, content_words(check.claim)) >= REQUIREMENT_COVER
+        ]
+        met = "yes" if covering else "no"
+        if covering and _FIGURE_QUESTION_RE.search(part):
+            if not any(numbers(checks[int(i) - 1].claim) for i in covering):
+                met = "partly"
+        admitted = any(
+            _overlap(wanted, content_words(text)) >= REQUIREMENT_COVER for text in absences
+        )
+        requirements.append(
+            {"text": part, "met": met, "claim_ids": covering, "admitted_missing": admitted}
+        )
+    if absences and not any(r["admitted_missing"] for r in requirements):
+        # A general "the documents do not state it" covers whatever is unanswered.
+        for r in requirements:
+            r["admitted_missing"] = True
+    unmet = [r for r in requirements if r["met"] != "yes"]
+    # Not addressed at all and not admitted: the answer skipped it. (An answer on the
+    # subject that lacks the figure asked for is "partly": a person checks the gap.)
+    silent_misses = [r for r in unmet if r["met"] == "no" and not r["admitted_missing"]]
+    missing = [
+        f"Not answered: {r['text']}"
+        + (" (the answer says the evidence lacks it)" if r["admitted_missing"] else "")
+        for r in unmet
+    ]
+    for r in requirements:
+        del r["admitted_missing"]
 
     if contradicted:
         issues = [
@@ -303,6 +493,8 @@ def judge(prompt: str) -> dict[str, object]:
                 "states them: " + " ".join(issues)
             ),
             reasoning=f"{len(contradicted)} of {len(checks)} claim(s) contradict the evidence.",
+            claims=entries,
+            requirements=requirements,
         )
 
     gaps = [f'Not supported by the evidence: "{c.claim}"' for c in checks if not c.supported]
@@ -312,19 +504,38 @@ def judge(prompt: str) -> dict[str, object]:
         for c in conflicts
         if c.support is not None and c.conflict is not None
     ]
-    missing: list[str] = []
     if not checks:
-        missing.append(
+        missing.insert(
+            0,
             "The answer says the evidence does not hold the answer."
-            if says_absent
-            else "The answer makes no checkable statement that answers the request."
+            if absences
+            else "The answer makes no checkable statement that answers the request.",
         )
-    elif _FIGURE_QUESTION_RE.search(request) and not any(
-        numbers(c.claim)
-        and _overlap(subject_words(request), content_words(c.claim)) >= FIGURE_RELEVANCE
-        for c in supported
-    ):
-        missing.append("The request asks for a figure or date; the answer gives none.")
+    if checks and not gaps and unmet and silent_misses:
+        # Every claim holds, but the answer does not do what was asked: a task failure.
+        nothing_met = all(r["met"] == "no" for r in requirements)
+        category = "goal_missed" if nothing_met else "incomplete"
+        reason = (
+            "The answer's claims appear in the evidence but none of them addresses the request."
+            if nothing_met
+            else "The answer leaves part of the request unanswered."
+        )
+        return _verdict(
+            "rejected",
+            score,
+            issues=[reason, *missing],
+            missing_requirements=missing,
+            failure_category=category,
+            recommended_revision_prompt=(
+                "Answer what the request asks: "
+                + "; ".join(str(r["text"]) for r in unmet)
+                + ". If the knowledge base does not state it, say so plainly instead of "
+                "quoting unrelated passages."
+            ),
+            reasoning=reason,
+            claims=entries,
+            requirements=requirements,
+        )
     if gaps or missing:
         return _verdict(
             "insufficient_evidence",
@@ -339,14 +550,19 @@ def judge(prompt: str) -> dict[str, object]:
                 + ("; " + " ".join(missing) if missing else "")
                 + ". A person should check the gaps."
             ),
+            claims=entries,
+            requirements=requirements,
         )
     return _verdict(
         "accepted",
         1.0,
         reasoning=(
             f"All {len(checks)} claim(s) appear in the evidence"
-            f" ({', '.join(sorted({_ref(c.support) for c in supported if c.support}))})."
+            f" ({', '.join(sorted({_ref(c.support) for c in supported if c.support}))})"
+            f" and the {len(requirements)} requirement(s) of the request are met."
         ),
+        claims=entries,
+        requirements=requirements,
     )
 
 
@@ -364,8 +580,12 @@ def _verdict(
     recommended_revision_prompt: str = "",
     failure_category: str | None = None,
     reasoning: str = "",
+    claims: list[dict[str, object]] | None = None,
+    requirements: list[dict[str, object]] | None = None,
 ) -> dict[str, object]:
     return {
+        "claims": claims or [],
+        "requirements": requirements or [],
         "status": status,
         "score": score,
         "issues": issues or [],

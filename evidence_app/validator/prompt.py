@@ -1,4 +1,4 @@
-"""Build the validator's messages from an attempt's evidence packet (SPEC V4, E5, E6).
+"""Build the validator's messages from an attempt's evidence packet (V4, E5, E6).
 
 Instructions (the template) go in the system message; all material goes in the user
 message, in this order, so the request and the answer sit at the two ends and the long
@@ -14,16 +14,17 @@ Every piece of untrusted text is wrapped with ``wrap_external``. Nothing is trun
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
 
-from evidence_app.external import wrap_external
 from evidence_app.packets import TaskEvidencePacket
 from evidence_app.render import render_packet
+from evidence_app.validator.citations import CitableResult, citable_results
 from evidence_app.validator.schema import SCHEMA_DESCRIPTION
 from evidence_app.validator.templates import TemplateVersion
+from project.external import wrap_external
 
 ANSWER_LABEL = "answer under review"
 REQUEST_LABEL = "user request"
@@ -59,6 +60,8 @@ class ValidationPrompt:
     evidence: str
     tail: str  # history, earlier feedback and the answer (last)
     answer: str = ""
+    # The tool results the validator may cite, by R<n> label (issue 12 verification).
+    citable: dict[str, CitableResult] = field(default_factory=dict)
 
     @property
     def user(self) -> str:
@@ -132,6 +135,7 @@ def build_prompt(
         evidence=render_evidence(packet),
         tail=tail,
         answer=answer,
+        citable=citable_results(packet),
     )
 
 

@@ -1,4 +1,4 @@
-"""The validator's result schema (SPEC V1).
+"""The validator's result schema (V1).
 
 ``passed`` is derived from ``status`` and never set on its own: a value the model
 sends for it is ignored, and it is recomputed on every access.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
 StatusName = Literal["accepted", "rejected", "insufficient_evidence", "validator_error"]
 CategoryName = Literal[
@@ -16,23 +16,65 @@ CategoryName = Literal[
 ]
 
 STATUSES: tuple[str, ...] = ("accepted", "rejected", "insufficient_evidence", "validator_error")
-CATEGORIES: tuple[str, ...] = (
-    "goal_missed",
-    "incomplete",
-    "rule_violation",
-    "tone_mismatch",
-    "refusal",
-    "unsupported_claim",
-)
+CLAIM_VERDICTS: tuple[str, ...] = ("supported", "contradicted", "unsupported")
 
-# The keys the runtime reads from ``ValidationSnapshot.result`` to build the retry prompt.
-FEEDBACK_KEYS = (
-    "issues",
-    "failure_category",
-    "recommended_revision_prompt",
-    "missing_requirements",
-    "evidence_gaps",
-)
+
+ClaimVerdict = Literal["supported", "contradicted", "unsupported"]
+RequirementMet = Literal["yes", "partly", "no"]
+
+
+class Citation(BaseModel):
+    """One quote the validator cites for a claim. ``ref`` is the ``R<n>`` label of a tool
+    result in the rendered evidence. The other fields are filled by the application's
+    mechanical check (``evidence_app.validator.citations``), never trusted from the model."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    ref: str = ""
+    quote: str = ""
+    verified: bool = False
+    evidence_id: int | None = None
+    start: int | None = None  # character offsets of the quote in the stored content
+    end: int | None = None
+    problem: str = ""  # why it is unverified ("" when verified)
+
+
+class Claim(BaseModel):
+    """One claim of the answer, as it stands in the answer, with its verdict."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str = ""
+    text: str = ""
+    verdict: ClaimVerdict = "unsupported"
+    citations: list[Citation] = Field(default_factory=list)
+    note: str = ""
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: object) -> object:
+        return str(value) if isinstance(value, int) else value
+
+    @property
+    def verified_citations(self) -> list[Citation]:
+        return [c for c in self.citations if c.verified]
+
+
+class Requirement(BaseModel):
+    """One thing the request asks for, and whether the answer meets it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str = ""
+    met: RequirementMet = "no"
+    claim_ids: list[str] = Field(default_factory=list)
+
+    @field_validator("claim_ids", mode="before")
+    @classmethod
+    def _ids_as_text(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [str(v) if isinstance(v, int) else v for v in value]
+        return value
 
 
 class ValidationResult(BaseModel):
@@ -50,6 +92,12 @@ class ValidationResult(BaseModel):
     recommended_revision_prompt: str = ""
     failure_category: CategoryName | None = None
     reasoning: str = ""
+    claims: list[Claim] = Field(default_factory=list)
+    requirements: list[Requirement] = Field(default_factory=list)
+    # Filled by reconciliation (never by the model): the model's own status before the
+    # application checked its citations, and every reason the status was changed or kept.
+    model_status: StatusName | None = None
+    reconciliation: list[str] = Field(default_factory=list)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -72,5 +120,62 @@ SCHEMA_DESCRIPTION = """{
   "recommended_revision_prompt": string (what the agent should do differently; "" if accepted),
   "failure_category": one of "goal_missed", "incomplete", "rule_violation", "tone_mismatch",
                       "refusal", "unsupported_claim", or null,
-  "reasoning": string (short: goal, completeness, rule compliance, trajectory)
+  "reasoning": string (short: goal, completeness, rule compliance, trajectory),
+  "claims": [
+    {
+      "id": string ("1", "2", ...),
+      "text": string (the claim exactly as it stands in the answer),
+      "verdict": "supported" | "contradicted" | "unsupported",
+      "citations": [{"ref": "R<n>", "quote": string (copied verbatim from that tool result)}],
+      "note": string
+    }, ...
+  ],
+  "requirements": [
+    {"text": string (one thing the request asks for), "met": "yes" | "partly" | "no",
+     "claim_ids": [string, ...]}, ...
+  ]
 }"""
+
+
+def claim_summary(result: dict[str, object] | None) -> dict[str, object]:
+    """Counts of claim verdicts in a stored result, unverified citations, and the first
+    unsupported or contradicted claim (for list pages). Old results count zero claims."""
+    claims = (result or {}).get("claims") or []
+    counts: dict[str, int] = dict.fromkeys(CLAIM_VERDICTS, 0)
+    unverified = 0
+    first_problem: dict[str, str] | None = None
+    for claim in claims if isinstance(claims, list) else []:
+        if not isinstance(claim, dict):
+            continue
+        verdict = str(claim.get("verdict") or "unsupported")
+        counts[verdict] = counts.get(verdict, 0) + 1
+        unverified += sum(
+            1 for c in claim.get("citations") or [] if isinstance(c, dict) and not c.get("verified")
+        )
+        if first_problem is None and verdict in ("contradicted", "unsupported"):
+            first_problem = {
+                "id": str(claim.get("id") or ""),
+                "text": str(claim.get("text") or ""),
+                "verdict": verdict,
+            }
+    return {
+        **counts,
+        "total": sum(counts.values()),
+        "unverified_citations": unverified,
+        "first_problem": first_problem,
+    }
+
+
+def stored_result(result: object) -> ValidationResult:
+    """A stored ``ValidationSnapshot.result`` as a ``ValidationResult`` (old results
+    without claims read as empty lists); unreadable JSON reads as a validator error."""
+    if not isinstance(result, dict):
+        return ValidationResult.validator_error("no stored result")
+    try:
+        return ValidationResult.model_validate({"status": "validator_error", **result})
+    except ValueError:
+        claims_free = {k: v for k, v in result.items() if k not in ("claims", "requirements")}
+        try:
+            return ValidationResult.model_validate({"status": "validator_error", **claims_free})
+        except ValueError:
+            return ValidationResult.validator_error("the stored result is not readable")

@@ -1,4 +1,4 @@
-"""Strict structured output (SPEC O1–O5), reusable by the validator and by agents.
+"""Strict structured output (O1–O5), reusable by the validator and by agents.
 
 ``strict_request`` sends messages to a pydantic-ai ``Model``, parses the terminal text
 turn as JSON into a pydantic type and, on a JSON-parse or schema error, re-prompts the
@@ -38,6 +38,8 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models import Model, ModelRequestParameters
+
+from project.llm.registry import model_request_with_retry
 
 STAGE_JSON = "json-parse"
 STAGE_SCHEMA = "schema-validate"
@@ -84,6 +86,9 @@ class RawResponse:
     input_tokens: int
     output_tokens: int
     latency_ms: int
+    # Priced by the caller, who knows the configured model name (issue 18).
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -93,6 +98,8 @@ class RawResponse:
             "model_name": self.model_name,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "latency_ms": self.latency_ms,
         }
 
@@ -196,13 +203,7 @@ def build_feedback(failure: SchemaFailure, schema_hint: str) -> str:
 def default_request(
     model: Model, messages: list[ModelMessage], parameters: ModelRequestParameters
 ) -> ModelResponse:
-    """The runtime's request helper (timeouts, backoff on transient errors) when present."""
-    try:
-        from tasks_app.agents.models import model_request_with_retry
-    except ImportError:  # the runtime module is not installed yet: plain direct request
-        from pydantic_ai.direct import model_request_sync
-
-        return model_request_sync(model, messages, model_request_parameters=parameters)
+    """The model layer's request helper: timeouts, backoff on transient errors."""
     return model_request_with_retry(model, messages, parameters)
 
 
@@ -256,6 +257,8 @@ def strict_request[T: BaseModel](
                 input_tokens=response.usage.input_tokens or 0,
                 output_tokens=response.usage.output_tokens or 0,
                 latency_ms=elapsed,
+                cache_read_tokens=response.usage.cache_read_tokens or 0,
+                cache_write_tokens=response.usage.cache_write_tokens or 0,
             )
         )
         if not is_terminal(response):

@@ -1,4 +1,4 @@
-"""Validator prompt templates (SPEC V5): files in ``prompts/``, versioned by name and
+"""Validator prompt templates (V5): files in ``prompts/``, versioned by name and
 content hash. Editing a file changes its version, and every snapshot records the
 version it was built with, so two decisions can be compared knowing their prompts.
 """
@@ -9,7 +9,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks_app.errors import InvalidInput
+from project.errors import InvalidInput
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
 DEFAULT_TEMPLATE = "default"

@@ -17,17 +17,31 @@
     return tag === "input" || tag === "textarea" || tag === "select" || el.isContentEditable;
   }
 
-  /* ---- Queue selection ------------------------------------------------------------ */
+  /* ---- Live region and focus ------------------------------------------------------ */
+  function announce(text) {
+    var live = document.getElementById("live");
+    if (!live) return;
+    live.textContent = "";
+    setTimeout(function () { live.textContent = text; }, 50);
+  }
+
+  /* ---- Queue selection (a grid with one focusable row: roving tabindex) ------------ */
   function queueRows() {
     return Array.prototype.slice.call(document.querySelectorAll("#queue-list tr[data-task-id]"));
   }
 
-  function selectRow(row) {
-    queueRows().forEach(function (r) { r.classList.remove("selected"); r.removeAttribute("aria-selected"); });
+  function selectRow(row, focus) {
+    queueRows().forEach(function (r) {
+      r.classList.remove("selected");
+      r.setAttribute("aria-selected", "false");
+      r.setAttribute("tabindex", "-1");
+    });
     if (!row) { selectedTaskId = null; return; }
     row.classList.add("selected");
     row.setAttribute("aria-selected", "true");
+    row.setAttribute("tabindex", "0");
     selectedTaskId = row.getAttribute("data-task-id");
+    if (focus) row.focus();
     row.scrollIntoView({ block: "nearest" });
   }
 
@@ -43,51 +57,158 @@
     var current = selectedRow();
     var index = current ? rows.indexOf(current) + delta : (delta > 0 ? 0 : rows.length - 1);
     index = Math.max(0, Math.min(rows.length - 1, index));
-    selectRow(rows[index]);
+    selectRow(rows[index], true);
+  }
+
+  /* Make the queue reachable with Tab even before anything is selected, and keep the
+     selection (and focus, when it was in the list) across refreshes. */
+  function restoreQueue(focusIt) {
+    var rows = queueRows();
+    if (!rows.length) { selectedTaskId = null; return; }
+    var row = selectedRow();
+    if (row) { selectRow(row, focusIt); return; }
+    rows[0].setAttribute("tabindex", "0");
+    if (focusIt) selectRow(rows[0], true);
   }
 
   var ACTIONS = { s: "satisfied", r: "revise", a: "abandon" };
-  var LABELS = { satisfied: "Mark as satisfied (close the task)", revise: "Request a revision", abandon: "Abandon the task" };
+  var pending = null;
 
-  function actOnQueueRow(row, action) {
-    var title = row.getAttribute("data-title") || ("task " + row.getAttribute("data-task-id"));
-    var comment = "";
-    if (action === "revise") {
-      comment = window.prompt("Revision for #" + row.getAttribute("data-task-id") + " " + title + "\nWhat should change?");
-      if (comment === null || !comment.trim()) return;
-    } else if (!window.confirm(LABELS[action] + "?\n#" + row.getAttribute("data-task-id") + " " + title)) {
-      return;
-    }
-    var next = row.nextElementSibling || row.previousElementSibling;
-    if (next && next.getAttribute("data-task-id")) selectedTaskId = next.getAttribute("data-task-id");
+  function postQueueAction(row, action, comment) {
+    var rows = queueRows();
+    var i = rows.indexOf(row);
+    var next = rows[i + 1] || rows[i - 1];
+    selectedTaskId = next ? next.getAttribute("data-task-id") : null;
+    focusQueueAfterSwap = true;
     htmx.ajax("POST", row.getAttribute("data-action-url"), {
       source: row,
       target: "#queue-list",
       swap: "outerHTML",
       headers: csrfHeaders(),
       values: {
-        action: action, comment: comment, version: row.getAttribute("data-version"),
+        action: action, comment: comment || "", version: row.getAttribute("data-version"),
         return_to: "queue", filters: window.location.search.replace(/^\?/, "")
       }
     });
   }
 
-  /* ---- Detail page actions ---------------------------------------------------------- */
-  function actOnDetail(action) {
-    var panel = document.getElementById("task-actions");
-    if (!panel) return false;
+  function openQueueInline(row, action) {
+    var panel = document.getElementById("queue-inline");
+    if (!panel) return;
+    var title = row.getAttribute("data-title") || "";
+    var id = row.getAttribute("data-task-id");
+    pending = { row: row, action: action };
+    document.getElementById("queue-inline-title").textContent =
+      (action === "revise" ? "Ask for a revision of #" : "Abandon #") + id + " " + title;
+    var fields = document.getElementById("queue-revise-fields");
+    fields.hidden = action !== "revise";
+    var confirmButton = document.getElementById("queue-inline-confirm");
+    confirmButton.textContent = action === "revise" ? "Send for revision" : "Yes, abandon";
+    confirmButton.className = action === "revise" ? "btn btn-warn" : "btn btn-bad-solid";
+    panel.hidden = false;
     if (action === "revise") {
-      var box = panel.querySelector("textarea[name=comment]");
-      if (box) { box.focus(); return true; }
+      var box = document.getElementById("queue-comment");
+      box.value = "";
+      box.focus();
+    } else {
+      confirmButton.focus();
+    }
+  }
+
+  function closeQueueInline(refocus) {
+    var panel = document.getElementById("queue-inline");
+    if (panel) panel.hidden = true;
+    var row = pending && pending.row;
+    pending = null;
+    if (refocus && row && document.body.contains(row)) row.focus();
+  }
+
+  function confirmQueueInline() {
+    if (!pending) return;
+    var comment = "";
+    if (pending.action === "revise") {
+      var box = document.getElementById("queue-comment");
+      comment = box.value.trim();
+      if (!comment) { box.setAttribute("aria-invalid", "true"); box.focus(); announce("A revision needs a comment."); return; }
+      box.removeAttribute("aria-invalid");
+    }
+    var row = pending.row;
+    var action = pending.action;
+    closeQueueInline(false);
+    postQueueAction(row, action, comment);
+  }
+
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest) return;
+    if (event.target.closest("#queue-inline-confirm")) confirmQueueInline();
+    else if (event.target.closest("#queue-inline-cancel")) closeQueueInline(true);
+  });
+
+  /* ---- Detail page: inline decision forms ------------------------------------------- */
+  function reveal(id, trigger) {
+    var panel = document.getElementById(id);
+    if (!panel) return false;
+    document.querySelectorAll("#task-actions .inline-form").forEach(function (other) {
+      if (other !== panel) other.hidden = true;
+    });
+    document.querySelectorAll("#task-actions [data-reveal]").forEach(function (b) {
+      b.setAttribute("aria-expanded", b.getAttribute("data-reveal") === id ? "true" : "false");
+    });
+    panel.hidden = false;
+    var first = panel.querySelector("textarea, button[type=submit]");
+    if (first) first.focus();
+    return true;
+  }
+
+  function conceal(id) {
+    var panel = document.getElementById(id);
+    if (!panel) return;
+    panel.hidden = true;
+    var trigger = document.querySelector('[data-reveal="' + id + '"]');
+    if (trigger) { trigger.setAttribute("aria-expanded", "false"); trigger.focus(); }
+  }
+
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest) return;
+    var opener = event.target.closest("[data-reveal]");
+    if (opener) { reveal(opener.getAttribute("data-reveal"), opener); return; }
+    var closer = event.target.closest("[data-conceal]");
+    if (closer) conceal(closer.getAttribute("data-conceal"));
+  });
+
+  function actOnDetail(action) {
+    if (action === "satisfied") {
+      var ok = document.getElementById("act-satisfied");
+      if (ok) { ok.click(); return true; }
       return false;
     }
-    var button = panel.querySelector("button[value=" + action + "]");
-    if (button) { button.click(); return true; }
+    return reveal(action === "revise" ? "revise-panel" : "abandon-panel");
+  }
+
+  function clickIf(id) {
+    var el = document.getElementById(id);
+    if (el) { el.click(); return true; }
     return false;
   }
 
+  var focusQueueAfterSwap = false;
+
   document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.ctrlKey || event.metaKey) {
+      // Ctrl+Enter submits an inline decision form.
+      if (event.key === "Enter" && event.target && event.target.closest) {
+        if (event.target.closest("#queue-inline")) { event.preventDefault(); confirmQueueInline(); return; }
+        var submitId = event.target.getAttribute && event.target.getAttribute("data-submit-with");
+        if (submitId && clickIf(submitId)) { event.preventDefault(); }
+      }
+      return;
+    }
+    if (event.altKey) return;
+    if (event.key === "Escape") {
+      if (event.target.closest && event.target.closest("#queue-inline")) { closeQueueInline(true); event.preventDefault(); return; }
+      var inline = event.target.closest && event.target.closest("#task-actions .inline-form");
+      if (inline) { conceal(inline.id); event.preventDefault(); return; }
+    }
     if (typingInField(event)) {
       if (event.key === "Escape") event.target.blur();
       return;
@@ -106,6 +227,7 @@
       return;
     }
     if (inQueue) {
+      if (event.target.closest && event.target.closest("#queue-inline, #queue-filters")) return;
       if (key === "j" || key === "ArrowDown") { moveSelection(1); event.preventDefault(); return; }
       if (key === "k" || key === "ArrowUp") { moveSelection(-1); event.preventDefault(); return; }
       var row = selectedRow();
@@ -115,21 +237,83 @@
         event.preventDefault();
         return;
       }
-      if (ACTIONS[key] && row) { event.preventDefault(); actOnQueueRow(row, ACTIONS[key]); }
+      if (ACTIONS[key] && row) {
+        event.preventDefault();
+        if (ACTIONS[key] === "satisfied") postQueueAction(row, "satisfied", "");
+        else openQueueInline(row, ACTIONS[key]);
+      }
       return;
     }
+    if (event.target.closest && event.target.closest("a, button, summary, select")) {
+      if (key === "Enter" || key === " ") return;
+    }
+    if ((key === "j" || key === "n") && clickIf("queue-next")) { event.preventDefault(); return; }
+    if ((key === "k" || key === "p") && clickIf("queue-prev")) { event.preventDefault(); return; }
     if (ACTIONS[key] && actOnDetail(ACTIONS[key])) event.preventDefault();
   });
 
   document.addEventListener("click", function (event) {
     var row = event.target.closest && event.target.closest("#queue-list tr[data-task-id]");
-    if (row) selectRow(row);
+    if (row) selectRow(row, false);
   });
 
-  document.addEventListener("htmx:afterSettle", function () {
-    if (!document.getElementById("queue-list")) return;
-    var row = selectedRow();
-    if (row) { row.classList.add("selected"); }
+  document.addEventListener("focusin", function (event) {
+    var row = event.target.closest && event.target.closest("#queue-list tr[data-task-id]");
+    if (row && row.getAttribute("data-task-id") !== selectedTaskId) selectRow(row, false);
+  });
+
+  var lastQueueCount = null;
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var target = event.detail && event.detail.target;
+    var list = document.getElementById("queue-list");
+    if (list) {
+      var focusIt = focusQueueAfterSwap || (target && target.id === "main");
+      focusQueueAfterSwap = false;
+      restoreQueue(focusIt);
+      var count = list.getAttribute("data-count");
+      if (lastQueueCount !== null && count !== lastQueueCount) {
+        announce(count + (count === "1" ? " task" : " tasks") + " waiting for review.");
+      }
+      lastQueueCount = count;
+      if (!queueRows().length && focusIt) {
+        var empty = document.getElementById("queue-empty");
+        if (empty) { empty.setAttribute("tabindex", "-1"); empty.focus(); }
+      }
+      return;
+    }
+    lastQueueCount = null;
+    if (target && target.id === "main") {
+      var title = document.getElementById("task-title") || document.querySelector("#main h1");
+      if (title) {
+        if (!title.hasAttribute("tabindex")) title.setAttribute("tabindex", "-1");
+        title.focus();
+        announce(title.textContent.trim());
+      }
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var list = document.getElementById("queue-list");
+    if (list) { lastQueueCount = list.getAttribute("data-count"); restoreQueue(false); }
+    // A task page loaded in full (not swapped in by htmx) starts keyboard users at its
+    // title too, so j/k/s/Enter work at once, whichever way the page was reached.
+    var title = document.getElementById("task-title");
+    if (title && !window.location.hash &&
+        (!document.activeElement || document.activeElement === document.body)) {
+      title.focus({ preventScroll: true });
+    }
+  });
+
+  /* ---- No stale flash after Back ------------------------------------------------------ */
+  // htmx keeps a snapshot of the page for Back; the messages in it were already read.
+  document.addEventListener("htmx:beforeHistorySave", function () {
+    var box = document.getElementById("messages");
+    if (box) box.textContent = "";
+  });
+  window.addEventListener("pageshow", function (event) {
+    if (!event.persisted) return;
+    var box = document.getElementById("messages");
+    if (box) box.textContent = "";
   });
 
   /* ---- Viewer search -------------------------------------------------------------- */

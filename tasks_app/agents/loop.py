@@ -1,4 +1,4 @@
-"""AgentLoop: model + tools + a tool budget; our code owns the loop (SPEC X2, X3, E2).
+"""AgentLoop: model + tools + a tool budget; our code owns the loop (X2, X3, E2).
 
 Each model request is a pydantic-ai direct request (``model_request_with_retry``).
 Every message becomes a ``RunMessage``, every tool result a ``ToolEvidence`` row the
@@ -12,7 +12,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from django.db import InterfaceError, OperationalError
+from pydantic_ai import exceptions as ai_exceptions
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -23,13 +25,15 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.models import Model, ModelRequestParameters
 
-from evidence_app.external import wrap_external
-from tasks_app.agents.models import model_request_with_retry, resolve_model
+from project.db import release_connection
+from project.errors import DomainError
+from project.external import wrap_external
+from project.llm.registry import model_request_with_retry, resolve_model
 from tasks_app.agents.recorder import Fence, LeaseLost, RunRecorder
 from tasks_app.agents.tools import ToolOutput, run_tool, tool_definitions
-from tasks_app.models import RunKind, RunStatus
+from tasks_app.models import NO_USABLE_ANSWER, RunKind, RunStatus
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +42,21 @@ FINISH_FINALIZED = "max_tool_iterations_finalized"
 FINISH_BUDGET = "max_tool_iterations"
 FINISH_ERROR = "error"
 
+# Failures that come from outside our code and are expected in operation: a model that
+# cannot be configured (e.g. no API key), a provider that still fails after the retries
+# or answers with something unusable. One warning line and the reason stored on the run;
+# any other exception is a bug and is logged with its traceback.
+EXPECTED_RUN_ERRORS: tuple[type[BaseException], ...] = (
+    DomainError,
+    ai_exceptions.ModelAPIError,
+    ai_exceptions.UnexpectedModelBehavior,
+    httpx.TransportError,
+    TimeoutError,
+)
+
 BUDGET_EXHAUSTED_PROMPT = (
     "The tool budget is exhausted; answer from the evidence you have. Do not ask for more "
     "tools. Say clearly what the evidence does not cover."
-)
-NO_USABLE_ANSWER = (
-    "The agent could not produce a usable answer: the tool budget was spent and the final "
-    "answer call failed or returned nothing. The evidence gathered so far is kept."
 )
 
 
@@ -110,6 +122,7 @@ class AgentLoop:
             graph_index=graph_index,
         )
         self._recorder = recorder
+        self._model: Model | None = None
         self._tokens = [0, 0]
         self._tool_rounds = 0
         try:
@@ -132,7 +145,18 @@ class AgentLoop:
             # this connection; the attempt is recovered as a whole (attempt_run).
             raise
         except Exception as exc:
-            log.warning("run %s failed: %s", recorder.run.pk, exc, exc_info=True)
+            if isinstance(exc, EXPECTED_RUN_ERRORS):
+                log.warning(
+                    "task %s attempt %s: run %s failed: %s",
+                    task_id,
+                    attempt_index,
+                    recorder.run.pk,
+                    exc,
+                )
+            else:
+                log.exception(
+                    "task %s attempt %s: run %s crashed", task_id, attempt_index, recorder.run.pk
+                )
             error = f"{type(exc).__name__}: {exc}"
             recorder.finish(
                 status=RunStatus.FAILED,
@@ -173,12 +197,16 @@ class AgentLoop:
     def _request(self, messages: list[ModelMessage], *, offer_tools: bool) -> ModelResponse:
         recorder = self._recorder
         recorder.check()
-        model = resolve_model(self.model_name)
+        # One model object (and so one event loop and HTTP client) per run, not per call.
+        if self._model is None:
+            self._model = resolve_model(self.model_name)
+        model = self._model
         parameters = ModelRequestParameters(
             function_tools=tool_definitions(self.tools) if offer_tools else []
         )
         started = time.monotonic()
         response: ModelResponse | None = None
+        release_connection()  # pooled: nobody holds a connection while a model thinks
         try:
             response = model_request_with_retry(
                 model,
@@ -195,10 +223,10 @@ class AgentLoop:
                 model_settings=self.model_settings,
                 latency_ms=int((time.monotonic() - started) * 1000),
                 response=response,
+                with_response=True,
             )
         self._tokens[0] += response.usage.input_tokens
         self._tokens[1] += response.usage.output_tokens
-        recorder.add_response(response)
         return response
 
     def _loop(self, recorder: RunRecorder, user_prompt: str) -> tuple[str, str, bool, list[str]]:

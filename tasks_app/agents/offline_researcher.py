@@ -1,10 +1,16 @@
-"""``offline:researcher``: a deterministic, network-free research agent (SPEC X7).
+"""``offline:researcher``: a deterministic, network-free research agent (X7).
 
 It is not an LLM. It really uses the tools it is offered: first ``search_knowledge``
 with the key words of the request, then ``read_document`` on the best one to three
 hits, then it answers extractively: the sentences of what it read that share the most
 key words with the request, quoted, each citing its document title. Offered no tools
 (synthesis, finalization), it answers the same way from the evidence in its prompt.
+
+It follows the researcher's rules (issue 12): each part of the request (a two-part
+question has two) needs a sentence sharing at least ``PART_COVER`` of that part's key
+words; a part nothing it read addresses is answered "The knowledge base I searched does
+not state …" instead of quoting unrelated sentences. On a revision it searches again
+with the requester's revise comment's terms and answers what the comment asks for too.
 """
 
 from __future__ import annotations
@@ -21,13 +27,16 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from evidence_app.external import WARNING as EXTERNAL_WARNING
-from tasks_app.agents.messages import first_user_prompt, tool_calls, tool_returns
+from project.external import WARNING as EXTERNAL_WARNING
+from project.llm.messages import first_user_prompt, tool_calls, tool_returns
 from tasks_app.agents.tools import keywords, stem
 
 MODEL_NAME = "offline:researcher"
 MAX_READS = 3
 MAX_QUOTES = 3
+# A sentence addresses a part of the request when it shares this share of its key words.
+PART_COVER = 0.5
+NOT_STATED = "The knowledge base I searched does not state {what}."
 NOTHING_FOUND = (
     "I could not find information about this in the knowledge base I searched, so I cannot "
     "answer it from evidence."
@@ -234,9 +243,80 @@ def compose_answer(quotes: list[Quote], request: str = "") -> str:
     return "\n".join(lines)
 
 
+_PART_SPLIT_RE = re.compile(
+    r"\?|;|\n|\b(?:and|also|plus)\s+(?=(?:what|how|when|which|who|where|whether|is|are|"
+    r"does|do|can|must|should)\b)",
+    re.IGNORECASE,
+)
+_COMMENT_LABEL_RE = re.compile(r"^requester revision comment \d+$")
+
+
+def request_parts(request: str) -> list[str]:
+    """The things a request asks for (a two-part question gives two)."""
+    parts: list[str] = []
+    for piece in _PART_SPLIT_RE.split(request):
+        piece = (piece or "").strip(" ,.")
+        if not piece:
+            continue
+        if len(keywords(piece, limit=30)) < 2 and parts:
+            parts[-1] = f"{parts[-1]} {piece}"
+        elif keywords(piece, limit=30):
+            parts.append(piece)
+    return parts or [request.strip()]
+
+
+def revise_comments(prompt: str) -> list[str]:
+    """The requester's revise comments in a revision prompt, oldest first."""
+    return [
+        m.group("body").strip()
+        for m in _BLOCK_RE.finditer(prompt)
+        if _COMMENT_LABEL_RE.match(m.group("label"))
+    ]
+
+
+def _covers(part: str, sentence: str) -> float:
+    wanted = {stem(w) for w in keywords(part, limit=30)}
+    if not wanted:
+        return 0.0
+    return len(wanted & {stem(w) for w in keywords(sentence, limit=200)}) / len(wanted)
+
+
+def answer_parts(
+    request: str, sources: list[tuple[str, str]], comments: list[str] | None = None
+) -> str:
+    """The answer: quotes for every part of the request (and every revise comment) that
+    something read addresses; for a part nothing addresses, that the knowledge base does
+    not state it."""
+    parts = request_parts(request)
+    comments = [c for c in comments or [] if keywords(c)]
+    quotes: list[Quote] = []
+    missing: list[str] = []
+    for part in [*parts, *comments]:
+        found = [q for q in best_quotes(part, sources) if _covers(part, q.sentence) >= PART_COVER]
+        if len(parts) > 1 or comments:
+            found = found[:2]
+        if found:
+            quotes += [q for q in found if q.sentence not in {x.sentence for x in quotes}]
+        elif part in parts:
+            missing.append(part)
+    if not quotes:
+        return " ".join(NOT_STATED.format(what=_what(p)) for p in parts)
+    text = compose_answer(quotes[: MAX_QUOTES + len(comments) + len(parts) - 1], request)
+    if missing:
+        text += "\n\n" + " ".join(NOT_STATED.format(what=_what(p)) for p in missing)
+    return text
+
+
+def _what(part: str) -> str:
+    """A request part as the object of "does not state"."""
+    part = part.strip().rstrip("?.").strip()
+    return f"the answer to: {part}" if part else "it"
+
+
 def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     prompt = first_user_prompt(messages)
     request = focus_text(prompt)
+    comments = revise_comments(prompt)
     offered = {tool.name for tool in info.function_tools}
     calls = tool_calls(messages)
     returns = tool_returns(messages)
@@ -244,10 +324,15 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     if offered:
         searched = any(c.tool_name == "search_knowledge" for c in calls)
         if not searched and "search_knowledge" in offered:
-            query = " ".join(keywords(request, limit=8)) or request[:200]
+            # On a revision, a second search with the revise comments' own terms.
+            queries = [" ".join(keywords(request, limit=8)) or request[:200]]
+            queries += [" ".join(keywords(c, limit=8)) for c in comments if keywords(c)]
             return ModelResponse(
                 parts=[
-                    ToolCallPart("search_knowledge", {"query": query}, tool_call_id="call_search_1")
+                    ToolCallPart(
+                        "search_knowledge", {"query": query}, tool_call_id=f"call_search_{i}"
+                    )
+                    for i, query in enumerate(queries, start=1)
                 ]
             )
         read_ids = {
@@ -259,9 +344,9 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             hits: list[str] = []
             for part in returns:
                 if part.tool_name == "search_knowledge":
-                    hits += [
-                        h for h in _DOC_HIT_RE.findall(part.model_response_str()) if h not in hits
-                    ]
+                    # The best hits of each search (the request's, then each comment's).
+                    own = [h for h in _DOC_HIT_RE.findall(part.model_response_str())]
+                    hits += [h for h in own if h not in hits][:MAX_READS]
             if hits:
                 return ModelResponse(
                     parts=[
@@ -270,7 +355,7 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
                             {"document_id": int(doc_id)},
                             tool_call_id=f"call_read_{doc_id}",
                         )
-                        for doc_id in hits[:MAX_READS]
+                        for doc_id in hits[: MAX_READS * (1 + len(comments))]
                     ]
                 )
         # Answer from what was read (documents first; search snippets if nothing was read).
@@ -278,9 +363,7 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         if not reads and "read_document" in offered:
             return ModelResponse(parts=[TextPart(NOTHING_FOUND)])
         sources = [(p.model_response_str(), "") for p in (reads or returns)]
-        return ModelResponse(
-            parts=[TextPart(compose_answer(best_quotes(request, sources), request))]
-        )
+        return ModelResponse(parts=[TextPart(answer_parts(request, sources, comments))])
 
     # No tools offered: synthesis or finalization, the evidence is in the prompt.
     sources = evidence_sources(prompt)
@@ -291,4 +374,4 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
             evidence = prompt.replace(request_text(prompt), "", 1)
         sources = [(evidence, "")]
     sources += [(p.model_response_str(), "") for p in returns]
-    return ModelResponse(parts=[TextPart(compose_answer(best_quotes(request, sources), request))])
+    return ModelResponse(parts=[TextPart(answer_parts(request, sources, comments))])

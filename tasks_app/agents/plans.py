@@ -1,4 +1,4 @@
-"""Execution plans: a single agent or a team (SPEC X4, X5), validated by pydantic.
+"""Execution plans: a single agent or a team (X4, X5), validated by pydantic.
 
 A stored ``Task.plan`` of ``{}`` means a single agent with the defaults. A team plan::
 
@@ -10,11 +10,20 @@ A stored ``Task.plan`` of ``{}`` means a single agent with the defaults. A team 
 
 from __future__ import annotations
 
+import graphlib
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from tasks_app.errors import InvalidInput
+from project.errors import InvalidInput
+from project.schemas import Text, json_integer
 
 MAX_TEAM_NODES = 12
 MAX_SYNTHESIS_TOOL_ITERATIONS = 3
@@ -23,30 +32,42 @@ MAX_SYNTHESIS_TOOL_ITERATIONS = 3
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    _json_integers = field_validator(
+        "max_tool_iterations", "synthesis_max_tool_iterations", mode="before", check_fields=False
+    )(json_integer)
+
 
 class PlanNode(_Strict):
     id: str = Field(pattern=r"^[A-Za-z0-9_.-]{1,100}$")
-    role: str = Field(min_length=1, max_length=200)
-    instructions: str = ""
-    depends_on: list[str] = Field(default_factory=list)
+    role: Text = Field(min_length=1, max_length=200)
+    instructions: Text = ""
+    depends_on: list[Text] = Field(
+        default_factory=list,
+        description="Ids of other nodes of this plan (dag mode); unknown ids, a node "
+        "depending on itself and cycles are refused with 422",
+    )
     # Per-node model override (e.g. a cheaper model for a reader node).
-    model: str | None = None
+    model: Text | None = None
     max_tool_iterations: int | None = Field(default=None, ge=0, le=50)
 
 
 class SinglePlan(_Strict):
     kind: Literal["single"] = "single"
-    model: str | None = None
+    model: Text | None = None
     max_tool_iterations: int | None = Field(default=None, ge=0, le=50)
 
 
 class TeamPlan(_Strict):
     kind: Literal["team"] = "team"
     mode: Literal["sequence", "parallel", "dag"] = "sequence"
-    nodes: list[PlanNode] = Field(min_length=1, max_length=MAX_TEAM_NODES)
+    nodes: list[PlanNode] = Field(
+        min_length=1,
+        max_length=MAX_TEAM_NODES,
+        description="Node ids must be unique (a duplicate is refused with 422)",
+    )
     # X5: synthesis runs with no tools unless the plan grants a small budget.
     synthesis_max_tool_iterations: int = Field(default=0, ge=0, le=MAX_SYNTHESIS_TOOL_ITERATIONS)
-    model: str | None = None
+    model: Text | None = None
     max_tool_iterations: int | None = Field(default=None, ge=0, le=50)
 
     @model_validator(mode="after")
@@ -85,17 +106,18 @@ class TeamPlan(_Strict):
             return [[node] for node in self.nodes]
         if self.mode == "parallel":
             return [list(self.nodes)]
-        done: set[str] = set()
-        remaining = list(self.nodes)
+        sorter = graphlib.TopologicalSorter({n.id: n.depends_on for n in self.nodes})
+        try:
+            sorter.prepare()
+        except graphlib.CycleError as exc:
+            cycle = ", ".join(dict.fromkeys(exc.args[1]))
+            raise ValueError(f"the dependency graph has a cycle among: {cycle}") from None
+        position = {node.id: index for index, node in enumerate(self.nodes)}
         layers: list[list[PlanNode]] = []
-        while remaining:
-            layer = [n for n in remaining if all(d in done for d in n.depends_on)]
-            if not layer:
-                cycle = ", ".join(n.id for n in remaining)
-                raise ValueError(f"the dependency graph has a cycle among: {cycle}")
-            layers.append(layer)
-            done.update(n.id for n in layer)
-            remaining = [n for n in remaining if n.id not in done]
+        while sorter.is_active():
+            ready = sorted(sorter.get_ready(), key=position.__getitem__)
+            layers.append([self.nodes[position[node_id]] for node_id in ready])
+            sorter.done(*ready)
         return layers
 
 

@@ -1,21 +1,28 @@
-"""Writing a run's evidence as it happens (SPEC E1, E2, X1, X2).
+"""Writing a run's evidence as it happens (E1, E2, X1, X2).
 
 Every write is its own small transaction, so a crash later in the run loses nothing
-already gathered. When the run belongs to a leased attempt, every write is fenced by
-the lease token: the task row is locked and the token compared before the insert, so a
-worker whose lease was taken over (reaper, abandon) writes nothing.
+already gathered (E2). When the run belongs to a leased attempt, every write is fenced
+by the lease token, so a worker whose lease was taken over (reaper, abandon) writes
+nothing. On PostgreSQL a fenced write is **one statement** (issue 16): a data-modifying
+CTE refreshes the heartbeat with ``UPDATE task ... WHERE lease_token = ... RETURNING``
+(which row-locks the task, as the reaper's takeover does) and inserts the rows only if
+that returned the task. A turn's rows (a request snapshot and the model's message, a
+tool result and its transcript row) go in the same statement. Elsewhere (SQLite) the
+write is a transaction that locks and checks first.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 from pydantic_ai.messages import (
     ModelMessage,
@@ -30,7 +37,9 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import Model, ModelRequestParameters
 
-from evidence_app.models import ToolEvidence
+from evidence_app.models import ToolEvidence, content_digest
+from project.costs import CURRENCY, CostTotal, price_request
+from tasks_app import services
 from tasks_app.agents.db import db_turn
 from tasks_app.agents.tools import ToolOutput
 from tasks_app.models import LLMRequestSnapshot, Run, RunMessage, RunStatus, Task
@@ -80,6 +89,89 @@ def unfenced_write() -> Iterator[None]:
         yield
 
 
+# Heartbeat and fence in one: the UPDATE locks the task row and returns it only while
+# the lease is held and the task runs.
+_HELD = (
+    'WITH held AS (UPDATE "tasks_app_task" SET "heartbeat_at" = %s WHERE "id" = %s '
+    'AND "lease_token" = %s AND "status" = %s RETURNING "id")'
+)
+
+
+def _held_params(fence: Fence) -> list[Any]:
+    return [timezone.now(), fence.task_id, fence.lease_token, TaskStatus.RUNNING]
+
+
+@functools.cache
+def _columns(model: type[models.Model], names: tuple[str, ...]) -> tuple[list[Any], str, str]:
+    """(fields, quoted column list, one VALUES row with typed placeholders), per model
+    and column set: computed once per process."""
+    fields: list[Any] = [model._meta.get_field(name) for name in names]
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in fields)
+    row_sql = "(" + ", ".join(f"%s::{f.db_type(connection)}" for f in fields) + ")"
+    return fields, columns, row_sql
+
+
+def _insert_select(model: type[models.Model], rows: list[dict[str, Any]]) -> tuple[str, list[Any]]:
+    """``INSERT INTO t (cols) SELECT ... FROM (VALUES ...) WHERE EXISTS (held)``, each
+    value cast to its column's type (parameters would otherwise arrive untyped)."""
+    names = tuple(rows[0])
+    fields, columns, row_sql = _columns(model, names)
+    params = [
+        f.get_db_prep_save(row[name], connection)
+        for row in rows
+        for name, f in zip(names, fields, strict=True)
+    ]
+    sql = (
+        f"INSERT INTO {connection.ops.quote_name(model._meta.db_table)} ({columns}) "
+        "SELECT * FROM (VALUES "
+        + ", ".join([row_sql] * len(rows))
+        + ') AS v WHERE EXISTS (SELECT 1 FROM held) RETURNING "id"'
+    )
+    return sql, params
+
+
+def fenced_insert(
+    fence: Fence, inserts: list[tuple[type[models.Model], list[dict[str, Any]]]]
+) -> int:
+    """Insert every row of ``inserts`` in one statement, fenced by the lease and
+    refreshing its heartbeat; returns the id of the last table's first row. Raises
+    LeaseLost (nothing written) when the lease is gone or the task no longer runs."""
+    params = _held_params(fence)
+    ctes: list[str] = []
+    last = ""
+    for i, (model, rows) in enumerate(inserts):
+        sql, values = _insert_select(model, rows)
+        params += values
+        if i < len(inserts) - 1:
+            ctes.append(f", w{i} AS ({sql})")
+        else:
+            last = sql
+    with connection.cursor() as cur:
+        cur.execute(_HELD + "".join(ctes) + " " + last, params)
+        returned = cur.fetchall()
+    if not returned:
+        raise LeaseLost(f"task {fence.task_id}: lease lost; write discarded")
+    return int(returned[0][0])
+
+
+def fenced_update(fence: Fence, model: type[models.Model], pk: int, values: dict[str, Any]) -> None:
+    """``UPDATE`` one row in one statement, fenced by the lease like ``fenced_insert``."""
+    quote = connection.ops.quote_name
+    fields: list[Any] = [model._meta.get_field(name) for name in values]
+    assignments = ", ".join(f"{quote(f.column)} = %s::{f.db_type(connection)}" for f in fields)
+    params = _held_params(fence) + [f.get_db_prep_save(values[f.name], connection) for f in fields]
+    with connection.cursor() as cur:
+        cur.execute(
+            f"{_HELD} UPDATE {quote(model._meta.db_table)} SET {assignments} "
+            'WHERE "id" = %s AND EXISTS (SELECT 1 FROM held) RETURNING "id"',
+            [*params, pk],
+        )
+        returned = cur.fetchall()
+    if not returned:
+        raise LeaseLost(f"task {fence.task_id}: lease lost; write discarded")
+
+
 def message_text(message: ModelMessage) -> str:
     """Plain text of a message, for the transcript and character counts."""
     chunks: list[str] = []
@@ -118,44 +210,99 @@ class RunRecorder:
         self.message_index = 0
         self.evidence_sequence = 0
         self.snapshot_iteration = 0
-        with self._write():
-            self.run = Run.objects.create(
-                task_id=task_id,
-                attempt_index=attempt_index,
-                kind=kind,
-                node_id=node_id,
-                node_role=node_role,
-                graph_index=graph_index,
-                model_name=model_name,
-                status=RunStatus.RUNNING,
-                started_at=timezone.now(),
-            )
+        self._last_fenced = float("-inf")
+        # Sum of the priced requests of this run (issue 18), written to the run at finish.
+        self.cost = CostTotal()
+        row = {
+            "task_id": task_id,
+            "attempt_index": attempt_index,
+            "kind": kind,
+            "node_id": node_id,
+            "node_role": node_role,
+            "graph_index": graph_index,
+            "model_name": model_name,
+            "status": RunStatus.RUNNING,
+            "started_at": timezone.now(),
+        }
+        if self._one_statement:
+            assert fence is not None
+            full = _with_defaults(Run, row)
+            run_id = fenced_insert(fence, [(Run, [full])])
+            self._last_fenced = time.monotonic()
+            self.run = Run(pk=run_id, **full)
+        else:
+            with self._write():
+                self.run = Run.objects.create(**row)
+
+    @property
+    def _one_statement(self) -> bool:
+        return self.fence is not None and connection.vendor == "postgresql"
 
     def _write(self) -> Any:
         return self.fence.write() if self.fence else unfenced_write()
 
+    def _insert(self, inserts: list[tuple[type[models.Model], list[dict[str, Any]]]]) -> None:
+        """Write these rows together: one fenced statement on PostgreSQL, else one
+        (fenced) transaction."""
+        if self._one_statement:
+            assert self.fence is not None
+            fenced_insert(
+                self.fence, [(m, [_with_defaults(m, r) for r in rows]) for m, rows in inserts]
+            )
+            self._last_fenced = time.monotonic()
+            return
+        with self._write():
+            for model, rows in inserts:
+                for row in rows:
+                    model._default_manager.create(**row)
+
     def check(self) -> None:
-        """Called before each step: stop if the attempt was abandoned or taken over."""
-        if self.fence:
+        """Called before each step: stop if the attempt was abandoned or taken over. A
+        fenced write in the last second already checked the lease and beat (issue 16)."""
+        if self.fence and time.monotonic() - self._last_fenced > FRESH_SECONDS:
             self.fence.beat()
 
-    def add_message(self, role: str, content: str, payload: dict[str, Any]) -> None:
-        with self._write():
-            RunMessage.objects.create(
-                run=self.run, index=self.message_index, role=role, content=content, payload=payload
-            )
+    def _message_row(self, role: str, content: str, payload: dict[str, Any]) -> dict[str, Any]:
+        row = {
+            "run_id": self.run.pk,
+            "index": self.message_index,
+            "role": role,
+            "content": content,
+            "payload": payload,
+            "created_at": timezone.now(),
+        }
         self.message_index += 1
+        return row
+
+    def add_message(self, role: str, content: str, payload: dict[str, Any]) -> None:
+        start = self.message_index
+        try:
+            self._insert([(RunMessage, [self._message_row(role, content, payload)])])
+        except BaseException:
+            self.message_index = start
+            raise
 
     def add_request_messages(self, request: ModelRequest) -> None:
-        """System and user parts of a request, one transcript row each."""
+        """System and user parts of a request, one transcript row each, written together."""
+        start = self.message_index
+        rows = []
         for part in request.parts:
             if isinstance(part, SystemPromptPart):
-                self.add_message("system", part.content, {"part_kind": part.part_kind})
+                rows.append(
+                    self._message_row("system", part.content, {"part_kind": part.part_kind})
+                )
             elif isinstance(part, UserPromptPart):
                 text = part.content if isinstance(part.content, str) else str(part.content)
-                self.add_message("user", text, {"part_kind": part.part_kind})
+                rows.append(self._message_row("user", text, {"part_kind": part.part_kind}))
+        if not rows:
+            return
+        try:
+            self._insert([(RunMessage, rows)])
+        except BaseException:
+            self.message_index = start
+            raise
 
-    def add_response(self, response: ModelResponse) -> None:
+    def _response_row(self, response: ModelResponse) -> dict[str, Any]:
         payload = _dump(response)
         tool_calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
         if tool_calls:
@@ -163,39 +310,53 @@ class RunRecorder:
                 {"tool_call_id": p.tool_call_id, "tool_name": p.tool_name, "args": p.args_as_dict()}
                 for p in tool_calls
             ]
-        self.add_message("assistant", message_text(response), payload)
+        return self._message_row("assistant", message_text(response), payload)
+
+    def add_response(self, response: ModelResponse) -> None:
+        start = self.message_index
+        try:
+            self._insert([(RunMessage, [self._response_row(response)])])
+        except BaseException:
+            self.message_index = start
+            raise
 
     def add_tool_result(self, call: ToolCallPart, output: ToolOutput) -> None:
-        """The tool result as evidence and as a transcript row, in one transaction, the
+        """The tool result as evidence and as a transcript row, written together the
         moment the tool returned (E2)."""
-        with self._write():
-            ToolEvidence.objects.create(
-                run=self.run,
-                task_id=self.run.task_id,
-                attempt_index=self.run.attempt_index,
-                sequence=self.evidence_sequence,
-                tool_name=call.tool_name,
-                tool_call_id=call.tool_call_id,
-                arguments=_safe_args(call),
-                content=output.content,
-                is_error=output.is_error,
-                url=output.url[:2000],
-                title=output.title[:500],
-                event_payload=output.payload,
-            )
-            RunMessage.objects.create(
-                run=self.run,
-                index=self.message_index,
-                role="tool",
-                content=output.content,
-                payload={
-                    "tool_call_id": call.tool_call_id,
-                    "tool_name": call.tool_name,
-                    "is_error": output.is_error,
-                },
-            )
+        evidence = {
+            "run_id": self.run.pk,
+            "task_id": self.run.task_id,
+            "attempt_index": self.run.attempt_index,
+            "sequence": self.evidence_sequence,
+            "tool_name": call.tool_name,
+            "tool_call_id": call.tool_call_id,
+            "arguments": _safe_args(call),
+            "content": output.content,
+            # Computed columns that ToolEvidence.save() would fill (no save() here).
+            "content_chars": len(output.content),
+            "content_sha256": content_digest(call.tool_name, output.content),
+            "is_error": output.is_error,
+            "url": output.url[:2000],
+            "title": output.title[:500],
+            "event_payload": output.payload,
+            "created_at": timezone.now(),
+        }
+        start = self.message_index
+        message = self._message_row(
+            "tool",
+            output.content,
+            {
+                "tool_call_id": call.tool_call_id,
+                "tool_name": call.tool_name,
+                "is_error": output.is_error,
+            },
+        )
+        try:
+            self._insert([(ToolEvidence, [evidence]), (RunMessage, [message])])
+        except BaseException:
+            self.message_index = start
+            raise
         self.evidence_sequence += 1
-        self.message_index += 1
 
     def add_snapshot(
         self,
@@ -207,8 +368,11 @@ class RunRecorder:
         model_settings: dict[str, Any] | None,
         latency_ms: int,
         response: ModelResponse | None,
+        with_response: bool = False,
     ) -> None:
-        """A compact record of one model request (X2); the full request only in debug."""
+        """A compact record of one model request (X2); the full request only in debug.
+        ``with_response`` also records the model's message (``add_response``) in the
+        same write."""
         model_settings = model_settings or {}
         tools = [t for t in parameters.function_tools]
         schema_chars = sum(
@@ -229,24 +393,42 @@ class RunRecorder:
                 "settings": {k: v for k, v in model_settings.items() if _jsonable(v)},
             }
         usage = response.usage if response is not None else None
-        with self._write():
-            LLMRequestSnapshot.objects.create(
-                run=self.run,
-                iteration=self.snapshot_iteration,
-                provider=getattr(model, "system", "") or "",
-                model_name=model_name,
-                message_count=len(messages),
-                tool_names=[t.name for t in tools],
-                message_chars=sum(len(message_text(m)) for m in messages),
-                tool_schema_chars=schema_chars,
-                max_tokens=model_settings.get("max_tokens"),
-                temperature=model_settings.get("temperature"),
-                thinking=bool(model_settings.get("thinking")),
-                latency_ms=latency_ms,
-                input_tokens=usage.input_tokens if usage else 0,
-                output_tokens=usage.output_tokens if usage else 0,
-                full_request=full,
-            )
+        # Priced now, from this request's usage and the configured model name, and stored:
+        # a later price change does not rewrite history. None: model unknown to the table.
+        cost = price_request(model_name, usage, at=timezone.now())
+        snapshot = {
+            "run_id": self.run.pk,
+            "iteration": self.snapshot_iteration,
+            "provider": getattr(model, "system", "") or "",
+            "model_name": model_name,
+            "message_count": len(messages),
+            "tool_names": [t.name for t in tools],
+            "message_chars": sum(len(message_text(m)) for m in messages),
+            "tool_schema_chars": schema_chars,
+            "max_tokens": model_settings.get("max_tokens"),
+            "temperature": model_settings.get("temperature"),
+            "thinking": bool(model_settings.get("thinking")),
+            "latency_ms": latency_ms,
+            "input_tokens": usage.input_tokens if usage else 0,
+            "output_tokens": usage.output_tokens if usage else 0,
+            "cost": cost,
+            "cost_currency": CURRENCY if cost is not None else "",
+            "full_request": full,
+            "created_at": timezone.now(),
+        }
+        inserts: list[tuple[type[models.Model], list[dict[str, Any]]]] = [
+            (LLMRequestSnapshot, [snapshot])
+        ]
+        start = self.message_index
+        if with_response and response is not None:
+            # The turn in one write: the request's snapshot and the model's message.
+            inserts.append((RunMessage, [self._response_row(response)]))
+        try:
+            self._insert(inserts)
+        except BaseException:
+            self.message_index = start
+            raise
+        self.cost.add(cost)
         self.snapshot_iteration += 1
 
     def finish(
@@ -262,26 +444,45 @@ class RunRecorder:
         warnings: list[str] | None = None,
         fenced: bool = True,
     ) -> None:
+        """End the run through ``run_finish`` (the one writer of ``Run.status``); fenced
+        by the lease unless ``fenced=False`` (bookkeeping after the lease was lost)."""
         finished = timezone.now()
         run = self.run
-        fields = {
-            "status": status,
-            "finish_reason": finish_reason,
-            "output_text": output_text,
-            "tool_iterations": tool_iterations,
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
-            "error": error,
-            "warnings": warnings or [],
-            "finished_at": finished,
-            "duration_ms": int((finished - run.started_at).total_seconds() * 1000),
-        }
-        writer = self._write() if fenced else unfenced_write()
-        with writer:
-            Run.objects.filter(pk=run.pk).update(**fields)
-        for name, value in fields.items():
-            setattr(run, name, value)
+        services.run_finish(
+            run=run,
+            status=status,
+            fence=self.fence if fenced else None,
+            finish_reason=finish_reason,
+            output_text=output_text,
+            tool_iterations=tool_iterations,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            usage={"input_tokens": input_tokens, "output_tokens": output_tokens},
+            cost=self.cost.value,
+            cost_currency=CURRENCY if self.cost.known else "",
+            error=error,
+            warnings=warnings or [],
+            finished_at=finished,
+            duration_ms=int((finished - run.started_at).total_seconds() * 1000),
+        )
+
+
+# A fenced write this recent has already checked the lease (and beaten): the step
+# before the next model call or tool run needs no separate check.
+FRESH_SECONDS = 1.0
+
+
+def _with_defaults(model: type[models.Model], row: dict[str, Any]) -> dict[str, Any]:
+    """The row with every other column's default, for a raw INSERT (no ``save()``)."""
+    out = dict(row)
+    for field in model._meta.concrete_fields:
+        if field.primary_key or field.attname in out or field.name in out:
+            continue
+        if field.has_default():
+            out[field.attname] = field.get_default()
+        elif field.null:
+            out[field.attname] = None
+    return out
 
 
 def _safe_args(call: ToolCallPart) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Team execution (SPEC X4, X5): nodes in graph batches, parallel batches on threads
+"""Team execution (X4, X5): nodes in graph batches, parallel batches on threads
 bounded by ``MAX_PARALLEL_TEAM_NODES``, results in graph order, then a synthesis run
 with no tools (unless the plan grants a small budget) from the rendered team evidence.
 """
@@ -12,11 +12,9 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection
 
-from evidence_app.packets import build_packet
-from evidence_app.render import render_packet
+from evidence_app.selectors import rendered_attempt_evidence
 from tasks_app.agents import prompts
 from tasks_app.agents.loop import AgentLoop, AgentResult
-from tasks_app.agents.models import close_thread_event_loop
 from tasks_app.agents.plans import PlanNode, TeamPlan
 from tasks_app.agents.recorder import Fence, LeaseLost
 from tasks_app.agents.tools import DEFAULT_TOOLS
@@ -84,9 +82,8 @@ def _in_thread(**kwargs: object) -> NodeOutcome:
     try:
         return _run_node(**kwargs)  # type: ignore[arg-type]
     finally:
-        # Each worker thread has its own DB connection and event loop: close both.
+        # Each worker thread has its own DB connection: close it.
         connection.close()
-        close_thread_event_loop()
 
 
 def run_team(
@@ -155,7 +152,7 @@ def _run_synthesis(
     default_model: str,
 ) -> AgentResult:
     # The packet so far holds only the team runs (graph order), every tool result in full.
-    rendered = render_packet(build_packet(task, attempt_index))
+    rendered = rendered_attempt_evidence(task, attempt_index)
     budget = plan.synthesis_max_tool_iterations
     loop = AgentLoop(
         model_name=plan.model or default_model,

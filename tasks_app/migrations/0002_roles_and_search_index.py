@@ -1,4 +1,4 @@
-"""Create the role groups (SPEC People) and, on PostgreSQL, the full-text index (X8)."""
+"""Create the role groups (roles: docs/ui.md) and, on PostgreSQL, the full-text index (X8)."""
 
 from django.db import migrations
 

@@ -4,12 +4,16 @@ tool output, requests and model output are data, never markup (U7)."""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 from django import template
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+
+from project.costs import CostTotal, format_cost
+from project.llm.registry import display_model_name
 
 register = template.Library()
 
@@ -69,12 +73,6 @@ def model_label(name: str | None) -> str:
     if not name:
         return ""
     try:
-        from tasks_app.agents.models import display_model_name
-    except ImportError:
-        if name.startswith("offline:"):
-            return f"{name} (offline stand-in, not an LLM)"
-        return name
-    try:
         return display_model_name(name)
     except Exception:  # a label must never break a page
         return name
@@ -99,16 +97,19 @@ def as_list(value: Any) -> list[Any]:
 
 
 @register.filter
-def raw_text(item: Any) -> str:
-    """A stored raw validator response: text as is, anything else as pretty JSON."""
-    if isinstance(item, str):
-        return item
-    return pretty_json(item)
+def thousands(value: int | None) -> str:
+    return f"{int(value or 0):,}"
 
 
 @register.filter
-def thousands(value: int | None) -> str:
-    return f"{int(value or 0):,}"
+def money(value: Any) -> str:
+    """A stored cost (Decimal, or None = "cost unknown") or a ``CostTotal`` sum, which
+    says how many parts were unpriced (issue 18)."""
+    if isinstance(value, CostTotal):
+        return str(value)
+    if isinstance(value, str):
+        value = Decimal(value)
+    return format_cost(value)
 
 
 @register.filter
@@ -126,3 +127,64 @@ def raw_parts(item: Any) -> dict[str, Any]:
             ],
         }
     return {"text": pretty_json(item), "meta": []}
+
+
+_STATUS_LABELS: dict[str, str] = {}
+
+
+@register.filter
+def status_label(value: str | None) -> str:
+    """A task or verdict status in words ("Needs review"), never the stored slug."""
+    if not value:
+        return ""
+    if not _STATUS_LABELS:
+        from evidence_app.models import FailureCategory, SnapshotKind, ValidationStatus
+        from tasks_app.models import FeedbackAction, RunKind, RunStatus
+        from tasks_app.states import TaskStatus
+
+        for choices in (
+            RunKind,
+            RunStatus,
+            SnapshotKind,
+            FailureCategory,
+            FeedbackAction,
+            ValidationStatus,
+            TaskStatus,
+        ):
+            _STATUS_LABELS.update({value: str(label) for value, label in choices.choices})
+    return _STATUS_LABELS.get(value, value.replace("_", " ").capitalize())
+
+
+@register.filter
+def template_label(version: str | None) -> str:
+    """``default@1359c919bd5c`` → ``default, version 1359c919``: a name people can read."""
+    if not version:
+        return ""
+    name, _, digest = version.partition("@")
+    return f"{name}, version {digest[:8]}" if digest else name
+
+
+VERDICT_MEANING = {
+    "accepted": "The validator found the answer supported by the evidence.",
+    "rejected": "The validator found the answer contradicted by the evidence, or not doing "
+    "what was asked.",
+    "insufficient_evidence": "The validator could not confirm the answer from the evidence "
+    "the agent gathered, so a person decides.",
+    "validator_error": "The validator could not give a verdict, so a person decides.",
+}
+
+
+@register.filter
+def verdict_meaning(status: str | None) -> str:
+    return VERDICT_MEANING.get(status or "", "")
+
+
+@register.filter
+def claim_counts(claims: Any) -> dict[str, int]:
+    """Supported / contradicted / unsupported counts of a verdict's claims (issue 12)."""
+    counts = {"supported": 0, "contradicted": 0, "unsupported": 0}
+    for claim in claims if isinstance(claims, list) else []:
+        verdict = claim.get("verdict") if isinstance(claim, dict) else None
+        if verdict in counts:
+            counts[verdict] += 1
+    return counts

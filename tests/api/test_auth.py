@@ -1,5 +1,5 @@
 """API authentication: bearer tokens, sessions with CSRF, the token command and the
-account page (SPEC A2, A3)."""
+account page (A2, A3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Feedback races over HTTP (SPEC S3, A3): two concurrent decisions, one wins."""
+"""Feedback races over HTTP (S3, A3): two concurrent decisions, one wins."""
 
 from __future__ import annotations
 

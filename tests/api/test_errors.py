@@ -1,4 +1,4 @@
-"""One JSON error shape for every refusal; big bodies get 413, never a 500 (SPEC A3)."""
+"""One JSON error shape for every refusal; big bodies get 413, never a 500 (A3)."""
 
 from __future__ import annotations
 
@@ -94,6 +94,10 @@ def test_every_documented_error_uses_the_one_shape() -> None:
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():
             for status, response in operation["responses"].items():
+                if path.endswith("/otlp/v1/traces") and int(status) in {400, 415, 429}:
+                    # OTLP's own errors are google.rpc.Status, as its specification
+                    # requires (docs/otlp.md); auth and size errors keep the API's shape.
+                    continue
                 if 400 <= int(status) < 500:
                     ref = response["content"]["application/json"]["schema"]["$ref"]
                     assert ref.endswith("/ErrorOut"), (path, method, status)

@@ -1,4 +1,4 @@
-"""Evidence, validation snapshots and knowledge documents over the API (SPEC A1, E1, V7, X8)."""
+"""Evidence, validation snapshots and knowledge documents over the API (A1, E1, V7, X8)."""
 
 from __future__ import annotations
 

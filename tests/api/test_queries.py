@@ -1,4 +1,4 @@
-"""Listing is cheap whatever the size (SPEC A1, STYLE: list queries defer big columns)."""
+"""Listing is cheap whatever the size (A1, STYLE: list queries defer big columns)."""
 
 from __future__ import annotations
 

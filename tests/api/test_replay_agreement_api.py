@@ -1,4 +1,4 @@
-"""Replay and agreement over the API (SPEC V9, V10, A1, A2)."""
+"""Replay and agreement over the API (V9, V10, A1, A2)."""
 
 from __future__ import annotations
 

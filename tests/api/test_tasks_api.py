@@ -1,6 +1,6 @@
 """Tasks API: create, list, read, feedback, claims, events, runs.
 
-SPEC A1, A2, A3, S2, S5, V3, U3.
+A1, A2, A3, S2, S5, V3, U3.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def post(client: Client, url: str, data: Any = None) -> Any:
 def test_create_task_returns_201_with_flags_and_queues_nothing_half_written(
     alice: Client, requester: Any
 ) -> None:
-    """A1, S2: POST /tasks creates an open task owned by the caller; the spec's fields
+    """A1, S2: POST /tasks creates an open task owned by the caller; the documented fields
     are present with their snake_case names."""
     response = post(
         alice,

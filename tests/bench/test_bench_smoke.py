@@ -1,9 +1,9 @@
 """Smoke test of the benchmarks (issue 7): each benchmark function runs at a tiny size
 so the bench code cannot rot. Asserts the shape of the results, never timings.
 
-Benchmarks are not tests of the SPEC; they measure the paths behind S4/X1 (pipeline
-through a real worker), X4 (team parallelism), U1/U2 (queue and detail pages) and
-E4/E5 (packet build and render).
+Benchmarks are not tests of the requirements (docs/requirements.md); they measure the
+paths behind S4/X1 (pipeline through a real worker), X4 (team parallelism), U1/U2 (queue
+and detail pages) and E4/E5 (packet build and render).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
-from bench import packets, pipeline, run, team, ui
+from bench import latency, packets, pipeline, run, team, ui
 from bench.models import AGENT, JUDGE, SLEEPY, register_bench_models
-from tasks_app.agents.models import unregister_model
+from project.llm.registry import unregister_model
 
 FIGURE_KEYS = {"benchmark", "name", "value", "unit", "baseline_name", "baseline", "ratio", "note"}
 TARGET_KEYS = {"benchmark", "target", "measured", "met"}
@@ -74,7 +74,7 @@ def test_ui_benchmark_runs_small() -> None:
         requests=2,
         growth_mb=(0.005, 0.01),
     )
-    check_shape(result, targets=4)
+    check_shape(result, targets=6)
     stage = result["details"]["stages"]["40"]
     assert stage["tasks"] == 41 and stage["needs_review"] == 11  # + the evidence task
     assert set(result["details"]["detail_by_evidence_mb"]) == {"0.005MB", "0.01MB"}
@@ -117,8 +117,51 @@ def test_pipeline_benchmark_runs_small(tmp_path: Path) -> None:
         database_url=db_url,
         log_dir=tmp_path,
     )
-    check_shape(result, targets=2)
+    check_shape(result, targets=4)
     details = result["details"]
     assert details["final_statuses"] == {"awaiting_feedback": 4}
     assert details["rows_per_task"]["tool_evidence"] == 3
     assert {"pipeline", "noop"} == set(details["latency"])
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_latency_benchmark_runs_small(tmp_path: Path) -> None:
+    """Issue 16: a small backlog through the production profile's workers with sleeping
+    models; throughput beside the CPU bound and Little's law, model calls counted."""
+    db_url, redis = _database_url(), _redis_url()
+    if db_url is None or redis is None:
+        pytest.skip("needs PostgreSQL and a Redis broker (REDIS_URL or CELERY_BROKER_URL)")
+    result = latency.run(
+        backlog=6,
+        latency_ms=10,
+        warmup=1,
+        attempts_concurrency=3,
+        validation_concurrency=2,
+        db_pool=2,
+        broker_url=redis,
+        database_url=db_url,
+        log_dir=tmp_path,
+    )
+    check_shape(result, targets=2)
+    details = result["details"]
+    assert details["final_statuses"] == {"awaiting_feedback": 6}
+    calls = details["model_calls"]
+    assert calls["attempts"] == 6 and calls["validations"] == 6
+    assert calls["agent"] == calls["agent_recorded"] == 18 and calls["judge"] == 6
+    assert details["cpu_per_task_ms"] > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_metrics_benchmark_seed_and_scrapes_run_small(settings: Any) -> None:
+    """Issue 18: the scrape-cost benchmark's SQL seeding keeps up with the schema (every
+    NOT NULL column filled) and its scrapes count the seeded rows."""
+    if connection.vendor != "postgresql":
+        pytest.skip("the metrics benchmark seeds with PostgreSQL SQL")
+    from bench import metrics as metrics_bench
+
+    settings.METRICS_SETTLE_SECONDS = 0
+    measured = metrics_bench.measure(20)
+    assert measured["seeded"] == 20 and measured["tasks"] == 20
+    assert measured["steady_ms"]["n"] == metrics_bench.STEADY_SCRAPES
+    assert measured["exposition_bytes"] > 1000

@@ -1,4 +1,4 @@
-"""Drill 6: the authorization matrix (SPEC A2, U1–U6).
+"""Drill 6: the authorization matrix (A2, U1–U6).
 
 Every API operation (from the ninja OpenAPI schema) and every page (from the URL
 resolver) is requested as each of five people: anonymous, the requester who owns the
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from project.api import api
 from tasks_app.auth import api_token_create
+from tasks_app.models import WebhookDelivery, WebhookEndpoint
 from tests.drills.support import report
 from tests.factories import KnowledgeDocumentFactory
 from tests.ui.conftest import make_reviewable_task
@@ -66,6 +68,21 @@ API_MATRIX: dict[str, dict[str, int]] = {
     "GET /api/v1/documents": OPERATORS_ONLY,
     "GET /api/v1/documents/{document_id}": OPERATORS_ONLY,
     "GET /api/v1/stats/agreement": OPERATORS_ONLY,
+    # External attempts (issue 14): only the task's owner submits; this task is run by
+    # Evidentia's own agent and is in needs_review, so even the owner gets 409.
+    "POST /api/v1/tasks/{task_id}/attempts": row(401, 409, 404, 403, 403),
+    "POST /api/v1/tasks/{task_id}/attempts/{attempt_index}/events": row(401, 409, 404, 403, 403),
+    "POST /api/v1/tasks/{task_id}/attempts/{attempt_index}/finish": row(401, 409, 404, 403, 403),
+    # Webhooks belong to whoever registered them; for anyone else they do not exist.
+    "POST /api/v1/webhooks": row(401, 201, 201, 201, 201),
+    "GET /api/v1/webhooks": SIGNED_IN,
+    "GET /api/v1/webhooks/{webhook_id}": row(401, 200, 404, 404, 404),
+    "POST /api/v1/webhooks/{webhook_id}/disable": row(401, 200, 404, 404, 404),
+    "GET /api/v1/webhooks/{webhook_id}/deliveries": row(401, 200, 404, 404, 404),
+    "POST /api/v1/webhooks/deliveries/{delivery_id}/resend": row(401, 202, 404, 404, 404),
+    # OTLP ingestion (issue 15): any signed-in account sends its own traces; an empty
+    # export request is a valid one.
+    "POST /api/v1/otlp/v1/traces": SIGNED_IN,
 }
 
 API_BODIES: dict[str, dict[str, Any]] = {
@@ -73,6 +90,15 @@ API_BODIES: dict[str, dict[str, Any]] = {
     "POST /api/v1/tasks/{task_id}/feedback": {"action": "satisfied"},
     "POST /api/v1/validations/{validation_id}/replay": {},
     "POST /api/v1/documents": {"title": "Doc", "body": "Body"},
+    "POST /api/v1/tasks/{task_id}/attempts": {
+        "final_answer": "An answer.",
+        "runs": [{"model": "acme:agent"}],
+    },
+    "POST /api/v1/tasks/{task_id}/attempts/{attempt_index}/events": {"events": []},
+    "POST /api/v1/tasks/{task_id}/attempts/{attempt_index}/finish": {"final_answer": "x"},
+    # A public address literal: registration resolves nothing and connects nowhere.
+    "POST /api/v1/webhooks": {"url": "http://93.184.216.34/hook"},
+    "POST /api/v1/otlp/v1/traces": {"resourceSpans": []},
 }
 
 LOGIN = 302  # anonymous: redirected to the login page
@@ -81,6 +107,7 @@ PAGE = row(LOGIN, 200, 200, 200, 200)
 OWNED_PAGE = row(LOGIN, 200, 404, 200, 200)
 STAFF_PAGE = row(LOGIN, 403, 403, 200, 200)
 OPERATOR_PAGE = row(LOGIN, 403, 403, 403, 200)
+STAFF_MATERIAL = row(LOGIN, 403, 404, 200, 200)
 
 # (method, route name) -> expectations. POST pages are sent a valid form.
 PAGE_MATRIX: dict[str, dict[str, int]] = {
@@ -92,7 +119,13 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     "POST account_token_create": row(LOGIN, DONE, DONE, DONE, DONE),
     # Only the token's owner can revoke it; for anyone else it does not exist.
     "POST account_token_revoke": row(LOGIN, DONE, 404, 404, 404),
-    "GET home": PAGE,
+    "POST account_webhook_create": row(LOGIN, DONE, DONE, DONE, DONE),
+    # Only the webhook's owner disables it or sends its deliveries again (issue 14).
+    "POST account_webhook_disable": row(LOGIN, DONE, 404, 404, 404),
+    "POST account_webhook_resend": row(LOGIN, DONE, 404, 404, 404),
+    # Reviewers and operators start at the review queue (issue 13); requesters at their tasks.
+    "GET home": row(LOGIN, 200, 200, 302, 302),
+    "GET my_tasks": PAGE,
     "GET task_list_all": STAFF_PAGE,
     "GET task_new": PAGE,
     "GET task_detail": OWNED_PAGE,
@@ -101,10 +134,18 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     "POST task_claim": row(LOGIN, 403, 404, DONE, 403),
     "POST task_note": row(LOGIN, DONE, 404, DONE, 403),
     "GET task_section": OWNED_PAGE,
-    "GET snapshot_section": OWNED_PAGE,
-    "GET snapshot_download": OWNED_PAGE,
+    # The validator's input and raw responses, and transcripts, are staff material
+    # (issue 13): the owner is refused, anyone else's task does not exist for them.
+    "GET snapshot_section": STAFF_MATERIAL,
+    "GET snapshot_download": STAFF_MATERIAL,
     "GET evidence_content": OWNED_PAGE,
-    "GET run_transcript": OWNED_PAGE,
+    "GET claim_evidence": OWNED_PAGE,
+    "GET run_transcript": STAFF_MATERIAL,
+    # Assignment is the reviewers' (issue 13); operators inspect, they do not triage.
+    "POST task_assign": row(LOGIN, 403, 403, DONE, 403),
+    # The knowledge base, searched by reviewers from the task page (issue 13).
+    "GET kb_search": STAFF_PAGE,
+    "GET kb_document": STAFF_PAGE,
     "GET review_queue": STAFF_PAGE,
     "GET ops_index": OPERATOR_PAGE,
     "GET ops_templates": OPERATOR_PAGE,
@@ -169,7 +210,24 @@ def world(requester: Any, other_requester: Any, reviewer: Any, operator: Any) ->
 def fresh_objects(world: World) -> dict[str, Any]:
     task = make_reviewable_task(world.users["requester"])
     run = task.runs.get()
+    # One claim in the verdict, so its evidence fragment (issue 12) has something to show.
+    snapshot = task.validations.get()
+    snapshot.result = {
+        **(snapshot.result or {}),
+        "claims": [{"id": "1", "text": "a claim", "verdict": "unsupported", "citations": []}],
+    }
+    snapshot.save(update_fields=["result"])
+    endpoint = WebhookEndpoint.objects.create(
+        owner=world.users["requester"], url="http://93.184.216.34/hook", events=["task.closed"]
+    )
+    delivery = WebhookDelivery.objects.create(
+        endpoint=endpoint, task=task, event_type="task.closed", msg_id=f"msg_{uuid.uuid4().hex}"
+    )
     return {
+        "webhook_id": endpoint.pk,
+        "endpoint_id": endpoint.pk,
+        "delivery_id": delivery.pk,
+        "attempt_index": 1,
         "task_id": task.pk,
         "run_id": run.pk,
         "evidence_id": run.tool_evidence.order_by("sequence").first().pk,
@@ -178,6 +236,7 @@ def fresh_objects(world: World) -> dict[str, Any]:
         "document_id": KnowledgeDocumentFactory().pk,
         "token_id": api_token_create(user=world.users["requester"], name="revoke-me")[0].pk,
         "section": "request",
+        "claim_id": "1",
         "task": task,
     }
 
@@ -220,6 +279,8 @@ PAGE_FORMS: dict[str, Any] = {
     "task_claim": lambda o: {"op": "claim"},
     "task_note": lambda o: {"comment": "a note"},
     "account_token_create": lambda o: {"name": "new"},
+    "account_webhook_create": lambda o: {"url": "http://93.184.216.34/hook"},
+    "task_assign": lambda o: {"assignee": ""},
     "ops_replay": lambda o: {},
 }
 

@@ -1,4 +1,4 @@
-"""Drill 2: the worker's database connections are killed mid-run (SPEC X1, S3, E2).
+"""Drill 2: the worker's database connections are killed mid-run (X1, S3, E2).
 
 A real Celery worker (solo pool, Redis broker, ``application_name=drill-worker`` on its
 PostgreSQL connections) runs a task on the scripted ``drill:slow`` model. After the
@@ -63,7 +63,7 @@ def test_database_connection_lost_mid_run_is_retried_cleanly(tmp_path: Path) -> 
     task = TaskFactory(request="What is the annual training budget per employee?")
     queue = f"drill-db-{uuid.uuid4().hex[:10]}"
     env = worker_env(tmp_path, redis, db_url)
-    sender = Celery("drill-sender", broker=redis)
+    sender = Celery("drill-sender", broker=redis, set_as_current=False)
     worker = Worker(env=env, queue=queue, log_path=tmp_path / "worker.log", beat=True)
     try:
         sender.send_task("tasks_app.run_attempt", args=[task.pk], queue=queue)
@@ -98,7 +98,7 @@ def test_database_connection_lost_mid_run_is_retried_cleanly(tmp_path: Path) -> 
     assert (S.RUNNING, S.OPEN) in path  # the reaper re-queued the attempt that lost its DB
     now = {(e.pk, e.content_sha256) for e in ToolEvidence.objects.filter(task=task)}
     assert before <= now
-    runs = list(Run.objects.filter(task=task).order_by("attempt_index"))
+    runs = list(Run.objects.filter(task=task).order_by("attempt_index", "id"))
     assert [r.status for r in runs] == [RunStatus.FAILED, RunStatus.COMPLETED]
     assert "OperationalError" in output or "InterfaceError" in output or "terminat" in output
     report(

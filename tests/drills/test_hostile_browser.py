@@ -1,4 +1,4 @@
-"""Drill 5 (browser part): hostile text renders inert in every page (SPEC U7, U2, A2).
+"""Drill 5 (browser part): hostile text renders inert in every page (U7, U2, A2).
 
 Payloads (script tags, ``<img onerror>``, ``javascript:`` links, ``hx-get`` / ``hx-on``
 attributes that htmx would act on, an off-site image) are stored in everything a person
@@ -139,21 +139,25 @@ def urls_for(task: Any, role: str) -> list[str]:
     run = task.runs.get()
     snapshot = task.validations.get()
     evidence = list(run.tool_evidence.order_by("sequence"))
+    # Pages every person with access to the task sees.
     detail = [
         reverse("home"),
         reverse("task_detail", args=[task.pk]),
         reverse("task_progress", args=[task.pk]),
         *[reverse("task_section", args=[task.pk, s]) for s in ("request", "rules", "answer")],
+        *[reverse("evidence_content", args=[task.pk, e.pk]) for e in evidence],
+    ]
+    # The validator's input, raw responses and transcripts are staff material (issue 13).
+    staff_material = [
         *[
             reverse("snapshot_section", args=[task.pk, snapshot.pk, s])
             for s in ("input", "system", "raw")
         ],
-        *[reverse("evidence_content", args=[task.pk, e.pk]) for e in evidence],
         reverse("run_transcript", args=[task.pk, run.pk]),
     ]
     if role == "requester":
         return detail
-    staff = [reverse("review_queue"), reverse("task_list_all"), *detail]
+    staff = [reverse("review_queue"), reverse("task_list_all"), *detail, *staff_material]
     if role == "reviewer":
         return staff
     return [

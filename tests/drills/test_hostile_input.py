@@ -1,5 +1,5 @@
 """Drill 5 (HTTP part): hostile request bodies, paths and query strings get a 4xx with
-the one error shape, never a 500 and never a half-written change (SPEC A3).
+the one error shape, never a 500 and never a half-written change (A3).
 
 Covered: a 50 MB body (413, on the API and on a page), malformed JSON, wrong types,
 integers far beyond 64 bits (body, path and query), invalid UTF-8, unknown enum values.

@@ -1,6 +1,6 @@
 """Drill 5 (validator part): prompt injection in tool results stays inside its
 external-content wrapper in the validator input, and a validator verdict alone never
-closes a task (SPEC E6, V2, V4, S5).
+closes a task (E6, V2, V4, S5).
 
 The judge is a scripted ``FunctionModel`` that records what it was sent; the validator
 runs through ``validation_run``, the service the validation job calls.
@@ -24,14 +24,14 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from evidence_app.external import TAG
 from evidence_app.services import replay_validation, validation_run
-from tasks_app.agents.models import register_model, unregister_model
+from project.external import TAG
+from project.llm.registry import register_model, unregister_model
 from tasks_app.models import TaskEvent
 from tasks_app.states import TRANSITIONS
 from tasks_app.states import TaskStatus as S
 from tests.drills.support import report
-from tests.evidence_app.validation_helpers import validating_task
+from tests.evidence_app.validation_helpers import validating_task, verdict
 
 pytestmark = [pytest.mark.drill, pytest.mark.django_db]
 
@@ -105,7 +105,8 @@ def outside_wrappers(text: str) -> str:
     return "".join(outside)
 
 
-ACCEPT = json.dumps({"status": "accepted", "score": 0.95, "reasoning": "supported"})
+# Cites the default evidence of validating_task, so the accept survives reconciliation.
+ACCEPT = verdict("accepted", score=0.95, reasoning="supported")
 
 
 def test_injection_in_tool_results_stays_inside_its_wrapper(judge: Any) -> None:

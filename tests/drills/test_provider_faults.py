@@ -1,4 +1,4 @@
-"""Drill 3: provider faults against a local OpenAI-compatible server (SPEC X6, V8, X8).
+"""Drill 3: provider faults against a local OpenAI-compatible server (X6, V8, X8).
 
 The agent and the validator talk to ``tests.drills.fake_openai`` (127.0.0.1, random
 port) as ``compat:drill`` through ``OPENAI_COMPAT_BASE_URL``, with a 1 s timeout, 2
@@ -11,7 +11,6 @@ error recorded on the run and in the task's event. Validator faults end in
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,7 +28,7 @@ from tasks_app.models import Run, Task, TaskEvent
 from tasks_app.states import TaskStatus as S
 from tests.drills import fake_openai as fo
 from tests.drills.support import Worker, database_url, redis_url, report, wait_for
-from tests.evidence_app.validation_helpers import validating_task
+from tests.evidence_app.validation_helpers import validating_task, verdict
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 
 pytestmark = [pytest.mark.drill, pytest.mark.django_db, pytest.mark.timeout(120)]
@@ -98,7 +97,8 @@ def last_reason(task: Task) -> str:
     return TaskEvent.objects.filter(task=task).order_by("-at", "-id").first().reason
 
 
-VERDICT = json.dumps({"status": "accepted", "score": 0.9, "reasoning": "supported"})
+# Cites the default evidence of validating_task, so the accept survives reconciliation.
+VERDICT = verdict("accepted", score=0.9, reasoning="supported")
 
 
 @pytest.mark.parametrize(
@@ -225,7 +225,7 @@ def test_a_real_worker_survives_provider_faults(server: fo.FakeOpenAI, tmp_path:
     )
     task_a = TaskFactory(request="Task A")
     task_b = TaskFactory(request="Task B")
-    sender = Celery("drill-sender", broker=redis)
+    sender = Celery("drill-sender", broker=redis, set_as_current=False)
     worker = Worker(env=env, queue=queue, log_path=tmp_path / "worker.log")
     try:
         sender.send_task("tasks_app.run_attempt", args=[task_a.pk], queue=queue)

@@ -1,5 +1,5 @@
 """Drill 4: 20 concurrent claim / feedback calls on one task through the HTTP API
-(SPEC S3, S5, U3, A3). A real threaded server (pytest-django's ``live_server``), 20
+(S3, S5, U3, A3). A real threaded server (pytest-django's ``live_server``), 20
 client threads released together by a barrier, each with its own bearer token.
 
 For every race: one winner per transition, every loser a 409, and the event log is a

@@ -1,5 +1,5 @@
 """Drill 5 (tool part): ``fetch_url`` refuses internal addresses, in every spelling,
-through redirects and through DNS rebinding (SPEC X8).
+through redirects and through DNS rebinding (X8).
 
 A real HTTP server listens on 127.0.0.1 during the drill: it must never receive a
 request. Names are resolved by a stand-in for ``socket.getaddrinfo`` (the system

@@ -1,4 +1,4 @@
-"""Drill 1: a worker is SIGKILLed mid-run and nothing is lost or done twice (SPEC X1, E2, S3).
+"""Drill 1: a worker is SIGKILLed mid-run and nothing is lost or done twice (X1, E2, S3).
 
 A real Celery worker (solo pool) on the Redis broker runs a task on the scripted
 ``drill:slow`` model (1.5 s per model reply, three ``search_knowledge`` calls). Right
@@ -7,10 +7,14 @@ new worker (with beat, so the reaper runs every second) is started.
 
 Recovery is by the **reaper**: the dead attempt's heartbeat goes stale after
 ``ATTEMPT_LEASE_SECONDS`` (5 s here), the reaper moves the task back to ``open``,
-marks the dead run failed and queues a new attempt. The killed job's own message is also
-redelivered by Redis once ``CELERY_VISIBILITY_TIMEOUT`` (12 s here, with a matching
-10 s ``CELERY_TASK_TIME_LIMIT``) has passed; that delivery finds the task already moved
-on and does nothing. Both are checked.
+marks the dead run failed and queues a re-run of the same attempt (issue 17). The
+killed job's own message is also redelivered by Redis once ``CELERY_VISIBILITY_TIMEOUT``
+(12 s here, with a matching 10 s ``CELERY_TASK_TIME_LIMIT``) has passed; that delivery
+finds the task already moved on and does nothing (result ``duplicate``). Both are
+checked.
+
+Drill 1b: the same kill with no reaper running (a worker without beat): the redelivered
+message itself takes the expired attempt over (issue 17, result ``taken_over``).
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ def test_worker_killed_after_second_tool_call_loses_nothing(tmp_path: Path) -> N
     task = TaskFactory(request="What is the annual training budget per employee?")
     queue = f"drill-kill-{uuid.uuid4().hex[:10]}"
     env = worker_env(tmp_path, redis, db_url)
-    sender = Celery("drill-sender", broker=redis)
+    sender = Celery("drill-sender", broker=redis, set_as_current=False)
     first = Worker(env=env, queue=queue, log_path=tmp_path / "worker1.log")
     second: Worker | None = None
     try:
@@ -97,8 +101,11 @@ def test_worker_killed_after_second_tool_call_loses_nothing(tmp_path: Path) -> N
         assert done, "task did not finish after the kill:\n" + second.output()[-4000:]
         # The killed job's message comes back after the visibility timeout; that second
         # delivery must find nothing to do.
+        # It says so (issue 17): ``duplicate`` (the attempt finished), or ``lease_held``
+        # if it came while the re-queued attempt still ran; never a second run.
         redelivered = wait_for(
-            lambda: "'skipped'" in second.output(), timeout=max(5, 12 - recovered_in + 15)
+            lambda: "'duplicate'" in second.output() or "'lease_held'" in second.output(),
+            timeout=max(5, 12 - recovered_in + 15),
         )
         total = time.monotonic() - started
     finally:
@@ -128,8 +135,10 @@ def test_worker_killed_after_second_tool_call_loses_nothing(tmp_path: Path) -> N
     keys = [(e.run_id, e.tool_call_id) for e in evidence]
     duplicates = len(keys) - len(set(keys))
     assert lost == 0 and duplicates == 0
-    runs = list(Run.objects.filter(task=task).order_by("attempt_index"))
-    assert [r.attempt_index for r in runs] == [1, 2]
+    runs = list(Run.objects.filter(task=task).order_by("attempt_index", "id"))
+    # The re-run is the same attempt (issue 17: a crash does not spend an attempt).
+    assert [r.attempt_index for r in runs] == [1, 1]
+    assert task.attempt_count == 1 and task.requeue_count == 1
     assert [r.tool_evidence.count() for r in runs] == [2, 3]
     # Every tool message in each transcript has its evidence row, and vice versa.
     for run in runs:
@@ -143,14 +152,86 @@ def test_worker_killed_after_second_tool_call_loses_nothing(tmp_path: Path) -> N
     still_running = Run.objects.filter(task=task, status=RunStatus.RUNNING).count()
     assert still_running == 0, [(r.pk, r.status, r.finish_reason) for r in runs]
     assert runs[0].status == RunStatus.FAILED and runs[1].status == RunStatus.COMPLETED
+    assert runs[0].finish_reason == "lease_expired"
     assert task.lease_token == "" and task.heartbeat_at is None
     assert redelivered, "the killed job was not redelivered:\n" + second.output()[-3000:]
 
     report(
         "worker kill",
         f"1 completed attempt (attempt 1 killed after 2 tool calls, re-queued by the reaper, "
-        f"attempt 2 finished {recovered_in:.1f}s after the kill), "
+        f"its re-run finished {recovered_in:.1f}s after the kill, attempt_count still 1), "
         f"{duplicates} duplicate evidence, {lost} lost, {still_running} left running; "
         f"the duplicate delivery (Redis redelivery after the 12 s visibility timeout) "
-        f"skipped; {total:.0f}s",
+        f"did nothing; {total:.0f}s",
+    )
+
+
+def test_redelivered_job_takes_over_the_killed_attempt_without_the_reaper(
+    tmp_path: Path,
+) -> None:
+    """Issue 17 (deliverable 2): SIGKILL mid-attempt, and no beat runs the reaper: the
+    killed job's message, redelivered after the visibility timeout, takes the attempt
+    over at once (new lease, same attempt, ``taken_over``); the dead run is kept
+    ``failed`` with its evidence, attempt_count stays 1 and the task settles."""
+    redis = redis_url()
+    db_url = database_url()
+    if redis is None or db_url is None:
+        pytest.skip("needs REDIS_URL (a Redis broker) and a PostgreSQL test database")
+    KnowledgeDocumentFactory(
+        title="Training Budget", body="The annual training budget per employee is 1,750 EUR."
+    )
+    task = TaskFactory(request="What is the annual training budget per employee?")
+    queue = f"drill-takeover-{uuid.uuid4().hex[:10]}"
+    env = worker_env(tmp_path, redis, db_url)
+    sender = Celery("drill-sender", broker=redis, set_as_current=False)
+    first = Worker(env=env, queue=queue, log_path=tmp_path / "worker1.log")
+    second: Worker | None = None
+    try:
+        sender.send_task("tasks_app.run_attempt", args=[task.pk], queue=queue)
+        reached = wait_for(
+            lambda: ToolEvidence.objects.filter(task_id=task.pk).count() >= 2, timeout=30
+        )
+        assert reached, "no second tool call within 30 s:\n" + first.output()[-3000:]
+        first.kill()
+        killed_at = time.monotonic()
+        at_kill = {e.pk for e in ToolEvidence.objects.filter(task_id=task.pk)}
+        second = Worker(env=env, queue=queue, log_path=tmp_path / "worker2.log")
+        done = wait_for(
+            lambda: Task.objects.get(pk=task.pk).status == S.AWAITING_FEEDBACK, timeout=60
+        )
+        recovered_in = time.monotonic() - killed_at
+        output = second.output()
+        assert done, "task did not finish after the kill:\n" + output[-4000:]
+    finally:
+        first.stop()
+        if second is not None:
+            second.stop()
+        sender.close()
+
+    assert "'taken_over'" in output, output[-3000:]
+    task = Task.objects.get(pk=task.pk)
+    path = [
+        (e.from_status, e.to_status)
+        for e in TaskEvent.objects.filter(task=task).order_by("at", "id")
+    ]
+    assert path == [
+        (S.OPEN, S.RUNNING),
+        (S.RUNNING, S.RUNNING),  # the redelivered job took the attempt over
+        (S.RUNNING, S.VALIDATING),
+        (S.VALIDATING, S.AWAITING_FEEDBACK),
+    ], path
+    assert task.attempt_count == 1 and task.requeue_count == 1
+    runs = list(Run.objects.filter(task=task).order_by("id"))
+    assert [(r.attempt_index, r.status, r.finish_reason) for r in runs][0] == (
+        1,
+        RunStatus.FAILED,
+        "taken_over",
+    )
+    assert [r.status for r in runs[1:]] == [RunStatus.COMPLETED]
+    assert at_kill <= {e.pk for e in ToolEvidence.objects.filter(task=task)}
+    assert ValidationSnapshot.objects.filter(task=task).count() == 1
+    report(
+        "worker kill, no reaper",
+        f"the redelivered job took attempt 1 over; settled {recovered_in:.1f}s after the kill "
+        "(visibility timeout 12 s), attempt_count 1, dead run kept",
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 from pydantic_ai.messages import (
@@ -25,7 +26,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from project.celery import app
-from tasks_app.agents.models import register_model
+from project.llm.messages import first_user_prompt
+from project.llm.registry import register_model
 
 __all__ = ["app"]
 
@@ -65,18 +67,36 @@ def slow_reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[TextPart(SLOW_ANSWER)])
 
 
+_FIRST_RESULT_RE = re.compile(
+    r'<EXTERNAL-CONTENT label="(?P<ref>R\d+) [^"]*">\n(?P<body>.*?)\n</EXTERNAL-CONTENT>',
+    re.DOTALL,
+)
+
+
+def accepting_verdict(prompt: str, **extra: object) -> str:
+    """An 'accepted' citing the start of the first tool result, so it stands (issue 12)."""
+    body: dict[str, object] = {"status": "accepted", "score": 0.9, **extra}
+    match = _FIRST_RESULT_RE.search(prompt)
+    if match:
+        quote = next(line for line in match.group("body").splitlines() if line.strip())[:80]
+        body["claims"] = [
+            {
+                "id": "1",
+                "text": "the answer",
+                "verdict": "supported",
+                "citations": [{"ref": match.group("ref"), "quote": quote.strip()}],
+            }
+        ]
+        body["requirements"] = [{"text": "the request", "met": "yes", "claim_ids": ["1"]}]
+    return json.dumps(body)
+
+
 def accept_reply(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-    verdict = {
-        "status": "accepted",
-        "score": 0.9,
-        "issues": [],
-        "missing_requirements": [],
-        "evidence_gaps": [],
-        "recommended_revision_prompt": "",
-        "failure_category": None,
-        "reasoning": "drill judge: accepts every answer",
-    }
-    return ModelResponse(parts=[TextPart(json.dumps(verdict))])
+    """Accepts every answer, citing the first tool result so the verdict stands (issue 12)."""
+    verdict = accepting_verdict(
+        first_user_prompt(messages), reasoning="drill judge: accepts every answer"
+    )
+    return ModelResponse(parts=[TextPart(verdict)])
 
 
 register_model("drill:slow", lambda: FunctionModel(slow_reply, model_name="drill:slow"))

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tasks_app.agents.models import register_model, unregister_model
+from project.llm.registry import register_model, unregister_model
 from tests.evidence_app.validation_helpers import JUDGE, ScriptedJudge
 
 

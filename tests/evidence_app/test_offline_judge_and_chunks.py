@@ -1,4 +1,4 @@
-"""SPEC X7 (offline grounding judge) and V11 (judging over-budget evidence in parts)."""
+"""X7 (offline grounding judge) and V11 (judging over-budget evidence in parts)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evidence_app.external import count_blocks, wrap_external
 from evidence_app.services import validation_run
 from evidence_app.validator.chunking import combine, split_evidence
 from evidence_app.validator.schema import ValidationResult
+from project.external import count_blocks, wrap_external
 from tests.evidence_app.validation_helpers import validating_task
 
 pytestmark = pytest.mark.django_db
@@ -251,7 +251,7 @@ def test_combine_rules() -> None:
 
 
 def _strip_wrappers(text: str) -> str:
-    from evidence_app.external import WARNING
+    from project.external import WARNING
 
     kept = [
         line

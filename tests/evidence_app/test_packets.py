@@ -1,12 +1,12 @@
-"""SPEC E3–E6: packets built from rows, rendered in full, deduplicated, wrapped."""
+"""E3–E6: packets built from rows, rendered in full, deduplicated, wrapped."""
 
 from __future__ import annotations
 
 import pytest
 
-from evidence_app.external import count_blocks, neutralise, wrap_external
 from evidence_app.packets import build_packet
 from evidence_app.render import render_packet
+from project.external import count_blocks, neutralise, wrap_external
 from tests.factories import RunFactory, RunMessageFactory, TaskFactory, ToolEvidenceFactory
 
 FACT = "The emergency shutdown code for the Hamburg data room is LATTICE-7731."

@@ -1,4 +1,4 @@
-"""The whole pipeline through a real Celery worker process (SPEC X1, X7, V2, V7).
+"""The whole pipeline through a real Celery worker process (X1, X7, V2, V7).
 
 The demo handbook and the demo tasks (``demo/tasks.json``) run on the offline models:
 the worker runs each attempt (``tasks_app.run_attempt``), which sends the validation

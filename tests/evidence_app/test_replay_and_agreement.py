@@ -1,4 +1,4 @@
-"""SPEC V9 (replay, bulk replay command) and V10 (validator–human agreement)."""
+"""V9 (replay, bulk replay command) and V10 (validator–human agreement)."""
 
 from __future__ import annotations
 

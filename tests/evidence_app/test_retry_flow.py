@@ -1,4 +1,4 @@
-"""SPEC V2 with the runtime: rejected → needs_revision → attempt 2 carries the validator's
+"""V2 with the runtime: rejected → needs_revision → attempt 2 carries the validator's
 feedback → accepted → awaiting_feedback. Jobs are called in-process here; the real
 worker version is tests/evidence_app/test_pipeline_e2e.py."""
 
@@ -21,7 +21,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from evidence_app.jobs import validate_attempt_job
 from evidence_app.models import ValidationSnapshot
-from tasks_app.agents.models import register_model, unregister_model
+from project.llm.registry import register_model, unregister_model
 from tasks_app.jobs import run_attempt_job
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 

@@ -1,4 +1,4 @@
-"""SPEC O1–O5 and V1: the strict structured-output module and the result schema."""
+"""O1–O5 and V1: the strict structured-output module and the result schema."""
 
 from __future__ import annotations
 

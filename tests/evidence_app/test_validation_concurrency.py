@@ -1,4 +1,5 @@
-"""SPEC X1, S3: two deliveries of the same validation job at once write one verdict."""
+"""X1, S3, issue 16: two deliveries of the same validation job at once write one
+verdict and call the validator model once."""
 
 from __future__ import annotations
 
@@ -12,48 +13,58 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from evidence_app.models import ValidationSnapshot
 from evidence_app.services import validation_run
-from tasks_app.agents.models import register_model, unregister_model
+from project.llm.registry import register_model, unregister_model
 from tasks_app.models import TaskEvent
 from tests.evidence_app.validation_helpers import JUDGE, validating_task, verdict
 
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_validation_of_one_attempt_stores_one_snapshot(settings: Any) -> None:
-    """Both workers judge (the barrier makes them overlap); the row lock and re-check let
-    exactly one write its snapshot and transition; the other writes nothing."""
-    barrier = threading.Barrier(2)
+def test_concurrent_validation_of_one_attempt_calls_the_model_once(settings: Any) -> None:
+    """Issue 16: the first delivery claims the validation and is held inside its model
+    call while a second delivery runs from start to end: the second finds the claim,
+    does not call the model and writes nothing; the first writes the one verdict."""
+    in_call = threading.Event()
+    release = threading.Event()
+    calls: list[int] = []
 
     def judge(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        barrier.wait(timeout=10)
+        calls.append(1)
+        in_call.set()
+        release.wait(timeout=20)
         return ModelResponse(parts=[TextPart(verdict("accepted"))])
 
     register_model(JUDGE, lambda: FunctionModel(judge, model_name=JUDGE))
     settings.VALIDATOR_MODEL = JUDGE
+    results: dict[str, Any] = {}
     try:
         task = validating_task()
-        results: list[Any] = []
-        lock = threading.Lock()
 
-        def deliver() -> None:
+        def deliver(name: str) -> None:
             try:
-                snapshot = validation_run(task_id=task.pk, attempt_index=1)
+                results[name] = validation_run(task_id=task.pk, attempt_index=1)
             finally:
                 connection.close()
-            with lock:
-                results.append(snapshot)
 
-        threads = [threading.Thread(target=deliver) for _ in range(2)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(timeout=30)
+        first = threading.Thread(target=deliver, args=("first",))
+        first.start()
+        assert in_call.wait(timeout=20)
+        second = threading.Thread(target=deliver, args=("second",))
+        second.start()
+        second.join(timeout=20)
+        assert not second.is_alive()
+        # The duplicate finished while the first was still in its model call.
+        assert results["second"] is None and len(calls) == 1
+        assert ValidationSnapshot.objects.filter(task=task).count() == 0
+        release.set()
+        first.join(timeout=20)
     finally:
+        release.set()
         unregister_model(JUDGE)
 
-    assert ValidationSnapshot.objects.filter(task=task).count() == 1
+    assert len(calls) == 1
     snapshot = ValidationSnapshot.objects.get(task=task)
-    assert [s.pk for s in results] == [snapshot.pk, snapshot.pk]
+    assert results["first"].pk == snapshot.pk
     assert TaskEvent.objects.filter(task=task, actor_kind="validator").count() == 1
     task.refresh_from_db()
-    assert task.status == "awaiting_feedback"
+    assert task.status == "awaiting_feedback" and task.validation_claimed_at is None

@@ -1,4 +1,4 @@
-"""SPEC V4, V5, E5, E6: the validator prompt is complete, ordered, wrapped and versioned."""
+"""V4, V5, E5, E6: the validator prompt is complete, ordered, wrapped and versioned."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from evidence_app.external import count_blocks
 from evidence_app.packets import build_packet
 from evidence_app.validator.prompt import (
     SECTION_ANSWER,
@@ -23,6 +22,7 @@ from evidence_app.validator.templates import (
     get_template,
     list_templates,
 )
+from project.external import count_blocks
 from tests.factories import RunFactory, TaskFactory, ToolEvidenceFactory
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,9 +59,10 @@ def test_facts_600_and_200k_chars_into_a_tool_result_are_in_the_validator_input(
 
 
 def test_seed_caps_exist_nowhere_in_the_code() -> None:
-    """V4: the seed's fixed caps [:2500], [:500], [:12] are gone from the evidence path:
-    nowhere in evidence_app (packets, rendering, validator); in the agent runtime no
-    evidence-like value (content, text, output, messages, history, ...) is sliced so.
+    """V4: the original design's fixed caps [:2500], [:500], [:12] are gone from the
+    evidence path: nowhere in evidence_app (packets, rendering, validator); in the agent
+    runtime no evidence-like value (content, text, output, messages, history, ...) is
+    sliced so.
     (A database field length fit such as ``title[:500]`` is not an evidence cap.)"""
     caps = ("[:2500]", "[:500]", "[:12]")
     evidence_like = re.compile(
@@ -166,7 +167,7 @@ def test_templates_are_files_versioned_by_name_and_content_hash(tmp_path: Path) 
 
 def test_invisible_characters_and_dash_variants_are_neutralised() -> None:
     """E6: zero-width characters or a typographic dash do not smuggle a tag through."""
-    from evidence_app.external import neutralise
+    from project.external import neutralise
 
     for attack in (
         "<\u200b/EXTERNAL-CONTENT>",

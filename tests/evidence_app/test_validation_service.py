@@ -1,4 +1,4 @@
-"""SPEC V1–V3, V6–V8, O1–O4: validation_run stores a snapshot and applies V2."""
+"""V1–V3, V6–V8, O1–O4: validation_run stores a snapshot and applies V2."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from evidence_app.models import ValidationSnapshot
 from evidence_app.services import validation_run
-from tasks_app.agents.models import register_model
+from project.llm.registry import register_model
 from tasks_app.models import RunMessage, TaskEvent
 from tests.evidence_app.validation_helpers import JUDGE, ScriptedJudge, validating_task, verdict
 
@@ -209,7 +209,7 @@ def test_rejected_with_attempts_left_goes_to_needs_revision_and_queues_attempt(
     assert task.status == "needs_revision"
     assert snapshot is not None and snapshot.result["failure_category"] == "unsupported_claim"
     assert snapshot.result["recommended_revision_prompt"].startswith("Use the figure")
-    assert len(callbacks) == 1  # attempt_enqueue's delay_on_commit
+    assert len(callbacks) == 1  # attempt_enqueue's send on commit
 
 
 @pytest.mark.parametrize(
@@ -234,7 +234,7 @@ def test_runtime_fallback_answer_rejected_on_last_attempt_fails(
     scripted_judge: ScriptedJudge,
 ) -> None:
     """V2: the runtime's "could not produce a usable answer" text is no usable answer."""
-    from tasks_app.agents.loop import NO_USABLE_ANSWER
+    from tasks_app.models import NO_USABLE_ANSWER
 
     scripted_judge.replies = [verdict("rejected", failure_category="incomplete")]
     task = validating_task(answer=NO_USABLE_ANSWER, attempt=1, max_attempts=1)

@@ -16,8 +16,35 @@ from tests.factories import RunFactory, TaskFactory, ToolEvidenceFactory
 JUDGE = "test:judge"
 
 
+# The default evidence's fact, quoted as a scripted judge cites it (issue 12).
+DEFAULT_QUOTE = "The annual training budget per employee is 1,750 EUR."
+
+
+def grounded(status: str, *, quote: str = DEFAULT_QUOTE, ref: str = "R1") -> dict[str, Any]:
+    """Claims and requirements that make a scripted ``accepted`` (one supported claim
+    citing ``quote`` in ``ref``) or ``rejected`` (one contradicted claim) stand after
+    citation verification and reconciliation."""
+    claim_verdict = "supported" if status == "accepted" else "contradicted"
+    return {
+        "claims": [
+            {
+                "id": "1",
+                "text": "the answer",
+                "verdict": claim_verdict,
+                "citations": [{"ref": ref, "quote": quote}],
+            }
+        ],
+        "requirements": [{"text": "the request", "met": "yes", "claim_ids": ["1"]}],
+    }
+
+
 def verdict(status: str, **extra: Any) -> str:
-    return json.dumps({"status": status, "score": 1.0 if status == "accepted" else 0.2, **extra})
+    """A scripted verdict; ``accepted`` and ``rejected`` cite the default evidence unless
+    ``claims``/``requirements`` are given (pass ``claims=[]`` for a bare verdict)."""
+    body: dict[str, Any] = {"status": status, "score": 1.0 if status == "accepted" else 0.2}
+    if status in ("accepted", "rejected"):
+        body.update(grounded(status))
+    return json.dumps({**body, **extra})
 
 
 def validating_task(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic_ai.models.function import FunctionModel
 
-from tasks_app.agents.models import register_model, unregister_model
+from project.llm.registry import register_model, unregister_model
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """AgentLoop: tool budget, finalization, evidence as it happens, transcript, snapshots
-(SPEC X2, X3, E1, E2, E3, X8)."""
+(X2, X3, E1, E2, E3, X8)."""
 
 from __future__ import annotations
 
@@ -206,3 +206,45 @@ def test_zero_budget_offers_no_tools(scripted_model: Any) -> None:
     result = make_loop(scripted_model(fn), 0).run(task_id=task.pk, attempt_index=1, user_prompt="q")
     assert seen == [[]]
     assert result.finish_reason == "stop" and result.output_text == "direct answer"
+
+
+def test_expected_run_failure_is_one_warning_line_without_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 11 (clean make run output): a model that cannot be configured (the demo's
+    openai:gpt-4.1 without a key) fails the run with the reason stored and logs one
+    WARNING naming the task, and no traceback."""
+    task = TaskFactory()
+    with caplog.at_level("WARNING", logger="tasks_app.agents.loop"):
+        result = make_loop("nosuchprovider", 2).run(
+            task_id=task.pk, attempt_index=1, user_prompt="q"
+        )
+
+    assert not result.success and "no provider prefix" in result.error
+    assert "no provider prefix" in Run.objects.get(pk=result.run_id).error
+    records = [r for r in caplog.records if r.name == "tasks_app.agents.loop"]
+    assert len(records) == 1
+    assert records[0].levelname == "WARNING" and records[0].exc_info is None
+    assert f"task {task.pk} attempt 1" in records[0].getMessage()
+
+
+def test_unexpected_run_failure_keeps_its_traceback(
+    scripted_model: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 11: an exception that is not an expected provider or configuration failure
+    is a bug, so it is logged at ERROR with its traceback (the run still fails cleanly)."""
+
+    def fn(messages: list[Any], info: AgentInfo) -> ModelResponse:
+        raise ZeroDivisionError("scripted bug")
+
+    task = TaskFactory()
+    with caplog.at_level("WARNING", logger="tasks_app.agents.loop"):
+        result = make_loop(scripted_model(fn), 2).run(
+            task_id=task.pk, attempt_index=1, user_prompt="q"
+        )
+
+    assert not result.success and "ZeroDivisionError" in result.error
+    records = [r for r in caplog.records if r.name == "tasks_app.agents.loop"]
+    assert len(records) == 1
+    assert records[0].levelname == "ERROR" and records[0].exc_info is not None
+    assert f"task {task.pk} attempt 1" in records[0].getMessage()

@@ -1,4 +1,4 @@
-"""Model resolution, display names and request retry/timeout (SPEC X6, X7)."""
+"""Model resolution, display names and request retry/timeout (X6, X7)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, UserProm
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.models.openai import OpenAIChatModel
 
-from tasks_app.agents.models import (
+from project.llm.registry import (
     ModelConfigurationError,
     display_model_name,
     is_transient_error,
@@ -117,7 +117,7 @@ def test_backoff_grows_exponentially(settings: Any, monkeypatch: pytest.MonkeyPa
     settings.MODEL_RETRY_BASE_DELAY_SECONDS = 0.01
     settings.MODEL_MAX_RETRIES = 3
     sleeps: list[float] = []
-    monkeypatch.setattr("tasks_app.agents.models.time.sleep", sleeps.append)
+    monkeypatch.setattr("project.llm.registry.time.sleep", sleeps.append)
     model, _ = failing_then_ok([ModelHTTPError(502, "scripted") for _ in range(3)])
     model_request_with_retry(model, MESSAGES)
     assert sleeps == pytest.approx([0.01, 0.02, 0.04])

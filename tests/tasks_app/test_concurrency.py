@@ -1,4 +1,4 @@
-"""SPEC S3: concurrent feedback on one task, on real PostgreSQL row locks."""
+"""S3: concurrent feedback on one task, on real PostgreSQL row locks."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import threading
 import pytest
 from django.db import connection
 
+from project.errors import DomainError
 from tasks_app import services
-from tasks_app.errors import DomainError
 from tasks_app.models import TaskEvent
 from tasks_app.states import TaskStatus as S
 from tests.factories import TaskFactory, UserFactory

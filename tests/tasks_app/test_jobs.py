@@ -1,5 +1,5 @@
 """Attempt jobs: claim with lease, fenced writes, redelivery, abandon, reaper, enqueue on
-commit, revision prompts, Celery delivery settings (SPEC X1, S4, S5, E2)."""
+commit, revision prompts, Celery delivery settings (X1, S4, S5, E2)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ from pydantic_ai.models.function import AgentInfo
 
 from evidence_app.models import ToolEvidence
 from project.celery import app as celery_app
+from project.celery import soft_time_limit
 from tasks_app import services
 from tasks_app.agents.loop import AgentResult
 from tasks_app.agents.recorder import Fence, LeaseLost
 from tasks_app.agents.tools import REGISTRY, Tool, ToolOutput, register_tool
 from tasks_app.attempts import attempt_claim, attempt_finish, attempt_reap
 from tasks_app.jobs import reap_attempts_job, run_attempt_job
-from tasks_app.models import Run, RunMessage, Task, TaskEvent
+from tasks_app.models import OutboxJob, Run, RunMessage, Task, TaskEvent
 from tasks_app.states import TaskStatus as S
 from tests.factories import (
     KnowledgeDocumentFactory,
@@ -38,7 +39,7 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[Any]]]:
     monkeypatch.setattr(
         celery_app,
         "send_task",
-        lambda name, args=None, **kw: messages.append((name, list(args or []))),
+        lambda name, args=None, kwargs=None, **kw: messages.append((name, list(args or []))),
     )
     return messages
 
@@ -115,7 +116,7 @@ def test_redelivered_job_runs_the_attempt_once(agent_model: Any, sent: list[Any]
     """X1: the same job twice, one after the other: one run, no duplicated evidence."""
     task = TaskFactory()
     assert run_attempt_job(task.pk) == S.VALIDATING
-    assert run_attempt_job(task.pk) == "skipped"
+    assert run_attempt_job(task.pk) == "duplicate"
     assert Run.objects.filter(task=task).count() == 1
     assert ToolEvidence.objects.filter(task=task).count() == 1
     task.refresh_from_db()
@@ -142,7 +143,8 @@ def test_two_concurrent_deliveries_run_the_attempt_once(agent_model: Any, sent: 
     for t in threads:
         t.join(timeout=30)
 
-    assert sorted(results) == ["skipped", S.VALIDATING]
+    # The loser finds the winner's live lease (issue 17: not a takeover).
+    assert sorted(results) == ["lease_held", S.VALIDATING]
     assert Run.objects.filter(task=task).count() == 1
     assert ToolEvidence.objects.filter(task=task).count() == 1
     assert TaskEvent.objects.filter(task=task, to_status=S.RUNNING).count() == 1
@@ -150,12 +152,17 @@ def test_two_concurrent_deliveries_run_the_attempt_once(agent_model: Any, sent: 
 
 @pytest.mark.django_db
 def test_needs_review_and_finished_tasks_are_never_run(agent_model: Any) -> None:
-    """S4: a job for a task in needs_review (or finished) does nothing."""
-    for status in (S.NEEDS_REVIEW, S.VALIDATING, S.CLOSED, S.ABANDONED, S.RUNNING):
+    """S4: a job for a task in needs_review (or finished) does nothing; nor does one for
+    a task whose attempt runs under a live lease (issue 17: ``lease_held``)."""
+    for status in (S.NEEDS_REVIEW, S.VALIDATING, S.CLOSED, S.ABANDONED):
         task = TaskFactory(status=status)
-        assert run_attempt_job(task.pk) == "skipped"
+        assert run_attempt_job(task.pk) == "duplicate"
         task.refresh_from_db()
         assert task.status == status and task.attempt_count == 0
+    task = TaskFactory(status=S.RUNNING, lease_token="live", heartbeat_at=timezone.now())
+    assert run_attempt_job(task.pk) == "lease_held"
+    task.refresh_from_db()
+    assert task.status == S.RUNNING and task.lease_token == "live" and task.attempt_count == 0
     assert Run.objects.count() == 0
 
 
@@ -226,7 +233,7 @@ def test_run_stops_writing_when_its_lease_is_taken_over_mid_run(
     fn = tool_then_answer("search_knowledge", "test_side_effect")
     settings.AGENT_MODEL = scripted_model(fn, "test:taken-over")
 
-    assert run_attempt_job(task.pk) == "skipped"
+    assert run_attempt_job(task.pk) == "lease_lost"
     task.refresh_from_db()
     assert task.status == S.RUNNING and task.final_answer == "" and sent == []
     assert list(ToolEvidence.objects.filter(task=task).values_list("tool_name", flat=True)) == [
@@ -250,7 +257,7 @@ def test_abandoned_task_stops_at_the_next_step(
     fn = tool_then_answer("test_side_effect", "search_knowledge")
     settings.AGENT_MODEL = scripted_model(fn, "test:abandoned")
 
-    assert run_attempt_job(task.pk) == "skipped"
+    assert run_attempt_job(task.pk) == "lease_lost"
     assert fn.calls["n"] == 1
     task.refresh_from_db()
     assert task.status == S.ABANDONED and sent == []
@@ -287,7 +294,10 @@ def test_reaper_recovers_stale_and_missing_heartbeats_only(
     review.refresh_from_db()
     assert fresh.status == S.RUNNING and fresh.lease_token == "c"
     assert review.status == S.NEEDS_REVIEW
-    assert sorted(cb.args for cb in callbacks) == sorted([(stale.pk,), (missing.pk,)])
+    assert len(callbacks) == 2  # each job sent from the outbox on commit (issue 17)
+    assert sorted(OutboxJob.objects.values_list("args", flat=True)) == sorted(
+        [[stale.pk], [missing.pk]]
+    )
 
 
 @pytest.mark.django_db
@@ -303,25 +313,38 @@ def test_reaper_fails_an_attempt_requeued_too_often(settings: Any) -> None:
     }
     task.refresh_from_db()
     assert task.status == S.FAILED
-    assert "re-queued 2 times" in TaskEvent.objects.filter(task=task).last().reason
+    assert "re-run 2 times" in TaskEvent.objects.filter(task=task).last().reason
 
 
 @pytest.mark.django_db
 def test_enqueue_happens_on_commit_and_never_after_a_rollback(
     requester: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    """X1: jobs are enqueued with delay_on_commit; a rolled-back transaction enqueues nothing."""
+    """X1: jobs are sent on commit, under the job id stored with the task (issue 16); a
+    rolled-back transaction sends nothing, not even an outbox row (issue 17)."""
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         with pytest.raises(RuntimeError), transaction.atomic():
             services.task_create(owner=requester, request="Will be rolled back")
             raise RuntimeError("boom")
     assert callbacks == []
     assert not Task.objects.filter(request="Will be rolled back").exists()
+    assert not OutboxJob.objects.exists()
 
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         task = services.task_create(owner=requester, request="Kept")
+    # Recorded in the outbox in the same transaction, published by the one callback
+    # (issue 17).
     assert len(callbacks) == 1
-    assert callbacks[0].func == run_attempt_job.delay and callbacks[0].args == (task.pk,)
+    row = OutboxJob.objects.get()
+    assert task.job_id and (row.name, row.args, row.job_id) == (
+        run_attempt_job.name,
+        [task.pk],
+        task.job_id,
+    )
+    assert row.published_at is None
+    callbacks[0]()
+    row.refresh_from_db()
+    assert row.published_at is not None
 
 
 @pytest.mark.django_db
@@ -364,15 +387,19 @@ def test_next_attempt_prompt_carries_validator_feedback_and_revise_comment(
 
 def test_celery_delivery_settings_make_a_killed_workers_job_come_back() -> None:
     """X1: acks_late, reject_on_worker_lost, prefetch 1, visibility_timeout longer than the
-    time limit everywhere Celery reads it, cancel on connection loss, reaper scheduled."""
+    time limit everywhere Celery reads it, no cancelling on a broker reconnect (issue 17),
+    a soft limit a tenth before the hard one, reaper and outbox relay scheduled."""
     conf = celery_app.conf
     assert conf.task_acks_late is True
     assert conf.task_reject_on_worker_lost is True
     assert conf.worker_prefetch_multiplier == 1
-    assert conf.worker_cancel_long_running_tasks_on_connection_loss is True
+    assert conf.worker_cancel_long_running_tasks_on_connection_loss is False
+    assert conf.task_soft_time_limit == conf.task_time_limit * 0.9
+    assert soft_time_limit(10) == 9 and soft_time_limit(1800) == 1620
     assert conf.broker_transport_options["visibility_timeout"] > conf.task_time_limit
     assert conf.result_backend_transport_options["visibility_timeout"] > conf.task_time_limit
     assert conf.beat_schedule["reap-stale-attempts"]["task"] == "tasks_app.reap_attempts"
+    assert conf.beat_schedule["relay-outbox"]["task"] == "tasks_app.relay_outbox"
     assert (
         "tasks_app.run_attempt" in celery_app.tasks
         and "tasks_app.reap_attempts" in celery_app.tasks
@@ -424,7 +451,10 @@ def test_reaper_resends_the_job_of_a_runnable_task_left_waiting(
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         report = attempt_reap()
     assert sorted(report.reenqueued) == sorted([waiting.pk, revision.pk])
-    assert sorted(cb.args for cb in callbacks) == sorted([(waiting.pk,), (revision.pk,)])
+    assert len(callbacks) == 2  # each job sent from the outbox on commit (issue 17)
+    assert sorted(OutboxJob.objects.values_list("args", flat=True)) == sorted(
+        [[waiting.pk], [revision.pk]]
+    )
     assert fresh.pk not in report.reenqueued and review.pk not in report.reenqueued
     # Touched: not sent again on the next sweep.
     assert attempt_reap().reenqueued == []

@@ -1,4 +1,4 @@
-"""The offline researcher really searches, reads and answers extractively (SPEC X7, X8)."""
+"""The offline researcher really searches, reads and answers extractively (X7, X8)."""
 
 from __future__ import annotations
 

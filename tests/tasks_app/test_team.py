@@ -1,5 +1,5 @@
 """Team plans: validation, parallel batches under a bound, graph order, synthesis with no
-tools from every node's evidence (SPEC X4, X5, E3)."""
+tools from every node's evidence (X4, X5, E3)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pydantic_ai.models.function import AgentInfo
 
 from evidence_app.models import ToolEvidence
 from evidence_app.packets import build_packet
+from project.errors import InvalidInput
 from tasks_app.agents.plans import TeamPlan, parse_plan
 from tasks_app.agents.team import run_team
-from tasks_app.errors import InvalidInput
 from tasks_app.models import Run
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 

@@ -1,4 +1,4 @@
-"""The tool registry: knowledge search and read, fetch_url with its SSRF guard (SPEC X8)."""
+"""The tool registry: knowledge search and read, fetch_url with its SSRF guard (X8)."""
 
 from __future__ import annotations
 
@@ -189,3 +189,17 @@ def test_fetch_url_stops_reading_at_the_size_limit(local_server: str, settings: 
 def test_html_to_text_drops_scripts_and_keeps_blocks() -> None:
     title, text = html_to_text("<title>T</title><p>One</p><script>bad()</script><p>Two</p>")
     assert title == "T" and text.splitlines() == ["One", "Two"]
+
+
+def test_html_to_text_reads_entities_and_tables_and_skips_non_content() -> None:
+    """X8, issue 11: the HTML-to-text library renders cells apart and drops noscript,
+    templates and inline SVG as well as scripts and styles."""
+    title, text = html_to_text(
+        "<html><head><title> Fares </title></head><body>"
+        "<table><tr><td>Adult</td><td>&euro;4</td></tr><tr><td>Child</td><td>&euro;2</td></tr>"
+        "</table><noscript>enable js</noscript><template>tpl</template>"
+        "<svg><text>logo</text></svg></body></html>"
+    )
+    assert title == "Fares"
+    assert text.splitlines() == ["Adult €4", "Child €2"]
+    assert html_to_text("   ") == ("", "")

@@ -1,4 +1,4 @@
-"""End to end with a real Celery worker process and a real broker (SPEC X1, X7).
+"""End to end with a real Celery worker process and a real broker (X1, X7).
 
 The broker is Redis at ``REDIS_URL`` (or ``CELERY_BROKER_URL`` when it is a redis URL)
 when set, as in CI; otherwise kombu's filesystem broker in a temporary folder. The

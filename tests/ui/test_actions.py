@@ -1,4 +1,4 @@
-"""Actions from the UI (SPEC U3, S5): satisfied / revise / abandon, claims, stale and
+"""Actions from the UI (U3, S5): satisfied / revise / abandon, claims, stale and
 illegal actions refused with a message and nothing applied."""
 
 from __future__ import annotations
@@ -27,11 +27,12 @@ def test_reviewer_marks_satisfied_and_returns_to_queue(
     client: Any, reviewer: Any, review_task: Any
 ) -> None:
     """U3, V3: satisfied closes the task (force-accepted: the validator did not accept);
-    from the task page the reviewer goes back to the queue without a full reload."""
+    from the task page of the last queue item the reviewer goes back to the (now empty)
+    queue without a full reload (issue 13: complete-and-next)."""
     client.force_login(reviewer)
     response = client.post(
         feedback_url(review_task),
-        {"action": "satisfied", "version": review_task.version, "return_to": "queue-after"},
+        {"action": "satisfied", "version": review_task.version, "return_to": "next"},
         **HX_MAIN,
     )
     assert response.status_code == 200
@@ -147,7 +148,7 @@ def test_claim_by_another_reviewer_blocks_actions_until_taken_over(
     services.task_claim(task_id=review_task.pk, reviewer=other)
     client.force_login(reviewer)
     page = client.get(reverse("task_detail", args=[review_task.pk])).content.decode()
-    assert "Claimed by <strong>ruth</strong>" in page and "Take over claim" in page
+    assert "Claimed by <strong>ruth</strong>" in page and "Take over the claim from ruth" in page
     response = client.post(
         feedback_url(review_task), {"action": "abandon", "version": review_task.version}, **HX_MAIN
     )

@@ -1,5 +1,5 @@
 """Browser tests: Playwright (sync API) on the system Chromium against the live server
-(SPEC U1, U2, U3, U4, U7). Screenshots go to ``test-artifacts/`` (git-ignored)."""
+(U1, U2, U3, U4, U7). Screenshots go to ``test-artifacts/`` (git-ignored)."""
 
 from __future__ import annotations
 
@@ -142,12 +142,11 @@ def test_reviewer_triages_a_task_without_full_reloads(
     )
     screenshot(page, "detail.png")
 
-    page.once("dialog", lambda dialog: dialog.accept())
     page.click("#task-actions button[value=satisfied]")
-    page.wait_for_url(re.compile(r"/review/$"))
-    expect(page.locator(f'tr[data-task-id="{task.pk}"]')).to_have_count(0)
-    expect(page.locator(f'tr[data-task-id="{other.pk}"]')).to_be_visible()
+    # Complete-and-next (issue 13): the next task of the queue opens, no dialog.
+    page.wait_for_url(f"**/tasks/{other.pk}/")
     expect(page.locator("#messages")).to_contain_text("satisfied")
+    expect(page.locator("#queue-position")).to_have_text("Task 1 of 1 in the queue")
     assert page.evaluate("window.__noReload") == "still here"
     assert Task.objects.get(pk=task.pk).status == S.CLOSED
     assert page.errors == []
@@ -156,7 +155,8 @@ def test_reviewer_triages_a_task_without_full_reloads(
 def test_keyboard_triage_in_the_queue(
     page: Any, live_server: Any, reviewer: Any, requester: Any
 ) -> None:
-    """U7: j/k move, a abandons after confirmation, the list re-renders in place."""
+    """U7, issue 13: j/k move, a abandons after an in-page confirmation (no native
+    dialog), the list re-renders in place and the next row is selected."""
     from playwright.sync_api import expect
 
     first = make_reviewable_task(requester, title="First question")
@@ -168,18 +168,17 @@ def test_keyboard_triage_in_the_queue(
     expect(page.locator("tr.selected")).to_have_attribute("data-task-id", str(second.pk))
     page.keyboard.press("k")
     expect(page.locator("tr.selected")).to_have_attribute("data-task-id", str(first.pk))
-    messages: list[str] = []
-
-    def accept(dialog: Any) -> None:
-        messages.append(dialog.message)
-        dialog.accept()
-
-    page.once("dialog", accept)
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
     page.keyboard.press("a")
+    expect(page.locator("#queue-inline-title")).to_contain_text(f"Abandon #{first.pk}")
+    expect(page.locator("#queue-inline-confirm")).to_be_focused()
+    page.keyboard.press("Enter")
     expect(page.locator(f'tr[data-task-id="{first.pk}"]')).to_have_count(0)
-    assert "Abandon" in messages[0]
+    assert dialogs == []
     assert Task.objects.get(pk=first.pk).status == S.ABANDONED
     expect(page.locator("tr.selected")).to_have_attribute("data-task-id", str(second.pk))
+    expect(page.locator("tr.selected")).to_be_focused()
     page.keyboard.press("Enter")
     page.wait_for_url(f"**/tasks/{second.pk}/")
     assert page.evaluate("window.__noReload") == 1
@@ -240,8 +239,7 @@ def test_requester_submits_a_task_and_watches_it_progress(
     expect(page.locator("#task-status")).to_have_text(final, timeout=15_000)
     expect(page.locator("#answer-panel")).to_contain_text("1,800")
     expect(page.locator("#progress")).to_have_count(0)  # polling stopped
-    page.once("dialog", lambda dialog: dialog.accept())
-    page.keyboard.press("s")  # keyboard shortcut on the task page, with confirmation
+    page.keyboard.press("s")  # keyboard shortcut on the task page, no dialog (issue 13)
     expect(page.locator("#task-status")).to_have_text("Closed")
     assert page.evaluate("window.__noReload") == "yes"
     assert page.errors == []

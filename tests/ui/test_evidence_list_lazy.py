@@ -1,4 +1,4 @@
-"""A long evidence list loads its tail on request (SPEC U2: big sections load lazily)."""
+"""A long evidence list loads its tail on request (U2: big sections load lazily)."""
 
 from __future__ import annotations
 

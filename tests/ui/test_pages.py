@@ -1,4 +1,4 @@
-"""View tests for every page of the review UI, with the Django test client (SPEC U1–U7)."""
+"""View tests for every page of the review UI, with the Django test client (U1–U7)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def test_login_page_and_login_flow(client: Any, reviewer: Any) -> None:
     assert client.get(reverse("login")).status_code == 200
     response = client.post(reverse("login"), {"username": "rita", "password": "pw-123456"})
     assert response.status_code == 302
-    page = client.get(reverse("home"))
+    page = client.get(reverse("home"), follow=True)
+    assert page.redirect_chain == [(reverse("review_queue"), 302)]  # issue 13: the queue
     assert b"Review queue" in page.content  # reviewer navigation
     assert client.post(reverse("logout")).status_code == 302
 
@@ -175,7 +176,7 @@ def test_task_detail_shows_everything(client: Any, reviewer: Any, review_task: A
         "search_documents",
         "read_document",
         "Timeline",
-        "validating → <strong>needs_review</strong>",
+        "Validating → <strong>Needs review</strong>",
         "You are a strict validator.",
         "&quot;status&quot;: &quot;insufficient_evidence&quot;",
     ]:

@@ -1,4 +1,4 @@
-"""Requester pages (SPEC U4): my tasks, new task form with an optional team plan, live
+"""Requester pages (U4): my tasks, new task form with an optional team plan, live
 progress polling that stops when the task is no longer running."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Bounded queries and small first responses whatever the size of the data (SPEC U1, U2)."""
+"""Bounded queries and small first responses whatever the size of the data (U1, U2)."""
 
 from __future__ import annotations
 
@@ -46,11 +46,12 @@ def test_queue_with_500_tasks_makes_a_bounded_number_of_queries(
     )
     client.force_login(reviewer)
     client.get(reverse("review_queue"))  # warm the session
-    # session, user, groups, counts per status, paginator count, page rows.
-    with django_assert_max_num_queries(7):
+    # session, user, groups, counts per status, paginator count, page rows, the day's
+    # progress (issue 13), the user's and groups' permissions (the admin link).
+    with django_assert_max_num_queries(10):
         response = client.get(reverse("review_queue"), {"vstatus": "insufficient_evidence"})
     assert response.status_code == 200 and response.context["page"].paginator.count == 500
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(10):
         response = client.get(
             reverse("review_queue"),
             {"page": 10},
@@ -91,8 +92,10 @@ def test_detail_with_200_evidence_items_makes_a_bounded_number_of_queries(
     client.force_login(reviewer)
     client.get(reverse("home"))
     # session, user, groups, task, snapshots, small snapshot bodies, evidence, runs,
-    # events, feedback: the same for 2 or 2,000 evidence items.
-    with django_assert_max_num_queries(11):
+    # events, claim events (issue 11), feedback, the queue position, the reviewers to
+    # assign to, permissions (the admin link), the cost figures: the same for 2 or 2,000
+    # evidence items.
+    with django_assert_max_num_queries(18):
         response = client.get(reverse("task_detail", args=[task.pk]))
     assert response.status_code == 200
     assert len(response.context["evidence"]) == 202

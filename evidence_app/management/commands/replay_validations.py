@@ -1,4 +1,4 @@
-"""Replay the validator over a filtered set of tasks and compare (SPEC V9).
+"""Replay the validator over a filtered set of tasks and compare (V9).
 
     manage.py replay_validations --status needs_review --template terse
     manage.py replay_validations --task 12 --task 15 --model openai:gpt-4.1 --dry-run
@@ -23,7 +23,7 @@ from django.utils import timezone
 from evidence_app.models import ValidationStatus
 from evidence_app.services import replay_candidates, replay_estimate, replay_validation
 from evidence_app.validator.templates import get_template
-from tasks_app.errors import DomainError
+from project.errors import DomainError
 
 STATUSES = list(ValidationStatus.values)
 
@@ -111,10 +111,13 @@ class Command(BaseCommand):
         if not candidates:
             self.stdout.write("No validations match the filter.")
             return
-        estimate = replay_estimate(candidates, template=options["template"])
+        estimate = replay_estimate(
+            candidates, template=options["template"], model=options["model"] or None
+        )
         self.stdout.write(
             f"Replaying {estimate.tasks} task(s): estimated input "
-            f"{estimate.input_chars:,} characters (~{estimate.input_tokens:,} tokens)"
+            f"{estimate.input_chars:,} characters (~{estimate.input_tokens:,} tokens, "
+            f"input cost {estimate.cost})"
             + (f", template {options['template']}" if options["template"] else "")
             + (f", model {options['model']}" if options["model"] else "")
             + "."

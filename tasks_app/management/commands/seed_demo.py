@@ -10,10 +10,10 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
+from project.roles import OPERATORS, REVIEWERS
 from tasks_app import services
 from tasks_app.knowledge import import_folder
 from tasks_app.models import Task
-from tasks_app.roles import OPERATORS, REVIEWERS
 
 DEMO_DIR = settings.BASE_DIR / "demo"
 DEMO_USERS = [

@@ -1,0 +1,132 @@
+"""Reconciliation: the application's check of the model's verdict (issue 12).
+
+Deterministic and applied after citation verification, before any transition. The
+model's status is kept as ``model_status``; the reconciled status becomes ``status``
+(transitions, agreement and the API use it), and every reason is stored in
+``reconciliation``:
+
+1. ``validator_error`` and ``insufficient_evidence`` stand as they are.
+2. ``accepted`` stands only if the verdict lists at least one claim and one
+   requirement, every claim is ``supported`` with at least one verified citation, and
+   every requirement is met (``yes``). Otherwise it becomes ``insufficient_evidence``
+   (a person looks) with one reason per failure: "citation R3 not found in the
+   evidence", "claim 2 has no verified support", "requirement 'eligibility' not met".
+3. ``rejected`` for a contradiction (category ``unsupported_claim`` or none) stands
+   only if some claim is ``contradicted`` with a verified citation of the contradicting
+   text; otherwise it becomes ``insufficient_evidence``. ``rejected`` for a missed goal,
+   an incomplete answer, a refusal, a broken rule or the wrong tone needs no citation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from evidence_app.validator.schema import Claim, ValidationResult
+
+# Rejections that are about the task, not about what the evidence says.
+NO_CITATION_NEEDED = frozenset(
+    {"goal_missed", "incomplete", "refusal", "rule_violation", "tone_mismatch"}
+)
+
+
+def _claim_name(claim: Claim, position: int) -> str:
+    return f"claim {claim.id or position}"
+
+
+def _accept_problems(result: ValidationResult) -> list[str]:
+    problems: list[str] = []
+    if not result.claims:
+        problems.append("the verdict lists no claims, so no support could be verified")
+    for position, claim in enumerate(result.claims, start=1):
+        name = _claim_name(claim, position)
+        for citation in claim.citations:
+            if not citation.verified:
+                problems.append(citation.problem or f"citation {citation.ref} is unverified")
+        if claim.verdict != "supported":
+            problems.append(f"{name} is {claim.verdict}")
+        elif not claim.verified_citations:
+            problems.append(f"{name} has no verified support")
+    if not result.requirements:
+        problems.append("the verdict lists no requirements, so goal achievement is unchecked")
+    for requirement in result.requirements:
+        if requirement.met != "yes":
+            met = "only partly met" if requirement.met == "partly" else "not met"
+            problems.append(f"requirement '{requirement.text}' {met}")
+    return problems
+
+
+def _has_verified_contradiction(result: ValidationResult) -> bool:
+    return any(c.verdict == "contradicted" and c.verified_citations for c in result.claims)
+
+
+def reconcile(result: ValidationResult) -> ValidationResult:
+    """The verdict the application stands behind (rules in the module docstring)."""
+    model_status = result.model_status or result.status
+    base = {"model_status": model_status}
+    if model_status == "accepted":
+        problems = _accept_problems(result)
+        if not problems:
+            return result.model_copy(
+                update={
+                    **base,
+                    "status": "accepted",
+                    "reconciliation": ["accepted: every claim has verified support"],
+                }
+            )
+        reasons = [
+            "the model's 'accepted' became 'insufficient_evidence'",
+            *_unique(problems),
+        ]
+        return result.model_copy(
+            update={
+                **base,
+                "status": "insufficient_evidence",
+                "failure_category": None,
+                "issues": _unique([*result.issues, *reasons[1:]]),
+                "reconciliation": reasons,
+            }
+        )
+    if model_status == "rejected":
+        category = result.failure_category
+        if category in NO_CITATION_NEEDED:
+            return result.model_copy(
+                update={
+                    **base,
+                    "status": "rejected",
+                    "reconciliation": [f"rejected ({category}): no citation needed"],
+                }
+            )
+        if _has_verified_contradiction(result):
+            return result.model_copy(
+                update={
+                    **base,
+                    "status": "rejected",
+                    "reconciliation": ["rejected: the contradicting text is quoted and verified"],
+                }
+            )
+        problems = [c.problem for claim in result.claims for c in claim.citations if not c.verified]
+        reasons = [
+            "the model's 'rejected' became 'insufficient_evidence'",
+            "no contradicted claim has a verified citation of the contradicting text",
+            *_unique(p for p in problems if p),
+        ]
+        return result.model_copy(
+            update={
+                **base,
+                "status": "insufficient_evidence",
+                "failure_category": None,
+                "issues": _unique([*result.issues, *reasons[1:]]),
+                "reconciliation": reasons,
+            }
+        )
+    return result.model_copy(
+        update={**base, "status": model_status, "reconciliation": [f"{model_status}: kept"]}
+    )
+
+
+def _unique(items: Iterable[str | None]) -> list[str]:
+    seen: list[str] = []
+    for item in items:
+        if item and item not in seen:
+            seen.append(item)
+    return seen

@@ -1,0 +1,93 @@
+"""What the broker holds: the ids of jobs still queued or delivered and not yet
+acknowledged (issue 16).
+
+The reaper re-sends a task's job only when the broker no longer holds the id it
+recorded, so a job that merely waits behind a backlog is never sent twice. Jobs are
+acknowledged late (``task_acks_late``), so a job a worker is running stays in the Redis
+transport's ``unacked`` hash until it finishes: "held" covers queued, reserved and
+running. The filesystem transport (``make run``'s default) keeps queued jobs as files
+and forgets a job once a worker fetched it; other transports cannot be inspected here
+(None: the caller treats every job as lost, and duplicates stay harmless).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def _job_id(message: Any) -> str | None:
+    """The Celery job id in a kombu message envelope (a dict or its JSON)."""
+    if isinstance(message, bytes | str):
+        try:
+            message = json.loads(message)
+        except ValueError:
+            return None
+    if isinstance(message, list) and message:  # unacked entries: [message, exchange, key]
+        message = message[0]
+    if not isinstance(message, dict):
+        return None
+    headers = message.get("headers") or {}
+    return headers.get("id") or (message.get("properties") or {}).get("correlation_id")
+
+
+def held_job_ids(queues: list[str] | None = None) -> set[str] | None:
+    """Ids of the jobs the broker holds in ``queues`` (default: all of ours) plus every
+    delivered, unacknowledged job; None when the broker cannot be inspected."""
+    from project.celery import all_queue_names, app
+
+    names = queues if queues is not None else all_queue_names()
+    url = str(app.conf.broker_read_url or app.conf.broker_url or "")
+    try:
+        if url.startswith(("redis://", "rediss://")):
+            return _redis_held(names)
+        if url.startswith("filesystem://"):
+            return _filesystem_held(names)
+    except Exception as exc:  # the broker is down: nothing can be told apart
+        log.warning("cannot inspect the broker (%s); treating queued jobs as lost", exc)
+        return None
+    return None
+
+
+def _redis_held(queues: list[str]) -> set[str]:
+    from project.celery import app
+
+    ids: set[str] = set()
+    with app.connection_for_read() as conn:
+        channel: Any = conn.default_channel
+        client = channel.client
+        keys = [channel._q_for_pri(q, pri) for q in queues for pri in channel.priority_steps]
+        pipe = client.pipeline(transaction=False)
+        for key in keys:
+            pipe.lrange(key, 0, -1)
+        pipe.hvals(channel.unacked_key)
+        for batch in pipe.execute():
+            for raw in batch:
+                job_id = _job_id(raw)
+                if job_id:
+                    ids.add(job_id)
+    return ids
+
+
+def _filesystem_held(queues: list[str]) -> set[str]:
+    from project.celery import app
+
+    folder = Path(str(app.conf.broker_transport_options.get("data_folder_in", "")))
+    wanted = {f"{q}.msg" for q in queues}
+    ids: set[str] = set()
+    if not folder.is_dir():
+        return ids
+    for path in folder.iterdir():
+        if path.name.partition(".")[2] not in wanted:
+            continue
+        try:
+            job_id = _job_id(path.read_bytes())
+        except OSError:  # fetched by a worker meanwhile
+            continue
+        if job_id:
+            ids.add(job_id)
+    return ids

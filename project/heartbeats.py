@@ -1,0 +1,130 @@
+"""Liveness of workers and beat, written by the processes themselves (issue 18).
+
+- A worker (each ``celery worker`` process, however many) starts a daemon thread when it
+  is ready that writes a ``ServiceHeartbeat`` row (kind ``worker``, its host name and the
+  queues it consumes) every ``OPS_HEARTBEAT_SECONDS``, and deletes it on a clean stop.
+- Beat writes its row (kind ``beat``) whenever it sends a scheduled job; its schedule
+  includes ``project.queue_heartbeat`` to every queue in ``WORKER_QUEUES`` each
+  ``OPS_HEARTBEAT_SECONDS``, so a live beat is never silent for long.
+- That heartbeat job, taken off queue *q* by a worker, writes a ``queue`` row for *q*:
+  proof that something really consumes it (delayed by a backlog, hence informational).
+
+``project.health`` reads the rows; ``/metrics`` reports their ages.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from project.celery import worker_queues
+
+log = logging.getLogger(__name__)
+
+QUEUE_HEARTBEAT_JOB = "project.queue_heartbeat"
+
+_stop = threading.Event()
+_beat_process = {"active": False, "last": 0.0}
+
+
+def _record(kind: str, name: str, queues: list[str] | None = None, **detail: Any) -> None:
+    from tasks_app.services import heartbeat_record
+
+    heartbeat_record(kind=kind, name=name, queues=queues or [], detail=detail)
+
+
+def start_worker_heartbeat(consumer: Any) -> None:
+    """``worker_ready``: write this worker's row now and every OPS_HEARTBEAT_SECONDS."""
+    # Host name and pid: two processes given the same node name (a mistake Celery only
+    # warns about) must not hide each other behind one row.
+    hostname = str(getattr(consumer, "hostname", "") or f"worker@{os.uname().nodename}")
+    hostname = f"{hostname} pid {os.getpid()}"
+    try:
+        queues = sorted(q.name for q in consumer.task_consumer.queues)
+    except AttributeError:
+        queues = sorted(consumer.app.amqp.queues.consume_from or {})
+    interval = settings.OPS_HEARTBEAT_SECONDS
+    _stop.clear()
+
+    def beat() -> None:
+        while not _stop.is_set():
+            try:
+                close_old_connections()
+                _record("worker", hostname, queues, pid=os.getpid())
+            except Exception:  # the database is down: /ready says so; keep trying
+                log.warning("worker heartbeat could not be written", exc_info=True)
+            finally:
+                connection.close()
+            _stop.wait(interval)
+
+    threading.Thread(target=beat, name="evidentia-heartbeat", daemon=True).start()
+    _stop_hostname["name"] = hostname
+
+
+_stop_hostname: dict[str, str] = {}
+
+
+def stop_worker_heartbeat(**_: Any) -> None:
+    """``worker_shutdown``: stop writing and remove the row, so /ready notices at once."""
+    _stop.set()
+    name = _stop_hostname.pop("name", None)
+    if name is None:
+        return
+    try:
+        from tasks_app.services import heartbeat_forget
+
+        heartbeat_forget(kind="worker", name=name)
+    except Exception:
+        log.warning("worker heartbeat row could not be removed", exc_info=True)
+    finally:
+        connection.close()
+
+
+def mark_beat_process(**_: Any) -> None:
+    """``beat_init`` / ``beat_embedded_init``: this process runs the scheduler."""
+    _beat_process["active"] = True
+    record_beat()
+
+
+def record_beat(**_: Any) -> None:
+    """``before_task_publish`` in the beat process: beat is alive and sending. Written at
+    most once a second."""
+    if not _beat_process["active"]:
+        return
+    now = time.monotonic()
+    if now - _beat_process["last"] < 1.0:
+        return
+    _beat_process["last"] = now
+    try:
+        close_old_connections()
+        _record("beat", "beat", pid=os.getpid())
+    except Exception:
+        log.warning("beat heartbeat could not be written", exc_info=True)
+
+
+def heartbeat_schedule() -> dict[str, dict[str, Any]]:
+    """Beat entries: the heartbeat job to every queue in WORKER_QUEUES."""
+    interval = float(settings.OPS_HEARTBEAT_SECONDS)
+    return {
+        f"ops-heartbeat-{queue}": {
+            "task": QUEUE_HEARTBEAT_JOB,
+            "schedule": interval,
+            "args": [queue],
+            # A heartbeat stuck behind a backlog is worthless once the next is due.
+            "options": {"queue": queue, "expires": interval * 4},
+        }
+        for queue in worker_queues()
+    }
+
+
+@shared_task(name=QUEUE_HEARTBEAT_JOB, ignore_result=True)
+def queue_heartbeat_job(queue: str) -> None:
+    """Sent by beat to ``queue``: a worker took it off that queue just now."""
+    _record("queue", str(queue))

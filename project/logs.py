@@ -1,0 +1,221 @@
+"""Structured logs with the ids that tie a web request to the jobs it caused (issue 18).
+
+A context (``contextvars``) holds ``request_id``, ``task_id``, ``attempt`` and ``job_id``:
+
+- web: ``RequestContextMiddleware`` takes ``X-Request-ID`` (or makes one), binds it and
+  any ``task_id`` in the URL, and answers with the header;
+- jobs: a job sent while a request id is bound carries it in a message header
+  (``before_task_publish``); the worker binds it with the job id and the job's
+  ``task_id``/``attempt_index`` arguments (``task_prerun``); the attempt runner binds the
+  attempt number once it has claimed one;
+- every log record gets the bound ids (``ContextFilter``); ``LOG_FORMAT=json`` writes one
+  JSON object per line (``JsonFormatter``), text mode appends ``[task=… attempt=…]``.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import inspect
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+
+__all__ = [
+    "ContextFilter",
+    "JsonFormatter",
+    "RequestContextMiddleware",
+    "bind",
+    "bound",
+    "current",
+]
+
+FIELDS = ("request_id", "task_id", "attempt", "job_id", "job")
+REQUEST_ID_HEADER = "X-Request-ID"
+# Header of a Celery message that carries the request id into the job.
+MESSAGE_HEADER = "evidentia_request_id"
+_SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
+
+# Never mutated in place: bind() sets a new mapping, so contexts cannot leak into each other.
+_context: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "evidentia_log_context", default=MappingProxyType({})
+)
+
+log = logging.getLogger("evidentia.request")
+job_log = logging.getLogger("evidentia.job")
+
+
+def current() -> dict[str, Any]:
+    """The ids bound in this context (a copy)."""
+    return dict(_context.get())
+
+
+def bind(**values: Any) -> None:
+    """Add ids to the current context (None values are ignored)."""
+    merged = {**_context.get(), **{k: v for k, v in values.items() if v is not None}}
+    _context.set(merged)
+
+
+@contextmanager
+def bound(**values: Any) -> Iterator[None]:
+    """Bind ids for the duration of a block, then restore what was bound before."""
+    token = _context.set({k: v for k, v in values.items() if v is not None})
+    try:
+        yield
+    finally:
+        _context.reset(token)
+
+
+class ContextFilter(logging.Filter):
+    """Put the bound ids on every record (attributes, and ``context`` for text logs)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        values = _context.get()
+        for name in FIELDS:
+            if not hasattr(record, name):
+                setattr(record, name, values.get(name))
+        parts = [f"{n}={getattr(record, n)}" for n in FIELDS if getattr(record, n) is not None]
+        record.context = f" [{' '.join(parts)}]" if parts else ""
+        return True
+
+
+_RESERVED = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "context",
+}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, the bound ids and any
+    ``extra=`` fields; exceptions as text under ``exc_info``."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, tz=UTC).isoformat(),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        for name in FIELDS:
+            value = getattr(record, name, None)
+            if value is not None:
+                data[name] = value
+        for key, value in vars(record).items():
+            if key not in _RESERVED and key not in FIELDS and key not in data:
+                data[key] = value
+        if record.exc_info:
+            data["exc_info"] = self.formatException(record.exc_info)
+        return json.dumps(data, default=str, ensure_ascii=False)
+
+
+class RequestContextMiddleware:
+    """Bind a request id (the client's ``X-Request-ID`` if it is a sane token, else a new
+    one) and the URL's ``task_id``; log one line per request; echo the id back."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        supplied = request.headers.get(REQUEST_ID_HEADER, "")
+        request_id = supplied if _SAFE_ID.match(supplied) else uuid.uuid4().hex
+        started = time.monotonic()
+        with bound(request_id=request_id):
+            response = self.get_response(request)
+            if request.path not in {"/health", "/ready", "/metrics"}:
+                log.info(
+                    "%s %s %s",
+                    request.method,
+                    request.path,
+                    response.status_code,
+                    extra={
+                        "method": request.method,
+                        "path": request.path,
+                        "status": response.status_code,
+                        "duration_ms": int((time.monotonic() - started) * 1000),
+                    },
+                )
+        response[REQUEST_ID_HEADER] = request_id
+        return response
+
+    def process_view(
+        self, request: HttpRequest, view: Any, args: Any, kwargs: dict[str, Any]
+    ) -> None:
+        if "task_id" in kwargs:
+            bind(task_id=_int(kwargs["task_id"]))
+
+
+def _int(value: Any) -> Any:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return value
+
+
+# --- Celery: carry the request id into jobs, bind job ids in the worker -------------------
+
+
+def on_before_publish(headers: dict[str, Any] | None = None, **_: Any) -> None:
+    request_id = _context.get().get("request_id")
+    if headers is not None and request_id:
+        headers[MESSAGE_HEADER] = request_id
+
+
+_job_tokens: dict[str, contextvars.Token[Mapping[str, Any]]] = {}
+
+
+def on_job_start(
+    task_id: str | None = None,
+    task: Any = None,
+    args: Any = None,
+    kwargs: Any = None,
+    **_: Any,
+) -> None:
+    """``task_prerun``: bind job id, job name, request id and the job's task/attempt."""
+    values: dict[str, Any] = {"job_id": task_id, "job": getattr(task, "name", None)}
+    request = getattr(task, "request", None)
+    values["request_id"] = getattr(request, MESSAGE_HEADER, None) or (
+        (getattr(request, "headers", None) or {}).get(MESSAGE_HEADER)
+    )
+    values.update(_job_arguments(task, args or (), kwargs or {}))
+    _job_tokens[str(task_id)] = _context.set({k: v for k, v in values.items() if v is not None})
+    job_log.log(_level(task), "job started", extra={"event": "job_started"})
+
+
+def on_job_end(
+    task_id: str | None = None, task: Any = None, state: str | None = None, **_: Any
+) -> None:
+    job_log.log(_level(task), "job finished (%s)", state or "done", extra={"event": "job_finished"})
+    token = _job_tokens.pop(str(task_id), None)
+    if token is not None:
+        try:
+            _context.reset(token)
+        except ValueError:  # set in another context (should not happen with the solo pool)
+            _context.set({})
+
+
+def _level(task: Any) -> int:
+    """The heartbeat job runs every few seconds: its start/finish lines are debug."""
+    return logging.DEBUG if getattr(task, "name", "") == "project.queue_heartbeat" else logging.INFO
+
+
+def _job_arguments(task: Any, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``task_id`` and ``attempt_index`` arguments of a job, by parameter name."""
+    try:
+        bound_args = inspect.signature(task.run).bind_partial(*args, **kwargs).arguments
+    except (TypeError, ValueError, AttributeError):
+        return {}
+    found: dict[str, Any] = {}
+    if "task_id" in bound_args:
+        found["task_id"] = _int(bound_args["task_id"])
+    if "attempt_index" in bound_args:
+        found["attempt"] = _int(bound_args["attempt_index"])
+    return found

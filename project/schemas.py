@@ -1,0 +1,112 @@
+"""API schemas shared by every router: the one error shape (A3), the claim-level verdict
+shapes both apps return (issue 12; docs/validator.md) and the text rules the
+OpenAPI document states for every string a client sends.
+
+The patterns use only syntax JSON Schema (ECMA), pydantic (Rust) and Python agree on.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from ninja import Schema
+from pydantic import Field, Strict
+
+# PostgreSQL text cannot hold NUL; project.api.guard_request refuses it with a 422.
+NO_NUL = r"^[^\x00]*$"
+# What Python's str.strip() removes, spelled out (\s differs between regex engines).
+WHITESPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+# At least one character that is neither NUL nor whitespace, and no NUL anywhere.
+NOT_BLANK = rf"^[^\x00]*[^\x00{WHITESPACE}][^\x00]*$"
+
+# Stated in the schema, enforced before parsing by project.api.guard_request (whose
+# message names the field); not checked twice.
+# A model name as project.llm.registry.resolve_model reads it: "provider:name"; blank
+# means "the default". Whether this deployment can use it (a known provider, its API key
+# set) is beyond a schema: such a name is refused with a 422 naming the field.
+MODEL_NAME = rf"^[{WHITESPACE}]*(?:[A-Za-z][A-Za-z0-9_.-]*:[^\x00]*[^\x00{WHITESPACE}][^\x00]*)?$"
+
+Text = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
+
+
+def json_integer(value: Any) -> Any:
+    """A ``mode="before"`` field validator for integer fields: JSON Schema's "integer"
+    admits 3 and 3.0, never false or "3" (pydantic's lax mode would take both, its
+    strict mode would refuse 3.0)."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be a JSON integer")
+    return value
+
+
+JsonBool = Annotated[bool, Strict()]
+
+
+def not_blank(value: str) -> str:
+    """The check the ``NOT_BLANK`` pattern states, with a readable message."""
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+class FieldErrorOut(Schema):
+    field: str = Field(description="Dotted path of the offending field, e.g. 'plan.nodes.0.role'")
+    message: str
+
+
+class ErrorOut(Schema):
+    """The one error shape of the API (A3)."""
+
+    detail: str
+    code: str
+    errors: list[FieldErrorOut] | None = Field(
+        None, description="On 422 only: one entry per invalid field"
+    )
+
+
+def error_responses(*codes: int) -> dict[int, type[ErrorOut]]:
+    """The error statuses an endpoint documents; 400/401/413/422 apply to all."""
+    return {code: ErrorOut for code in sorted({400, 401, 413, 422, *codes})}
+
+
+class CitationOut(Schema):
+    """A citation as checked by the application (issue 12): ``verified`` means the quote
+    occurs in the named tool result; ``content[start:end]`` of that evidence is the quote."""
+
+    ref: str
+    quote: str
+    verified: bool
+    evidence_id: int | None
+    start: int | None
+    end: int | None
+    problem: str
+
+
+class ClaimVerdictOut(Schema):
+    id: str
+    text: str
+    verdict: Literal["supported", "contradicted", "unsupported"]
+    citations: list[CitationOut]
+    note: str
+
+
+class RequirementOut(Schema):
+    text: str
+    met: Literal["yes", "partly", "no"]
+    claim_ids: list[str]
+
+
+class FirstProblemOut(Schema):
+    id: str
+    text: str
+    verdict: str
+
+
+class ClaimSummaryOut(Schema):
+    """Claim verdict counts of one validation (zero for verdicts made before claims)."""
+
+    supported: int = 0
+    contradicted: int = 0
+    unsupported: int = 0
+    total: int = 0
+    unverified_citations: int = 0
+    first_problem: FirstProblemOut | None = None

@@ -1,0 +1,209 @@
+"""Knowledge-base tools (X8): full-text search (PostgreSQL; a simpler search on
+SQLite) and reading a document in full."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, TypedDict
+
+from django.db import connection
+from django.db.models import QuerySet
+
+from tasks_app.agents.db import db_turn
+from tasks_app.agents.tools.registry import Tool, ToolError, ToolOutput, register_tool
+from tasks_app.models import KnowledgeDocument
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+
+class _Ranked(TypedDict):
+    rank: float
+
+
+STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for from
+    further had has have having he her here hers herself him himself his how i if in into is it
+    its itself just me more most my myself no nor not now of off on once only or other our ours
+    ourselves out over own same she should so some such than that the their theirs them
+    themselves then there these they this those through to too under until up very was we were
+    what when where which while who whom why will with would you your yours yourself
+    yourselves please tell give find answer question know need want many much also per
+    does according us use using may might shall must get got one""".split()
+)
+_WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+
+
+def keywords(text: str, *, limit: int = 12) -> list[str]:
+    """Content words of ``text`` in first-seen order, lowercased, without stop words."""
+    seen: list[str] = []
+    for raw in _WORD_RE.findall(text):
+        word = raw.lower().strip("'-")
+        if len(word) < 3 and not word.isdigit():
+            continue
+        if word in STOPWORDS or word in seen:
+            continue
+        seen.append(word)
+        if len(seen) >= limit:
+            break
+    return seen
+
+
+def stem(word: str) -> str:
+    """A crude English stem, enough to match 'budgets' with 'budget' offline."""
+    word = word.lower()
+    for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "ly", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def _snippet(body: str, terms: list[str], width: int = 240) -> str:
+    lowered = body.lower()
+    positions = [lowered.find(t) for t in terms if lowered.find(t) >= 0]
+    start = max(min(positions) - 60, 0) if positions else 0
+    text = " ".join(body[start : start + width].split())
+    return ("…" if start else "") + text + ("…" if start + width < len(body) else "")
+
+
+def search_queryset(
+    terms: list[str], limit: int
+) -> QuerySet[WithAnnotations[KnowledgeDocument, _Ranked]] | None:
+    """PostgreSQL: the ranked full-text match of ``terms`` (None when no term is left)."""
+    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+
+    # OR of the key words: a natural-language question rarely has every word in one
+    # document, and ranking puts the documents with most matches first.
+    safe = [re.sub(r"[^a-z0-9]", "", t) for t in terms]
+    raw_query = " | ".join(t for t in safe if t)
+    if not raw_query:
+        return None
+    # The same expression as the GIN index knowledgedocument_search (migration 0004):
+    # the match (@@) then reads the index instead of every document.
+    vector = SearchVector("title", weight="A", config="english") + SearchVector(
+        "body", weight="B", config="english"
+    )
+    search_query = SearchQuery(raw_query, search_type="raw", config="english")
+    return (
+        KnowledgeDocument.objects.annotate(search=vector)
+        .filter(search=search_query)
+        .annotate(rank=SearchRank(vector, search_query))
+        .order_by("-rank", "title")[:limit]
+    )
+
+
+def _search_postgres(terms: list[str], limit: int) -> list[tuple[KnowledgeDocument, float]]:
+    rows = search_queryset(terms, limit)
+    if rows is None:
+        return []
+    return [(doc, float(doc.rank)) for doc in rows]
+
+
+def _search_simple(terms: list[str], limit: int) -> list[tuple[KnowledgeDocument, float]]:
+    """SQLite fallback: score each document by key-word hits in title (x3) and body."""
+    stems = {stem(t) for t in terms}
+    scored = []
+    for doc in KnowledgeDocument.objects.all():
+        title_words = {stem(w) for w in _WORD_RE.findall(doc.title.lower())}
+        body_words: dict[str, int] = {}
+        for w in _WORD_RE.findall(doc.body.lower()):
+            s = stem(w)
+            if s in stems:
+                body_words[s] = body_words.get(s, 0) + 1
+        matched = stems & (title_words | set(body_words))
+        if not matched:
+            continue
+        score = len(matched) + 3 * len(stems & title_words) + 0.01 * sum(body_words.values())
+        scored.append((doc, score / (4 * len(stems))))
+    scored.sort(key=lambda pair: (-pair[1], pair[0].title))
+    return scored[:limit]
+
+
+def search_documents(query: str, limit: int = 5) -> list[tuple[KnowledgeDocument, float]]:
+    """The knowledge-base search behind the agent's tool, best first; the reviewers'
+    search on the task page uses the same one (issue 13)."""
+    terms = keywords(query) or [query.lower()]
+    with db_turn():
+        if connection.vendor == "postgresql":
+            return _search_postgres(terms, limit)
+        return _search_simple(terms, limit)
+
+
+def search_knowledge(query: str, limit: int = 5) -> ToolOutput:
+    query = str(query).strip()
+    if not query:
+        raise ToolError("query must not be empty")
+    limit = max(1, min(int(limit), 10))
+    terms = keywords(query) or [query.lower()]
+    hits = search_documents(query, limit)
+    if not hits:
+        return ToolOutput(
+            content=f"No documents match '{query}'.", payload={"query": query, "hits": []}
+        )
+    # Plain list without counts or scores in the text (they are in the payload): figures
+    # here would read like competing facts to a grounding check.
+    lines = [f"Documents matching '{query}', best first:"]
+    for doc, _score in hits:
+        lines.append(f"- [doc {doc.pk}] {doc.title}")
+        lines.append(f"   {_snippet(doc.body, terms)}")
+    lines.append("Use read_document with a document_id to read a document in full.")
+    return ToolOutput(
+        content="\n".join(lines),
+        payload={
+            "query": query,
+            "hits": [{"id": d.pk, "title": d.title, "score": s} for d, s in hits],
+        },
+    )
+
+
+def read_document(document_id: int | str) -> ToolOutput:
+    try:
+        pk = int(str(document_id).strip().removeprefix("doc").strip())
+    except ValueError:
+        raise ToolError(f"document_id must be a number, got {document_id!r}") from None
+    with db_turn():
+        doc = KnowledgeDocument.objects.filter(pk=pk).first()
+    if doc is None:
+        raise ToolError(f"there is no document with id {pk}")
+    # The whole body, never cut: a fact deep in a long document must reach the evidence.
+    return ToolOutput(
+        content=f"Title: {doc.title}\n\n{doc.body}",
+        title=doc.title,
+        url=doc.source_url,
+        payload={"document_id": doc.pk},
+    )
+
+
+register_tool(
+    Tool(
+        name="search_knowledge",
+        description=(
+            "Search the company knowledge base. Returns the best matching documents with "
+            "their ids, titles and a short snippet. Read a document with read_document."
+        ),
+        parameters={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Key words to search for."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5},
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        func=search_knowledge,
+    )
+)
+register_tool(
+    Tool(
+        name="read_document",
+        description="Read one knowledge-base document in full, by the id search_knowledge gave.",
+        parameters={
+            "type": "object",
+            "properties": {"document_id": {"type": "integer"}},
+            "required": ["document_id"],
+            "additionalProperties": False,
+        },
+        func=read_document,
+    )
+)

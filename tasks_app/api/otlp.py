@@ -1,0 +1,134 @@
+"""OTLP/HTTP trace ingestion (issue 15): point an OpenTelemetry exporter at
+``/api/v1/otlp`` with ``Authorization: Bearer <token>`` in its headers.
+
+Answers as the OTLP specification says: 200 with an ``ExportTraceServiceResponse`` in the
+request's encoding (``partial_success`` listing how many spans were rejected and why), 400
+with a ``google.rpc.Status`` for a body that cannot be decoded, 413 over
+``OTLP_MAX_BODY_BYTES`` (compressed or inflated; the API's request guard answers it and
+nothing is stored), 429 with ``Retry-After``
+over ``OTLP_MAX_SPANS_PER_MINUTE``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from ninja import Router
+
+from project.schemas import ErrorOut
+from tasks_app.jobs import otlp_assemble_traces_job
+from tasks_app.otlp.decode import (
+    JSON,
+    PROTOBUF,
+    UndecodableRequest,
+    encode_response,
+    encode_status,
+    media_type,
+    parse_request,
+    spans_of,
+)
+from tasks_app.otlp.ingest import otlp_ingest
+
+router = Router(tags=["otlp"])
+OTLP_CONTENT = {
+    "application/x-protobuf": {"schema": {"type": "string", "format": "binary"}},
+    "application/json": {"schema": {"type": "object"}},
+}
+
+
+def _reply(status: int, body: bytes, content_type: str, **headers: str) -> HttpResponse:
+    response = HttpResponse(body, status=status, content_type=content_type)
+    for name, value in headers.items():
+        response[name.replace("_", "-")] = value
+    return response
+
+
+def _throttled(user_id: int, spans: int) -> float | None:
+    """Seconds to wait when this account is over its spans-per-minute budget, else None
+    (the spans are counted)."""
+    window = int(time.time() // 60)
+    key = f"otlp-spans:{user_id}:{window}"
+    cache.add(key, 0, timeout=120)
+    try:
+        used = cache.incr(key, spans)
+    except ValueError:  # evicted between add and incr
+        cache.set(key, spans, timeout=120)
+        used = spans
+    if used > settings.OTLP_MAX_SPANS_PER_MINUTE:
+        cache.decr(key, spans)
+        return 60 - (time.time() % 60)
+    return None
+
+
+@router.post(
+    "/otlp/v1/traces",
+    summary="Ingest OpenTelemetry traces (OTLP/HTTP, protobuf or JSON)",
+    description=(
+        "An OTLP/HTTP trace export request (`application/x-protobuf` or `application/json`, "
+        "optionally `Content-Encoding: gzip`). Each trace becomes one attempt of an external "
+        "task once it is complete: see docs/otlp.md for the mapping. The answer is an "
+        "`ExportTraceServiceResponse` in the request's encoding."
+    ),
+    response={200: Any, 401: ErrorOut, 413: ErrorOut},
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/x-protobuf": {"schema": {"type": "string", "format": "binary"}},
+                "application/json": {"schema": {"type": "object"}},
+            },
+        },
+        # OTLP answers in the request's encoding, errors as google.rpc.Status (the OTLP
+        # specification), not in the API's JSON error shape.
+        "responses": {
+            code: {"description": text, "content": OTLP_CONTENT}
+            for code, text in (
+                (200, "ExportTraceServiceResponse (partial_success lists rejected spans)"),
+                (400, "google.rpc.Status: the body is not an OTLP trace export request"),
+                (415, "google.rpc.Status: the Content-Type is neither protobuf nor JSON"),
+                (429, "google.rpc.Status: over OTLP_MAX_SPANS_PER_MINUTE; see Retry-After"),
+            )
+        },
+    },
+)
+def export_traces(request: HttpRequest) -> HttpResponse:
+    content_type = media_type(request.META.get("CONTENT_TYPE"))
+    if content_type not in (PROTOBUF, JSON):
+        body, ctype = encode_status(
+            JSON, f"unsupported Content-Type '{content_type}' (use {PROTOBUF} or {JSON})"
+        )
+        return _reply(415, body, ctype)
+    # The API's request guard has applied OTLP_MAX_BODY_BYTES (413) and undone gzip
+    # (project.request_bodies) by the time the body is read here.
+    try:
+        export = parse_request(request.body, content_type)
+    except UndecodableRequest as exc:
+        body, ctype = encode_status(content_type, str(exc))
+        return _reply(415 if "Content-Type" in str(exc) else 400, body, ctype)
+    records, rejected = spans_of(export)
+    user = request.auth  # type: ignore[attr-defined]
+    wait = _throttled(user.pk, len(records) + len(rejected))
+    if wait is not None:
+        body, ctype = encode_status(content_type, "too many spans this minute; retry later")
+        return _reply(429, body, ctype, Retry_After=str(max(1, math.ceil(wait))))
+    with transaction.atomic():
+        result = otlp_ingest(user=user, records=records)
+        # One job per distinct wait, not one per trace: 100 traces cost one publish.
+        by_wait: dict[float, list[int]] = {}
+        for trace_pk, countdown in result.ready:
+            by_wait.setdefault(countdown, []).append(trace_pk)
+        for countdown, trace_pks in sorted(by_wait.items()):
+            otlp_assemble_traces_job.apply_async_on_commit(args=[trace_pks], countdown=countdown)
+    rejected += result.rejected
+    reasons = sorted({r.reason for r in rejected})
+    message = ""
+    if rejected:
+        message = f"{len(rejected)} span(s) rejected: " + "; ".join(reasons[:10])
+    body, ctype = encode_response(content_type, rejected=len(rejected), message=message)
+    return _reply(200, body, ctype)

@@ -1,0 +1,39 @@
+"""Runs and their transcripts (A1, E1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+from ninja import Router
+
+from project.pagination import LimitOffset200, paginate
+from project.schemas import error_responses
+from tasks_app.models import Run, RunMessage
+from tasks_app.schemas import RunListOut, RunMessageListOut
+from tasks_app.selectors import get_visible_run, require_visible_task
+
+router = Router(tags=["tasks"])
+
+
+@router.get(
+    "/tasks/{task_id}/runs",
+    response={200: RunListOut, **error_responses(404)},
+    summary="The task's agent runs (all attempts, graph order)",
+)
+def get_task_runs(request: HttpRequest, task_id: int) -> dict[str, Any]:
+    require_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
+    runs = list(Run.objects.filter(task_id=task_id).annotate(evidence_count=Count("tool_evidence")))
+    return {"items": runs, "count": len(runs)}
+
+
+@router.get(
+    "/runs/{run_id}/messages",
+    response={200: RunMessageListOut, **error_responses(404)},
+    summary="A run's transcript, in order",
+)
+@paginate(LimitOffset200)
+def get_run_messages(request: HttpRequest, run_id: int) -> QuerySet[RunMessage]:
+    run = get_visible_run(request.auth, run_id)  # type: ignore[attr-defined]
+    return run.messages.order_by("index")

@@ -1,0 +1,222 @@
+"""Tasks API (A1, A2, S2, S5, U3): create, list, read, feedback, claims, events.
+
+Endpoints read through querysets and write only through ``tasks_app.services``; none
+assigns ``status``. Each write and the reads that build its response share one
+transaction, so an error after the write leaves nothing behind and queues no job.
+Object permissions come from ``tasks_app.selectors`` (A2).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.http import HttpRequest, JsonResponse
+from ninja import Query, Router
+from ninja.errors import AuthorizationError, ValidationError
+
+from project import roles
+from project.pagination import LimitOffset, paginate
+from project.roles import require_reviewer
+from project.schemas import error_responses
+from tasks_app import services
+from tasks_app.idempotency import idempotency_header, run_idempotent
+from tasks_app.models import Task
+from tasks_app.schemas import (
+    EventListOut,
+    FeedbackIn,
+    ForceQuery,
+    MeOut,
+    TaskCreateIn,
+    TaskFilter,
+    TaskListOut,
+    TaskOrderingQuery,
+    TaskOut,
+)
+from tasks_app.selectors import (
+    count_of,
+    get_visible_task,
+    require_visible_task,
+    status_counts,
+    task_history,
+    tasks_for_list,
+    visible_tasks,
+)
+
+router = Router(tags=["tasks"])
+
+
+def require_can_decide(user: Any, task_id: int) -> None:
+    """Decisions on a task belong to its requester and to reviewers (S5), as in the UI."""
+    if not roles.is_reviewer(user) and not Task.objects.filter(pk=task_id, owner=user).exists():
+        raise AuthorizationError(
+            message="Only the requester or a reviewer can decide on this task."
+        )
+
+
+@router.get("/me", response={200: MeOut, **error_responses()}, summary="Who am I")
+def me(request: HttpRequest) -> dict[str, Any]:
+    user = request.auth  # type: ignore[attr-defined]
+    return {
+        "username": user.get_username(),
+        "is_reviewer": roles.is_reviewer(user),
+        "is_operator": roles.is_operator(user),
+    }
+
+
+@router.post(
+    "/tasks",
+    response={201: TaskOut, **error_responses()},
+    summary="Create a task; its first attempt is queued",
+)
+def create_task(
+    request: HttpRequest,
+    payload: TaskCreateIn,
+    idempotency_key: str | None = idempotency_header(),
+) -> JsonResponse:
+    user = request.auth  # type: ignore[attr-defined]
+
+    def work() -> tuple[int, Any]:
+        with transaction.atomic():
+            task = services.task_create(
+                owner=user,
+                request=payload.request,
+                title=payload.title,
+                rules=payload.rules,
+                plan=payload.plan.model_dump(mode="json") if payload.plan else None,
+                validation_policy=payload.validation_policy,
+                validation_keywords=payload.validation_keywords,
+                agent=payload.agent,
+            )
+            return 201, TaskOut.model_validate(get_visible_task(user, task.pk)).model_dump(
+                mode="json"
+            )
+
+    return run_idempotent(request, endpoint="POST /tasks", key=idempotency_key, work=work)
+
+
+@router.get(
+    "/tasks",
+    response={200: TaskListOut, **error_responses()},
+    summary="List tasks (filters, ordering, limit/offset)",
+)
+@paginate(LimitOffset)
+def get_tasks(
+    request: HttpRequest, filters: Query[TaskFilter], query: Query[TaskOrderingQuery]
+) -> QuerySet[Task]:
+    tasks = filters.filter(visible_tasks(request.auth))  # type: ignore[attr-defined]
+    listed = tasks_for_list(tasks, ordering=query.ordering)
+    only_status = (
+        filters.requires_user_action is None
+        and filters.is_open is None
+        and filters.is_execution_active is None
+        and not (filters.q or "").strip()
+    )
+    if only_status and roles.is_staff_role(request.auth):  # type: ignore[attr-defined]
+        # Every task (or every task in some statuses): the counters know the total, so
+        # the page costs no scan of the table (issue 16).
+        statuses = [str(s) for s in filters.status] if filters.status else None
+        listed.known_count = count_of(status_counts(), statuses)  # type: ignore[attr-defined]
+    return listed
+
+
+@router.get(
+    "/tasks/active",
+    response={200: TaskListOut, **error_responses()},
+    summary="Open tasks (not terminal; includes needs_review)",
+)
+@paginate(LimitOffset)
+def get_active_tasks(request: HttpRequest, query: Query[TaskOrderingQuery]) -> QuerySet[Task]:
+    tasks = visible_tasks(request.auth).open()  # type: ignore[attr-defined]
+    return tasks_for_list(tasks, ordering=query.ordering)
+
+
+@router.get(
+    "/tasks/{task_id}",
+    response={200: TaskOut, **error_responses(404)},
+    summary="One task: flags, outcome, attempts, answer, latest verdict, claim",
+)
+def get_task(request: HttpRequest, task_id: int) -> Task:
+    return get_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
+
+
+@router.post(
+    "/tasks/{task_id}/feedback",
+    response={200: TaskOut, **error_responses(403, 404, 409)},
+    summary="satisfied / revise (comment required) / abandon",
+)
+def give_feedback(
+    request: HttpRequest,
+    task_id: int,
+    payload: FeedbackIn,
+    idempotency_key: str | None = idempotency_header(),
+) -> JsonResponse:
+    user = request.auth  # type: ignore[attr-defined]
+    require_visible_task(user, task_id)
+    require_can_decide(user, task_id)
+    if payload.action == "revise" and not payload.comment.strip():
+        raise ValidationError(
+            [
+                {
+                    "loc": ("body", "payload", "comment"),
+                    "msg": "a revision needs a comment saying what to change",
+                    "type": "missing",
+                }
+            ]
+        )
+
+    def work() -> tuple[int, Any]:
+        with transaction.atomic():
+            services.task_apply_feedback(
+                task_id=task_id,
+                actor=user,
+                action=payload.action,
+                comment=payload.comment,
+                expected_version=payload.expected_version,
+                force=payload.force,
+            )
+            return 200, TaskOut.model_validate(get_visible_task(user, task_id)).model_dump()
+
+    return run_idempotent(
+        request, endpoint=f"POST /tasks/{task_id}/feedback", key=idempotency_key, work=work
+    )
+
+
+@router.post(
+    "/tasks/{task_id}/claim",
+    response={200: TaskOut, **error_responses(403, 404, 409)},
+    summary="Claim a task for review (reviewers); ?force=true takes over",
+)
+def claim_task(request: HttpRequest, task_id: int, query: Query[ForceQuery]) -> Task:
+    user = request.auth  # type: ignore[attr-defined]
+    require_visible_task(user, task_id)
+    require_reviewer(user)
+    with transaction.atomic():
+        services.task_claim(task_id=task_id, reviewer=user, force=query.force)
+        return get_visible_task(user, task_id)
+
+
+@router.delete(
+    "/tasks/{task_id}/claim",
+    response={200: TaskOut, **error_responses(403, 404, 409)},
+    summary="Release a claim (reviewers); ?force=true releases someone else's",
+)
+def release_claim(request: HttpRequest, task_id: int, query: Query[ForceQuery]) -> Task:
+    user = request.auth  # type: ignore[attr-defined]
+    require_visible_task(user, task_id)
+    require_reviewer(user)
+    with transaction.atomic():
+        services.task_release_claim(task_id=task_id, reviewer=user, force=query.force)
+        return get_visible_task(user, task_id)
+
+
+@router.get(
+    "/tasks/{task_id}/events",
+    response={200: EventListOut, **error_responses(404)},
+    summary="The task's state changes and claim events, oldest first",
+)
+def get_task_events(request: HttpRequest, task_id: int) -> dict[str, Any]:
+    require_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
+    events = task_history(task_id)
+    return {"items": events, "count": len(events)}

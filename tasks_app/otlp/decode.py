@@ -1,0 +1,226 @@
+"""Decoding OTLP/HTTP trace export requests (protobuf or JSON) into
+plain span records, with the official ``opentelemetry-proto`` messages.
+
+OTLP/JSON differs from protobuf's canonical JSON mapping in one place: trace and span
+ids are hex strings, not base64. They are converted before ``json_format`` parses the
+document, so both encodings go through the same protobuf message.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from google.rpc.status_pb2 import Status as RpcStatus
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+# google.rpc.Code.INVALID_ARGUMENT
+INVALID_ARGUMENT = 3
+
+
+class UndecodableRequest(Exception):
+    """The body is not an OTLP trace export request (answered with 400)."""
+
+
+@dataclass
+class SpanRecord:
+    """One span as stored: ids in lower-case hex, attributes as plain JSON values."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    kind: int
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any]
+    events: list[dict[str, Any]]
+    resource: dict[str, Any]
+    scope: str
+    status_code: int
+    status_message: str
+    dropped: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def operation(self) -> str:
+        return str(self.attributes.get("gen_ai.operation.name") or "")
+
+
+@dataclass
+class RejectedSpan:
+    trace_id: str
+    span_id: str
+    reason: str
+
+
+def media_type(content_type: str | None) -> str:
+    value = (content_type or "").split(";", 1)[0].strip().lower()
+    return JSON if value == JSON else PROTOBUF if value == PROTOBUF else value
+
+
+def _hex_ids_to_base64(node: Any) -> Any:
+    """OTLP/JSON ids are hex; protobuf's JSON mapping wants base64 for bytes fields."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key in ("traceId", "spanId", "parentSpanId", "trace_id", "span_id") and isinstance(
+                value, str
+            ):
+                try:
+                    value = base64.b64encode(bytes.fromhex(value)).decode() if value else ""
+                except ValueError:
+                    raise UndecodableRequest(f"{key} '{value[:40]}' is not hex") from None
+            elif key == "parent_span_id" and isinstance(value, str):
+                value = base64.b64encode(bytes.fromhex(value)).decode() if value else ""
+            else:
+                value = _hex_ids_to_base64(value)
+            out[key] = value
+        return out
+    if isinstance(node, list):
+        return [_hex_ids_to_base64(item) for item in node]
+    return node
+
+
+def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    if content_type == PROTOBUF:
+        try:
+            request.ParseFromString(body)
+        except (DecodeError, ValueError) as exc:
+            raise UndecodableRequest(f"not an OTLP protobuf trace request: {exc}") from None
+        return request
+    if content_type == JSON:
+        try:
+            document = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise UndecodableRequest(f"not JSON: {exc}") from None
+        if not isinstance(document, dict):
+            raise UndecodableRequest("an OTLP/JSON request is a JSON object")
+        try:
+            json_format.ParseDict(_hex_ids_to_base64(document), request, ignore_unknown_fields=True)
+        except (json_format.ParseError, binascii.Error, ValueError) as exc:
+            raise UndecodableRequest(f"not an OTLP/JSON trace request: {exc}") from None
+        return request
+    raise UndecodableRequest(
+        f"unsupported Content-Type '{content_type}' (use {PROTOBUF} or {JSON})"
+    )
+
+
+def any_value(value: AnyValue) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [any_value(item) for item in value.array_value.values]
+    if kind == "kvlist_value":
+        return attributes(value.kvlist_value.values)
+    if kind == "bytes_value":
+        return base64.b64encode(value.bytes_value).decode()
+    if kind == "string_value":
+        # PostgreSQL text and jsonb cannot hold NUL; it becomes U+FFFD, nothing else changes.
+        return value.string_value.replace("\x00", "\ufffd")
+    return getattr(value, kind)
+
+
+def attributes(pairs: Any) -> dict[str, Any]:
+    return {
+        pair.key.replace("\x00", "\ufffd"): any_value(pair.value)
+        for pair in pairs
+        if isinstance(pair, KeyValue)
+    }
+
+
+def _check(span: Span) -> str | None:
+    """Why a span cannot be used, or None."""
+    if len(span.trace_id) != 16 or not any(span.trace_id):
+        return "trace_id must be 16 bytes and not all zero"
+    if len(span.span_id) != 8 or not any(span.span_id):
+        return "span_id must be 8 bytes and not all zero"
+    if span.parent_span_id and len(span.parent_span_id) != 8:
+        return "parent_span_id must be empty or 8 bytes"
+    if span.end_time_unix_nano and span.end_time_unix_nano < span.start_time_unix_nano:
+        return "end_time_unix_nano is before start_time_unix_nano"
+    return None
+
+
+def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], list[RejectedSpan]]:
+    """Every span of the request as a record, and the ones that cannot be used with why."""
+    records: list[SpanRecord] = []
+    rejected: list[RejectedSpan] = []
+    for resource_spans in request.resource_spans:
+        resource = attributes(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            scope = scope_spans.scope.name
+            for span in scope_spans.spans:
+                problem = _check(span)
+                if problem is not None:
+                    rejected.append(RejectedSpan(span.trace_id.hex(), span.span_id.hex(), problem))
+                    continue
+                records.append(
+                    SpanRecord(
+                        trace_id=span.trace_id.hex(),
+                        span_id=span.span_id.hex(),
+                        parent_span_id=span.parent_span_id.hex(),
+                        name=span.name,
+                        kind=int(span.kind),
+                        start_ns=int(span.start_time_unix_nano),
+                        end_ns=int(span.end_time_unix_nano),
+                        attributes=attributes(span.attributes),
+                        events=[
+                            {
+                                "name": event.name,
+                                "time_ns": int(event.time_unix_nano),
+                                "attributes": attributes(event.attributes),
+                            }
+                            for event in span.events
+                        ],
+                        resource=resource,
+                        scope=scope,
+                        status_code=int(span.status.code),
+                        status_message=span.status.message,
+                        dropped={
+                            name: count
+                            for name, count in (
+                                ("attributes", span.dropped_attributes_count),
+                                ("events", span.dropped_events_count),
+                                ("links", span.dropped_links_count),
+                            )
+                            if count
+                        },
+                    )
+                )
+    return records, rejected
+
+
+def encode_response(
+    content_type: str, *, rejected: int = 0, message: str = ""
+) -> tuple[bytes, str]:
+    """An ExportTraceServiceResponse in the request's encoding; partial success only when
+    something was rejected (the specification's rule)."""
+    response = ExportTraceServiceResponse()
+    if rejected or message:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message
+    if content_type == JSON:
+        return json_format.MessageToJson(response, indent=None).encode(), JSON
+    return response.SerializeToString(), PROTOBUF
+
+
+def encode_status(content_type: str, message: str) -> tuple[bytes, str]:
+    """A google.rpc.Status-shaped error body (code, message) in the request's encoding."""
+    status = RpcStatus(code=INVALID_ARGUMENT, message=message)
+    if content_type == JSON:
+        return json_format.MessageToJson(status, indent=None).encode(), JSON
+    return status.SerializeToString(), PROTOBUF

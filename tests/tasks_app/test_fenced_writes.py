@@ -1,0 +1,74 @@
+"""Issue 16, E2, X1: a fenced write is one statement that checks the lease, beats the
+heartbeat and inserts, durable when it returns; after a takeover it writes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from pydantic_ai.messages import ToolCallPart
+
+from evidence_app.models import ToolEvidence, content_digest
+from tasks_app.agents.recorder import Fence, LeaseLost, RunRecorder
+from tasks_app.agents.tools import ToolOutput
+from tasks_app.models import RunMessage, Task
+from tasks_app.states import TaskStatus as S
+from tests.factories import TaskFactory
+
+
+def _running_task() -> Any:
+    return TaskFactory(status=S.RUNNING, lease_token="held", heartbeat_at=None, attempt_count=1)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_tool_result_is_one_statement_with_the_columns_save_would_fill() -> None:
+    """Issue 16: evidence + transcript row + heartbeat in one statement; the computed
+    columns (characters, digest for de-duplication) are those ToolEvidence.save() sets."""
+    task = _running_task()
+    recorder = RunRecorder(
+        task_id=task.pk,
+        attempt_index=1,
+        kind="main",
+        model_name="test:model",
+        fence=Fence(task_id=task.pk, lease_token="held"),
+    )
+    call = ToolCallPart("search_knowledge", {"query": "budget"}, tool_call_id="c1")
+    with CaptureQueriesContext(connection) as captured:
+        recorder.add_tool_result(call, ToolOutput(content="Result text ünïcode"))
+    assert len(captured) == 1
+    evidence = ToolEvidence.objects.get(task=task)
+    assert evidence.content_chars == len("Result text ünïcode")
+    assert evidence.content_sha256 == content_digest("search_knowledge", "Result text ünïcode")
+    assert evidence.arguments == {"query": "budget"} and evidence.sequence == 0
+    message = RunMessage.objects.get(run=recorder.run, role="tool")
+    assert message.payload["tool_call_id"] == "c1" and message.index == 0
+    task.refresh_from_db()
+    assert task.heartbeat_at is not None
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_a_fenced_write_after_a_takeover_writes_nothing() -> None:
+    """X1: once the lease token changed, the statement inserts no row, refreshes no
+    heartbeat, and the recorder raises LeaseLost; its counters stay where they were."""
+    task = _running_task()
+    recorder = RunRecorder(
+        task_id=task.pk,
+        attempt_index=1,
+        kind="main",
+        model_name="test:model",
+        fence=Fence(task_id=task.pk, lease_token="held"),
+    )
+    Task.objects.filter(pk=task.pk).update(lease_token="new-owner", heartbeat_at=None)
+    with pytest.raises(LeaseLost):
+        recorder.add_tool_result(ToolCallPart("search_knowledge", {}), ToolOutput(content="x"))
+    with pytest.raises(LeaseLost):
+        recorder.add_message("assistant", "late", {})
+    assert ToolEvidence.objects.filter(task=task).count() == 0
+    assert RunMessage.objects.filter(run__task=task).count() == 0
+    assert recorder.message_index == 0
+    task.refresh_from_db()
+    assert task.heartbeat_at is None and task.lease_token == "new-owner"

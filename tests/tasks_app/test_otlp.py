@@ -1,0 +1,333 @@
+"""OpenTelemetry ingestion (issue 15): agents that emit GenAI traces are judged and
+reviewed with no code change. The client is pydantic-ai's own instrumentation exported
+by the OpenTelemetry SDK's exporters (protobuf and JSON) to a live server."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from typing import Any
+
+import pytest
+from django.test import Client
+from google.protobuf import json_format
+from opentelemetry.exporter.otlp.json.http.trace_exporter import (
+    OTLPSpanExporter as JsonSpanExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+    OTLPSpanExporter as ProtobufSpanExporter,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+from evidence_app.models import ToolEvidence, ValidationSnapshot
+from project.celery import app as celery_app
+from tasks_app.auth import api_token_create
+from tasks_app.jobs import otlp_sweep_job
+from tasks_app.models import OtlpSpan, OtlpTrace, Run, Task
+from tasks_app.otlp.ingest import otlp_due_traces
+from tasks_app.states import TaskStatus as S
+from tests import factories
+from tests.tasks_app import otlp_client
+from tests.workers import wait_for
+
+ENDPOINT = "/api/v1/otlp/v1/traces"
+PROTOBUF = "application/x-protobuf"
+
+
+@pytest.fixture
+def eager(settings: Any) -> Any:
+    """Jobs run in-process (validation included), so a task settles without a worker.
+    Switched on only once the agent's run is over: pydantic-ai's instrumentation is
+    process-wide while the agent runs, and would trace the validator's own model calls
+    made in the live server's thread as well."""
+    previous = celery_app.conf.task_always_eager
+    settings.VALIDATOR_MODEL = "offline:judge"
+
+    def switch_on() -> None:
+        celery_app.conf.task_always_eager = True
+        settings.CELERY_TASK_ALWAYS_EAGER = True
+
+    yield switch_on
+    celery_app.conf.task_always_eager = previous
+
+
+@pytest.fixture
+def token(requester: Any) -> str:
+    return api_token_create(user=requester, name="otlp")[1]
+
+
+def _client(token: str) -> Client:
+    return Client(HTTP_AUTHORIZATION=f"Bearer {token}")
+
+
+def _settle(eager: Any, trace_count: int = 1) -> list[Task]:
+    """Run the maintenance sweep (eager: validation in-process) until ``trace_count``
+    traces were submitted."""
+    eager()
+
+    def submitted() -> list[OtlpTrace] | None:
+        otlp_sweep_job()
+        done = list(OtlpTrace.objects.filter(state="submitted"))
+        return done if len(done) >= trace_count else None
+
+    traces = wait_for(submitted, timeout=20, interval=0.2) or []
+    return [Task.objects.get(pk=t.task_id) for t in traces]
+
+
+def _assert_judged_on_the_tool_results(task: Task) -> None:
+    assert task.agent == "external"
+    assert otlp_client.QUESTION in task.request
+    assert task.final_answer == otlp_client.ANSWER
+    contents = sorted(
+        Run.objects.get(task=task, kind="main").tool_evidence.values_list("content", flat=True)
+    )
+    # Byte for byte what the tools returned.
+    assert contents == sorted([otlp_client.POLICY, otlp_client.BUDGET])
+    snapshot = ValidationSnapshot.objects.get(task=task)
+    assert snapshot.tool_result_count == 2
+    assert otlp_client.POLICY in snapshot.rendered_input
+    # Both facts are in the tool results: the claims cite them and the citations verify
+    # against the submitted content, at the offsets stored (issue 12).
+    assert task.status == S.AWAITING_FEEDBACK, snapshot.result
+    evidence = {
+        e.pk: e.content for e in ToolEvidence.objects.filter(task=task).only("id", "content")
+    }
+    claims = snapshot.result["claims"]
+    assert len(claims) == 2
+    for claim in claims:
+        verified = [c for c in claim["citations"] if c["verified"]]
+        assert verified, claim
+        for citation in verified:
+            content = evidence[citation["evidence_id"]]
+            assert content[citation["start"] : citation["end"]].lower() == citation["quote"].lower()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pydantic_ai_agent_exporting_protobuf_is_judged_on_its_tool_results(
+    live_server: Any, token: str, eager: Any, settings: Any
+) -> None:
+    """A pydantic-ai agent with instrumentation on, exporting through the SDK's
+    protobuf exporter span by span: the task appears, its evidence equals the tool
+    returns byte for byte, and the validator judged it on that evidence."""
+    settings.OTLP_TRACE_QUIET_SECONDS = 0.2
+    exporter = ProtobufSpanExporter(
+        endpoint=live_server.url + ENDPOINT, headers={"Authorization": f"Bearer {token}"}
+    )
+    output = otlp_client.run_agent(exporter)
+    assert output == otlp_client.ANSWER
+    (task,) = _settle(eager)
+    _assert_judged_on_the_tool_results(task)
+    trace = OtlpTrace.objects.get(task=task)
+    assert trace.span_count == 5 and trace.late_span_count == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pydantic_ai_agent_exporting_json_is_judged_the_same_way(
+    live_server: Any, token: str, eager: Any
+) -> None:
+    """The same agent through the SDK's OTLP/JSON exporter; `evidentia.final` on the
+    resource: the trace is validated as soon as its root span arrives."""
+    exporter = JsonSpanExporter(
+        endpoint=live_server.url + ENDPOINT, headers={"Authorization": f"Bearer {token}"}
+    )
+    otlp_client.run_agent(exporter, {"evidentia.final": True})
+    trace = OtlpTrace.objects.get()
+    assert trace.final and trace.root_ended and trace.span_count == 5
+    # No quiet period: the trace is due the moment its root arrived.
+    assert otlp_due_traces(now=trace.last_span_at) == [trace.pk]
+    (task,) = _settle(eager)
+    _assert_judged_on_the_tool_results(task)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_spans_split_over_three_requests_out_of_order_give_one_attempt(
+    token: str, eager: Any, settings: Any
+) -> None:
+    settings.OTLP_TRACE_QUIET_SECONDS = 0.2
+    spans = list(otlp_client.finished_spans())
+    eager()
+    root_last = sorted(spans, key=lambda s: s.parent is None)
+    parts = [root_last[3:], root_last[:1], root_last[1:3]]  # root first, then the rest
+    client = _client(token)
+    for part in parts:
+        response = client.post(ENDPOINT, otlp_client.protobuf_body(part), content_type=PROTOBUF)
+        assert response.status_code == 200
+        assert not ExportTraceServiceResponse.FromString(response.content).HasField(
+            "partial_success"
+        )
+    (task,) = _settle(eager)
+    assert Run.objects.filter(task=task).count() == 1
+    assert task.attempt_count == 1
+    _assert_judged_on_the_tool_results(task)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_trace_attaches_to_an_existing_task_by_evidentia_task_id(
+    requester: Any, token: str, eager: Any, settings: Any
+) -> None:
+    from tasks_app.services import task_create
+
+    task = task_create(owner=requester, request=otlp_client.QUESTION, agent="external")
+    spans = otlp_client.finished_spans({"evidentia.task_id": task.pk, "evidentia.final": True})
+    eager()
+    response = _client(token).post(
+        ENDPOINT,
+        gzip.compress(otlp_client.protobuf_body(spans)),
+        content_type=PROTOBUF,
+        HTTP_CONTENT_ENCODING="gzip",
+    )
+    assert response.status_code == 200
+    assert Task.objects.count() == 1
+    task.refresh_from_db()
+    assert task.attempt_count == 1
+    _assert_judged_on_the_tool_results(task)
+
+
+@pytest.mark.django_db
+def test_malformed_spans_are_rejected_with_a_partial_success_the_rest_stored(
+    token: str, other_requester: Any
+) -> None:
+    spans = list(otlp_client.finished_spans())
+    export = ExportTraceServiceRequest.FromString(otlp_client.protobuf_body(spans))
+    scope_spans = export.resource_spans[0].scope_spans[0].spans
+    scope_spans[0].span_id = b"\x01\x02"  # 2 bytes, not 8
+    scope_spans[1].end_time_unix_nano = scope_spans[1].start_time_unix_nano - 1
+    response = _client(token).post(ENDPOINT, export.SerializeToString(), content_type=PROTOBUF)
+    assert response.status_code == 200
+    answer = ExportTraceServiceResponse.FromString(response.content)
+    assert answer.partial_success.rejected_spans == 2
+    assert "span_id must be 8 bytes" in answer.partial_success.error_message
+    assert "end_time_unix_nano is before" in answer.partial_success.error_message
+    assert OtlpSpan.objects.count() == len(spans) - 2
+
+
+@pytest.mark.django_db
+def test_a_task_id_that_is_not_yours_is_rejected_and_nothing_attached(
+    token: str, other_requester: Any
+) -> None:
+    foreign = factories.TaskFactory(owner=other_requester)
+    spans = otlp_client.finished_spans({"evidentia.task_id": foreign.pk})
+    response = _client(token).post(
+        ENDPOINT, otlp_client.protobuf_body(spans), content_type=PROTOBUF
+    )
+    answer = ExportTraceServiceResponse.FromString(response.content)
+    assert answer.partial_success.rejected_spans == len(spans)
+    assert (
+        f"task {foreign.pk} does not exist or is not yours" in answer.partial_success.error_message
+    )
+    assert OtlpSpan.objects.count() == 0 and OtlpTrace.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_json_partial_success_answers_in_json(token: str) -> None:
+    spans = list(otlp_client.finished_spans())
+    document = json_format.MessageToDict(
+        ExportTraceServiceRequest.FromString(otlp_client.protobuf_body(spans))
+    )
+    # OTLP/JSON ids are hex (json_format produced base64): what a JSON exporter sends.
+    for rs in document["resourceSpans"]:
+        for ss in rs["scopeSpans"]:
+            for span in ss["spans"]:
+                for key in ("traceId", "spanId", "parentSpanId"):
+                    if key in span:
+                        span[key] = __import__("base64").b64decode(span[key]).hex()
+    document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["spanId"] = "00"
+    response = _client(token).post(ENDPOINT, json.dumps(document), content_type="application/json")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["partialSuccess"]["rejectedSpans"] == "1"
+
+
+@pytest.mark.django_db
+def test_an_unparseable_body_gets_400_and_stores_nothing(token: str) -> None:
+    client = _client(token)
+    assert client.post(ENDPOINT, b"\xff\x00garbage", content_type=PROTOBUF).status_code == 400
+    assert client.post(ENDPOINT, b"{not json", content_type="application/json").status_code == 400
+    assert OtlpSpan.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_over_the_size_limit_gets_413_and_stores_nothing(token: str, settings: Any) -> None:
+    settings.OTLP_MAX_BODY_BYTES = 4096
+    spans = otlp_client.finished_spans()
+    body = otlp_client.protobuf_body(spans)
+    assert len(body) > 4096
+    client = _client(token)
+    assert client.post(ENDPOINT, body, content_type=PROTOBUF).status_code == 413
+    # A small gzip body that inflates past the limit is refused as well.
+    bomb = gzip.compress(body + b"\x00" * 100_000)
+    assert len(bomb) < 4096
+    response = client.post(ENDPOINT, bomb, content_type=PROTOBUF, HTTP_CONTENT_ENCODING="gzip")
+    assert response.status_code == 413
+    assert OtlpSpan.objects.count() == 0 and OtlpTrace.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_over_the_span_budget_gets_429_with_retry_after(token: str, settings: Any) -> None:
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.OTLP_MAX_SPANS_PER_MINUTE = 6
+    body = otlp_client.protobuf_body(otlp_client.finished_spans())  # 5 spans
+    client = _client(token)
+    assert client.post(ENDPOINT, body, content_type=PROTOBUF).status_code == 200
+    throttled = client.post(ENDPOINT, body, content_type=PROTOBUF)
+    assert throttled.status_code == 429
+    assert 1 <= int(throttled["Retry-After"]) <= 60
+    assert OtlpSpan.objects.count() == 5
+
+
+@pytest.mark.django_db
+def test_without_a_token_nothing_is_stored(token: str) -> None:
+    body = otlp_client.protobuf_body(otlp_client.finished_spans())
+    assert Client().post(ENDPOINT, body, content_type=PROTOBUF).status_code == 401
+    assert OtlpSpan.objects.count() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_result_cut_by_the_exporter_is_flagged_in_the_packet(
+    token: str, eager: Any, settings: Any
+) -> None:
+    """A tool result exactly at the exporter's attribute length limit was cut at the
+    source: the rendered packet the validator reads says so beside it."""
+    limit = len(otlp_client.POLICY)
+    settings.OTLP_SOURCE_VALUE_LENGTH_LIMIT = limit
+    spans = otlp_client.finished_spans({"evidentia.final": True})
+    eager()
+    _client(token).post(ENDPOINT, otlp_client.protobuf_body(spans), content_type=PROTOBUF)
+    (task,) = _settle(eager)
+    snapshot = ValidationSnapshot.objects.get(task=task)
+    flagged = [
+        line for line in snapshot.rendered_input.splitlines() if "TRUNCATED AT THE SOURCE" in line
+    ]
+    assert len(flagged) == 1 and "read_policy" in flagged[0]
+    trace = OtlpTrace.objects.get()
+    main = Run.objects.get(task=task, kind="main")
+    assert len(main.payload["otlp"]["truncated_at_source"]) == 1
+    assert main.payload["otlp"]["trace_id"] == trace.trace_id
+
+
+@pytest.mark.django_db(transaction=True)
+def test_spans_after_submission_are_kept_as_late_and_listed_on_the_task_page(
+    token: str, eager: Any, settings: Any, requester: Any
+) -> None:
+    """A span that arrives after its trace became an attempt is stored, never dropped,
+    and the task page says it was not part of the judged evidence."""
+    settings.OTLP_TRACE_QUIET_SECONDS = 0.0
+    spans = list(otlp_client.finished_spans())
+    eager()
+    client = _client(token)
+    client.post(ENDPOINT, otlp_client.protobuf_body(spans[1:]), content_type=PROTOBUF)
+    (task,) = _settle(eager)
+    client.post(ENDPOINT, otlp_client.protobuf_body(spans[:1]), content_type=PROTOBUF)
+    trace = OtlpTrace.objects.get()
+    assert (trace.task_id, trace.late_span_count, trace.span_count) == (task.pk, 1, 4)
+    assert OtlpSpan.objects.filter(late=True).count() == 1
+    page = Client()
+    page.force_login(requester)
+    html = page.get(f"/tasks/{task.pk}/").content.decode()
+    assert "1 span arrived after this trace was submitted for validation" in html
+    assert spans[0].name in html

@@ -1,0 +1,234 @@
+"""Issue 18: /health, /ready, manage.py check_health, /metrics and JSON logs."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import socket
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
+
+from evidence_app.services import validation_run
+from project.logs import ContextFilter, JsonFormatter, bound
+from tasks_app.models import ServiceHeartbeat
+from tasks_app.services import heartbeat_record
+from tests.evidence_app.conftest import scripted_judge  # noqa: F401 - a fixture
+from tests.evidence_app.validation_helpers import validating_task, verdict
+from tests.workers import redis_url
+
+pytestmark = pytest.mark.django_db
+
+
+def unused_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def live_processes(settings: Any) -> None:
+    """Heartbeats as a worker on every queue and beat would write them."""
+    settings.WORKER_QUEUES = ["celery", "validation"]
+    heartbeat_record(kind="worker", name="w1@host", queues=["celery"])
+    heartbeat_record(kind="worker", name="w2@host", queues=["validation", "other"])
+    heartbeat_record(kind="beat", name="beat", queues=[])
+
+
+@pytest.fixture
+def redis_broker(settings: Any) -> str:
+    url = redis_url()
+    if url is None:
+        pytest.skip("needs a Redis broker (REDIS_URL or CELERY_BROKER_URL)")
+    settings.CELERY_BROKER_URL = url
+    return url
+
+
+def ready(client: Client) -> tuple[int, dict[str, Any]]:
+    response = client.get("/ready")
+    return response.status_code, json.loads(response.content)
+
+
+def test_health_answers_without_touching_dependencies(client: Client, settings: Any) -> None:
+    """Issue 18: liveness has no dependencies (a dead broker does not matter) and no
+    host-name check (probes call with an IP)."""
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{unused_port()}/0"
+    response = client.get("/health", HTTP_HOST="10.1.2.3")
+    assert response.status_code == 200 and response.json() == {"status": "ok"}
+
+
+def test_ready_is_503_naming_the_broker_when_redis_is_unreachable_and_200_when_back(
+    client: Client, settings: Any, live_processes: None, redis_broker: str
+) -> None:
+    """Issue 18: /ready names the failing check (broker) with 503, and is 200 again
+    once the broker is reachable."""
+    status, body = ready(client)
+    assert status == 200, body
+    assert [c["name"] for c in body["checks"]] == [
+        "database",
+        "migrations",
+        "broker",
+        "workers",
+        "beat",
+    ]
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{unused_port()}/0"
+    status, body = ready(client)
+    assert status == 503
+    assert body["failing"] == ["broker"]
+    broker = next(c for c in body["checks"] if c["name"] == "broker")
+    assert "Connection refused" in broker["detail"] or "Error" in broker["detail"]
+    settings.CELERY_BROKER_URL = redis_broker
+    status, body = ready(client)
+    assert status == 200 and body["failing"] == []
+
+
+def test_ready_names_a_queue_without_a_live_worker_and_a_silent_beat(
+    client: Client, settings: Any, live_processes: None
+) -> None:
+    """Issue 18: at least one worker per queue of WORKER_QUEUES seen recently; beat's
+    last run recent."""
+    settings.WORKER_QUEUES = ["celery", "validation", "webhooks"]
+    old = timezone.now() - timedelta(seconds=settings.OPS_BEAT_MAX_AGE_SECONDS + 5)
+    ServiceHeartbeat.objects.filter(kind="beat").update(seen_at=old)
+    stale = timezone.now() - timedelta(seconds=settings.OPS_WORKER_MAX_AGE_SECONDS + 5)
+    ServiceHeartbeat.objects.filter(name="w1@host").update(seen_at=stale)
+    status, body = ready(client)
+    assert status == 503
+    assert body["failing"] == ["workers", "beat"]
+    workers = next(c for c in body["checks"] if c["name"] == "workers")
+    assert "celery, webhooks" in workers["detail"]
+    settings.OPS_REQUIRE_BEAT = False
+    settings.WORKER_QUEUES = ["validation"]
+    assert ready(client)[0] == 200
+
+
+def test_check_health_command_exits_1_and_names_the_failure(
+    settings: Any, live_processes: None
+) -> None:
+    """Issue 18: the same checks for shell use; exit status 1 when one fails."""
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{unused_port()}/0"
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("check_health", stdout=out, stderr=err)
+    assert exit_info.value.code == 1
+    assert "FAIL broker" in out.getvalue() and "not ready: broker" in err.getvalue()
+    settings.CELERY_BROKER_FOLDER.joinpath("queue").mkdir(parents=True, exist_ok=True)
+    settings.CELERY_BROKER_URL = "filesystem://"
+    out = io.StringIO()
+    call_command("check_health", "--json", stdout=out)
+    assert json.loads(out.getvalue())["status"] == "ok"
+
+
+def metric_samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def test_metrics_are_refused_outside_the_allowed_networks_without_the_token(
+    client: Client, settings: Any
+) -> None:
+    """Issue 18: /metrics is protected by a token or a network setting."""
+    settings.METRICS_TOKEN = "s3cret-token"
+    outside = client.get("/metrics", REMOTE_ADDR="203.0.113.9")
+    assert outside.status_code == 403
+    wrong = client.get("/metrics", REMOTE_ADDR="203.0.113.9", HTTP_AUTHORIZATION="Bearer nope")
+    assert wrong.status_code == 403
+    ok = client.get("/metrics", REMOTE_ADDR="203.0.113.9", HTTP_AUTHORIZATION="Bearer s3cret-token")
+    assert ok.status_code == 200
+    assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 200
+
+
+def test_metrics_parse_and_count_verdicts_retries_tokens_and_cost(
+    client: Client,
+    settings: Any,
+    scripted_judge: Any,  # noqa: F811
+) -> None:
+    """Issue 18: the exposition parses with prometheus_client.parser; verdicts, schema
+    retries and unpriced requests are counted from the stored rows."""
+    settings.METRICS_SETTLE_SECONDS = 0
+    before = metric_samples(client.get("/metrics").content.decode())
+    scripted_judge.replies = ["not json", verdict("accepted")]
+    task = validating_task()
+    validation_run(task_id=task.pk, attempt_index=1)
+    after = metric_samples(client.get("/metrics").content.decode())
+    model = (("model", "test:judge"),)
+
+    def delta(name: str, labels: tuple[tuple[str, str], ...]) -> float:
+        return after.get((name, labels), 0) - before.get((name, labels), 0)
+
+    verdict_labels = (("kind", "validation"), ("model", "test:judge"), ("status", "accepted"))
+    assert delta("evidentia_validations_total", verdict_labels) == 1
+    assert delta("evidentia_validation_schema_retries_total", model) == 1
+    assert delta("evidentia_validation_latency_seconds_count", model) == 1
+    assert (
+        delta("evidentia_model_unpriced_total", (("model", "test:judge"), ("role", "validator")))
+        == 1
+    )
+    edge = (("from_status", "validating"), ("to_status", "awaiting_feedback"))
+    assert delta("evidentia_task_transitions_total", edge) == 1
+    assert after[("evidentia_tasks", (("status", "awaiting_feedback"),))] >= 1
+
+
+@pytest.fixture
+def json_log() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(ContextFilter())
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        yield stream
+    finally:
+        root.removeHandler(handler)
+
+
+def test_json_log_lines_carry_request_and_task_ids(
+    json_log: io.StringIO, client: Client, operator: Any
+) -> None:
+    """Issue 18: LOG_FORMAT=json lines parse; a task page request's lines carry the
+    request id (echoed in X-Request-ID) and the task id from the URL."""
+    task = validating_task()
+    client.force_login(operator)
+    response = client.get(f"/tasks/{task.pk}/", HTTP_X_REQUEST_ID="req-abc-123")
+    assert response["X-Request-ID"] == "req-abc-123"
+    lines = [json.loads(line) for line in json_log.getvalue().splitlines() if line.strip()]
+    request_lines = [line for line in lines if line.get("request_id") == "req-abc-123"]
+    assert request_lines, lines
+    access = request_lines[-1]
+    assert access["task_id"] == task.pk and access["status"] == response.status_code
+    assert access["logger"] == "evidentia.request" and "time" in access
+    # A hostile request id is replaced, never logged verbatim.
+    response = client.get("/", HTTP_X_REQUEST_ID='x"\n{"forged": 1}')
+    assert response["X-Request-ID"] != 'x"\n{"forged": 1}'
+
+
+def test_bound_ids_are_restored_after_the_block() -> None:
+    """Issue 18: context binding does not leak from one job into the next."""
+    stream = io.StringIO()
+    logger = logging.getLogger("tests.ops.bound")
+    handler = logging.StreamHandler(stream)
+    handler.addFilter(ContextFilter())
+    handler.setFormatter(JsonFormatter())
+    logger.addHandler(handler)
+    try:
+        with bound(request_id="outer"):
+            with bound(task_id=7, job_id="j1"):
+                logger.warning("inside")
+            logger.warning("outside")
+    finally:
+        logger.removeHandler(handler)
+    inside, outside = (json.loads(line) for line in stream.getvalue().splitlines())
+    assert inside["task_id"] == 7 and inside["job_id"] == "j1"
+    assert "task_id" not in outside and "job_id" not in outside
+    assert outside["request_id"] == "outer" and "request_id" not in inside

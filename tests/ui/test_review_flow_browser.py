@@ -1,0 +1,312 @@
+"""Browser tests of the review flow (issue 13): keyboard-only triage of the demo queue to
+empty, revise through the inline form, what a requester sees, and the axe-core sweep
+over every page and role. System Chromium via Playwright; axe-core from npm
+(``npm ci`` at the repository root, done by .ci/run)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.urls import reverse
+
+from tasks_app.models import Task
+from tasks_app.states import TaskStatus as S
+from tests.ui.conftest import make_reviewable_task
+from tests.ui.test_browser import (
+    ARTIFACTS,
+    CHROMIUM,
+    LAUNCH_ARGS,
+    in_worker_thread,
+    login,
+)
+
+AXE = Path(settings.BASE_DIR) / "node_modules" / "axe-core" / "axe.min.js"
+DEMO_DIR = Path(settings.BASE_DIR) / "demo"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        not Path(CHROMIUM).exists(), reason=f"needs the system Chromium at {CHROMIUM}"
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with pytest.MonkeyPatch.context() as patch, sync_playwright() as p:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Any, live_server: Any, monkeypatch: Any) -> Iterator[Any]:
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    # bypass_csp: the app's policy rightly refuses inline scripts, and axe is injected as one.
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    errors: list[str] = []
+    dialogs: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.errors = errors
+    page.dialogs = dialogs
+    yield page
+    page.wait_for_timeout(200)
+    context.close()
+
+
+def build_demo_queue(owner: Any) -> None:
+    """The demo handbook and demo tasks, each run through the real offline pipeline
+    (agent, validator, automatic retries) the way the workers would."""
+    from evidence_app.services import validation_run
+    from tasks_app import services
+    from tasks_app.attempts import attempt_run
+    from tasks_app.knowledge import import_folder
+
+    import_folder(DEMO_DIR / "handbook")
+    for spec in json.loads((DEMO_DIR / "tasks.json").read_text(encoding="utf-8")):
+        task = services.task_create(
+            owner=owner,
+            title=spec["title"],
+            request=spec["request"],
+            rules=spec.get("rules", ""),
+            plan=spec.get("plan") or {},
+            enqueue=False,
+        )
+        for _ in range(8):
+            task.refresh_from_db()
+            if task.status in (S.OPEN, S.NEEDS_REVISION):
+                attempt_run(task_id=task.pk)
+            elif task.status == S.VALIDATING:
+                validation_run(task_id=task.pk, attempt_index=task.attempt_count)
+            else:
+                break
+
+
+def screenshot(page: Any, name: str) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=False)
+
+
+def test_keyboard_only_triage_of_the_demo_queue_to_empty(
+    page: Any, live_server: Any, reviewer: Any, requester: Any
+) -> None:
+    """Issue 13: a reviewer triages the whole demo queue with the keyboard only. The
+    progress count drops by one at each decision, focus lands on the next task, the
+    queue's filter is kept, and no native dialog opens."""
+    from playwright.sync_api import expect
+
+    in_worker_thread(build_demo_queue, owner=requester)
+    queue = list(Task.objects.needs_review().order_by("created_at", "id"))
+    assert len(queue) >= 2, "the demo should put at least two tasks in review"
+    login(page, live_server, "rita", "/")
+    page.wait_for_url(re.compile(r"/review/$"))  # a reviewer lands on the queue
+    expect(page.locator("#queue-remaining")).to_have_text(str(len(queue)))
+    screenshot(page, "queue-1280.png")
+
+    keys: list[str] = []
+
+    def press(key: str) -> None:
+        keys.append(key)
+        page.keyboard.press(key)
+
+    started = time.monotonic()
+    press("j")
+    first = page.locator("#queue-list tr.selected")
+    expect(first).to_be_focused()
+    expect(first).to_have_attribute("aria-selected", "true")
+    expect(first).to_have_attribute("data-task-id", str(queue[0].pk))
+    # First decision in the queue itself: satisfied; the next row takes the focus.
+    press("s")
+    expect(page.locator("#queue-remaining")).to_have_text(str(len(queue) - 1))
+    expect(page.locator("#queue-done")).to_have_text("1")
+    expect(page.locator("#queue-mine")).to_have_text("1")
+    expect(page.locator(f'tr[data-task-id="{queue[1].pk}"]')).to_be_focused()
+    # Then on the task pages: Enter opens, s decides and the next task opens.
+    press("Enter")
+    for i, task in enumerate(queue[1:], start=1):
+        page.wait_for_url(f"**/tasks/{task.pk}/")
+        expect(page.locator("#task-title")).to_be_focused()
+        expect(page.locator("#queue-position")).to_have_text(
+            f"Task 1 of {len(queue) - i} in the queue"
+        )
+        if i == 1:
+            screenshot(page, "task-1280.png")
+        if i == len(queue) - 1:
+            press("a")  # the last one is abandoned through the in-page confirmation
+            expect(page.locator("#abandon-submit")).to_be_focused()
+            press("Enter")
+        else:
+            press("s")
+    page.wait_for_url(re.compile(r"/review/$"))
+    expect(page.locator("#queue-empty")).to_be_visible()
+    expect(page.locator("#queue-remaining")).to_have_text("0")
+    expect(page.locator("#queue-done")).to_have_text(str(len(queue)))
+    elapsed = time.monotonic() - started
+    assert Task.objects.needs_review().count() == 0
+    assert Task.objects.get(pk=queue[-1].pk).status == S.ABANDONED
+    assert page.dialogs == [] and page.errors == []
+    print(
+        f"\nkeyboard triage: {len(queue)} tasks to empty in {elapsed:.1f} s with "
+        f"{len(keys)} keystrokes: {' '.join(keys)}"
+    )
+
+
+def test_revise_through_the_inline_form(
+    page: Any, live_server: Any, reviewer: Any, requester: Any
+) -> None:
+    """Issue 13: r opens a multi-line comment field in the page, Tab goes from it to
+    Send, Ctrl+Enter sends; an empty comment is refused in the page; no dialog."""
+    from playwright.sync_api import expect
+
+    task = make_reviewable_task(requester)
+    login(page, live_server, "rita", f"/tasks/{task.pk}/")
+    page.keyboard.press("r")
+    box = page.locator("#feedback-comment")
+    expect(box).to_be_focused()
+    assert box.evaluate("el => el.tagName") == "TEXTAREA"
+    page.keyboard.type("Quote the section heading.")
+    page.keyboard.press("Enter")
+    page.keyboard.type("And name the handbook chapter.")
+    page.keyboard.press("Tab")
+    expect(page.locator("#revise-submit")).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#messages")).to_contain_text("revise")
+    task.refresh_from_db()
+    assert task.status == S.NEEDS_REVISION
+    feedback = task.feedback.get()
+    assert feedback.comment == "Quote the section heading.\nAnd name the handbook chapter."
+    assert page.dialogs == [] and page.errors == []
+
+
+def test_requester_never_sees_operator_sections(
+    page: Any, live_server: Any, reviewer: Any, requester: Any
+) -> None:
+    """Issue 13: the requester gets the answer and the verdict in words; the validator
+    input, raw responses, technical details, transcripts and admin links stay with staff."""
+    from playwright.sync_api import expect
+
+    task = make_reviewable_task(requester)
+    login(page, live_server, "alice", f"/tasks/{task.pk}/")
+    expect(page.locator("#verdict-panel")).to_contain_text("could not confirm")
+    expect(page.locator("#answer-panel")).to_contain_text("1,800 EUR")
+    for hidden in (
+        "#input-panel",
+        "#raw-panel",
+        "#verdict-technical",
+        "#transcript-panel",
+        "#kb-panel",
+        "#queue-position",
+    ):
+        expect(page.locator(hidden)).to_have_count(0)
+    body = page.locator("body").inner_text()
+    for jargon in ("default@abc123", "tokens", "needs_review", "Admin"):
+        assert jargon not in body, jargon
+    snap = task.validations.get()
+    response = page.goto(f"{live_server.url}/tasks/{task.pk}/validations/{snap.pk}/input/")
+    assert response is not None and response.status == 403
+    expect(page.locator("nav.mainnav")).to_be_visible()  # a styled 403 with navigation
+
+
+# --- axe-core sweep ---------------------------------------------------------------------
+
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
+
+
+def axe_violations(page: Any) -> list[dict[str, Any]]:
+    page.add_script_tag(path=str(AXE))
+    return page.evaluate(
+        """async (tags) => {
+          const r = await axe.run(document, {runOnly: {type: "tag", values: tags}});
+          return r.violations.map(v => ({id: v.id, impact: v.impact, nodes: v.nodes.length,
+                                         target: v.nodes[0] && v.nodes[0].target.join(" ")}));
+        }""",
+        AXE_TAGS,
+    )
+
+
+@pytest.mark.skipif(
+    not AXE.exists(), reason="axe-core is not installed: run npm ci at the repo root"
+)
+def test_axe_core_sweep_over_every_page_and_role(
+    page: Any, live_server: Any, reviewer: Any, operator: Any, requester: Any
+) -> None:
+    """Issue 13: 0 serious or critical axe-core violations on every page for every role,
+    including the queue with a selection, the task page with the revise form open and
+    the operator pages. Prints the counts per page."""
+    from django.contrib.auth.models import Group
+
+    from tests.factories import KnowledgeDocumentFactory
+
+    operator.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+    task = make_reviewable_task(requester)
+    closed = make_reviewable_task(requester, title="Closed one")
+    Task.objects.filter(pk=closed.pk).update(status=S.CLOSED)
+    doc = KnowledgeDocumentFactory(
+        title="Training budget", body="Intro.\n\nThe training budget is 1,800 EUR."
+    )
+    snap = task.validations.get()
+    base = live_server.url
+    pages: dict[str, list[tuple[str, str, Any]]] = {
+        "anonymous": [("login", "/login/", None), ("not found", "/nope/", None)],
+        "alice": [
+            ("my tasks", "/tasks/mine/", None),
+            ("new task", "/tasks/new/", None),
+            ("task", f"/tasks/{task.pk}/", None),
+            ("closed task", f"/tasks/{closed.pk}/", None),
+            ("forbidden", "/review/", None),
+        ],
+        "rita": [
+            ("queue, row selected", "/review/", lambda p: p.keyboard.press("j")),
+            ("task, revise form open", f"/tasks/{task.pk}/", lambda p: p.keyboard.press("r")),
+            ("all tasks", "/tasks/", None),
+            ("knowledge search", "/knowledge/?q=training+budget", None),
+            ("knowledge document", f"/knowledge/{doc.pk}/?q=training+budget", None),
+        ],
+    }
+    # Operator URLs from the URLconf, so a renamed path fails here rather than 404s quietly.
+    pages["otto"] = [
+        ("operator overview", reverse("ops_index"), None),
+        ("templates", reverse("ops_templates"), None),
+        ("LLM requests", reverse("ops_llm_requests"), None),
+        ("task inputs", reverse("ops_task_inputs", args=[task.pk]), None),
+        ("validation and replay", reverse("ops_validation", args=[snap.pk]), None),
+        ("bulk replay", reverse("ops_bulk_replay"), None),
+        ("agreement", reverse("ops_agreement"), None),
+        ("charts", reverse("ops_charts"), None),
+    ]
+    report: list[str] = []
+    serious: list[str] = []
+    for who, items in pages.items():
+        page.context.clear_cookies()
+        if who != "anonymous":
+            login(page, live_server, who, "/tasks/new/")
+        for name, path, action in items:
+            page.goto(base + path)
+            page.wait_for_load_state("networkidle")
+            if action:
+                action(page)
+                page.wait_for_timeout(150)
+            found = axe_violations(page)
+            bad = [v for v in found if v["impact"] in ("serious", "critical")]
+            report.append(
+                f"{who:9} {name:28} {len(found)} violations, {len(bad)} serious/critical"
+                + (f": {', '.join(v['id'] for v in found)}" if found else "")
+            )
+            serious += [f"{who} {name}: {v}" for v in bad]
+    print("\naxe-core " + "\n".join(report))
+    assert serious == [], "\n".join(serious)
