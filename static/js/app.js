@@ -176,10 +176,18 @@
     if (closer) conceal(closer.getAttribute("data-conceal"));
   });
 
+  // htmx binds swapped-in content a settle delay (20 ms) after the swap. A shortcut
+  // pressed inside that window would click a form or link htmx has not bound yet, and the
+  // browser would submit or navigate natively (a full reload). Binding is idempotent.
+  function clickBound(el) {
+    if (window.htmx) window.htmx.process(el.form || el);
+    el.click();
+  }
+
   function actOnDetail(action) {
     if (action === "satisfied") {
       var ok = document.getElementById("act-satisfied");
-      if (ok) { ok.click(); return true; }
+      if (ok) { clickBound(ok); return true; }
       return false;
     }
     return reveal(action === "revise" ? "revise-panel" : "abandon-panel");
@@ -187,7 +195,7 @@
 
   function clickIf(id) {
     var el = document.getElementById(id);
-    if (el) { el.click(); return true; }
+    if (el) { clickBound(el); return true; }
     return false;
   }
 

@@ -243,3 +243,32 @@ def test_requester_submits_a_task_and_watches_it_progress(
     expect(page.locator("#task-status")).to_have_text("Closed")
     assert page.evaluate("window.__noReload") == "yes"
     assert page.errors == []
+
+
+def test_shortcut_pressed_right_after_a_swap_stays_in_page(
+    page: Any, live_server: Any, reviewer: Any, requester: Any
+) -> None:
+    """U3/U4: the task view is swapped into #main (as the progress poll does when the
+    status changes) and "s" is pressed in the same tick, before htmx has bound the new
+    content; the decision still goes through htmx, with no full page reload."""
+    from playwright.sync_api import expect
+
+    task = make_reviewable_task(requester)
+    login(page, live_server, "rita", f"/tasks/{task.pk}/")
+    expect(page.locator("#act-satisfied")).to_be_visible()
+    page.evaluate("window.__noReload = 'kept'")
+    page.evaluate(
+        """() => new Promise((resolve) => {
+          document.body.addEventListener("htmx:afterSwap", function once() {
+            document.body.removeEventListener("htmx:afterSwap", once);
+            document.dispatchEvent(new KeyboardEvent("keydown", {key: "s", bubbles: true}));
+            resolve();
+          });
+          htmx.ajax("GET", location.pathname, {target: "#main", swap: "innerHTML"});
+        })"""
+    )
+    expect(page.locator("#messages")).to_contain_text("satisfied")
+    task.refresh_from_db()
+    assert task.status == S.CLOSED
+    assert page.evaluate("window.__noReload") == "kept"
+    assert page.errors == []
