@@ -9,6 +9,7 @@ under the task's row lock, after re-checking that the attempt is still being val
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -258,19 +259,85 @@ def _existing(task_id: int, attempt_index: int) -> ValidationSnapshot | None:
     )
 
 
-def validation_claim(*, task_id: int, attempt_index: int) -> bool:
+def validation_claim(*, task_id: int, attempt_index: int) -> datetime | None:
     """Claim the validation of ``attempt_index`` before any model call (issue 16): one
     conditional UPDATE, so of two copies of the job (a redelivery, a re-send) only one
-    calls the validator model. A claim older than the job's hard time limit belonged to
-    a job that was killed, and may be taken over."""
+    calls the validator model. Returns the claim's time stamp (None: not claimed). The
+    job keeps its claim fresh while it runs (``ClaimKeeper``); a claim not refreshed for
+    ``ATTEMPT_LEASE_SECONDS`` belonged to a job that died, and may be taken over at once
+    (issue 17), not after the job's hard time limit."""
     now = timezone.now()
-    expired = now - timedelta(seconds=settings.CELERY_TASK_TIME_LIMIT)
+    expired = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
     claimed = (
         Task.objects.filter(pk=task_id, status=TaskStatus.VALIDATING, attempt_count=attempt_index)
         .filter(Q(validation_claimed_at__isnull=True) | Q(validation_claimed_at__lt=expired))
         .update(validation_claimed_at=now)
     )
-    return claimed == 1
+    return now if claimed == 1 else None
+
+
+class ClaimKeeper:
+    """Refreshes a validation claim from a thread while the validator model is called
+    (issue 17), every third of ``ATTEMPT_LEASE_SECONDS``, fenced by the stamp it last
+    wrote: once another job took the claim over, or the task moved on, it stops. A
+    dropped database connection is one WARNING line per outage, then retried."""
+
+    def __init__(self, *, task_id: int, attempt_index: int, stamp: datetime) -> None:
+        self.task_id = task_id
+        self.attempt_index = attempt_index
+        self.stamp = stamp
+        self.interval = max(1.0, settings.ATTEMPT_LEASE_SECONDS / 3)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="validation-claim", daemon=True)
+
+    def __enter__(self) -> ClaimKeeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def refresh(self) -> bool:
+        """One refresh; False when the claim is no longer this job's."""
+        now = timezone.now()
+        kept = Task.objects.filter(
+            pk=self.task_id,
+            status=TaskStatus.VALIDATING,
+            attempt_count=self.attempt_index,
+            validation_claimed_at=self.stamp,
+        ).update(validation_claimed_at=now)
+        if kept:
+            self.stamp = now
+        return kept == 1
+
+    def _run(self) -> None:
+        from django.db import InterfaceError, OperationalError, connection
+
+        lost = False
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    if not self.refresh():
+                        return
+                    release_connection()
+                    if lost:
+                        log.info("task %s: the validation claim is kept again", self.task_id)
+                    lost = False
+                except (OperationalError, InterfaceError) as exc:
+                    if not lost:
+                        log.warning(
+                            "task %s attempt %s: db_lost: the validation claim could not be "
+                            "refreshed (%s); retrying every %.0f s",
+                            self.task_id,
+                            self.attempt_index,
+                            str(exc).strip().splitlines()[0] if str(exc).strip() else exc,
+                            self.interval,
+                        )
+                    lost = True
+                    connection.close()
+        finally:
+            connection.close()
 
 
 # Result words of the validation job besides the verdict (issue 17).
@@ -313,7 +380,8 @@ def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome
             task.attempt_count,
         )
         return ValidationOutcome(DUPLICATE, _existing(task_id, attempt_index))
-    if not validation_claim(task_id=task_id, attempt_index=attempt_index):
+    stamp = validation_claim(task_id=task_id, attempt_index=attempt_index)
+    if stamp is None:
         log.info(
             "task %s attempt %s: %s: another job is validating this attempt",
             task_id,
@@ -322,7 +390,8 @@ def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome
         )
         return ValidationOutcome(DUPLICATE, _existing(task_id, attempt_index))
     try:
-        return _validate_claimed(task, attempt_index)
+        with ClaimKeeper(task_id=task_id, attempt_index=attempt_index, stamp=stamp):
+            return _validate_claimed(task, attempt_index)
     except BaseException:
         # Crashed before the verdict (not a validator error, which is a verdict: V8):
         # release the claim so a re-sent job can validate at once.

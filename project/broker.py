@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +36,20 @@ def _job_id(message: Any) -> str | None:
     return headers.get("id") or (message.get("properties") or {}).get("correlation_id")
 
 
-def held_job_ids(queues: list[str] | None = None) -> set[str] | None:
-    """Ids of the jobs the broker holds in ``queues`` (default: all of ours) plus every
+@dataclass(frozen=True)
+class Held:
+    """What the broker holds: ids of queued jobs, and of delivered, unacknowledged jobs
+    with the time (epoch seconds) each was delivered, when the transport records it."""
+
+    queued: set[str] = field(default_factory=set)
+    unacked: dict[str, float | None] = field(default_factory=dict)
+
+    def ids(self) -> set[str]:
+        return self.queued | set(self.unacked)
+
+
+def held_jobs(queues: list[str] | None = None) -> Held | None:
+    """The jobs the broker holds in ``queues`` (default: all of ours) plus every
     delivered, unacknowledged job; None when the broker cannot be inspected."""
     from project.celery import all_queue_names, app
 
@@ -46,17 +59,23 @@ def held_job_ids(queues: list[str] | None = None) -> set[str] | None:
         if url.startswith(("redis://", "rediss://")):
             return _redis_held(names)
         if url.startswith("filesystem://"):
-            return _filesystem_held(names)
+            return Held(queued=_filesystem_held(names))
     except Exception as exc:  # the broker is down: nothing can be told apart
         log.warning("cannot inspect the broker (%s); treating queued jobs as lost", exc)
         return None
     return None
 
 
-def _redis_held(queues: list[str]) -> set[str]:
+def held_job_ids(queues: list[str] | None = None) -> set[str] | None:
+    """Ids of every job ``held_jobs`` reports (queued or unacknowledged)."""
+    held = held_jobs(queues)
+    return None if held is None else held.ids()
+
+
+def _redis_held(queues: list[str]) -> Held:
     from project.celery import app
 
-    ids: set[str] = set()
+    held = Held()
     with app.connection_for_read() as conn:
         channel: Any = conn.default_channel
         client = channel.client
@@ -64,13 +83,24 @@ def _redis_held(queues: list[str]) -> set[str]:
         pipe = client.pipeline(transaction=False)
         for key in keys:
             pipe.lrange(key, 0, -1)
-        pipe.hvals(channel.unacked_key)
-        for batch in pipe.execute():
+        pipe.hgetall(channel.unacked_key)
+        pipe.zrange(channel.unacked_index_key, 0, -1, withscores=True)
+        *lists, unacked, index = pipe.execute()
+        for batch in lists:
             for raw in batch:
                 job_id = _job_id(raw)
                 if job_id:
-                    ids.add(job_id)
-    return ids
+                    held.queued.add(job_id)
+        delivered = {_text(tag): float(score) for tag, score in index}
+        for tag, raw in unacked.items():
+            job_id = _job_id(raw)
+            if job_id:
+                held.unacked[job_id] = delivered.get(_text(tag))
+    return held
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
 
 
 def _filesystem_held(queues: list[str]) -> set[str]:

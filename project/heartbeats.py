@@ -1,8 +1,9 @@
 """Liveness of workers and beat, written by the processes themselves (issue 18).
 
 - A worker (each ``celery worker`` process, however many) starts a daemon thread when it
-  is ready that writes a ``ServiceHeartbeat`` row (kind ``worker``, its host name and the
-  queues it consumes) every ``OPS_HEARTBEAT_SECONDS``, and deletes it on a clean stop.
+  is ready that writes a ``ServiceHeartbeat`` row (kind ``worker``, its host name, the
+  queues it consumes and the ids of the jobs it holds) every ``OPS_HEARTBEAT_SECONDS``,
+  and deletes it on a clean stop.
 - Beat writes its row (kind ``beat``) whenever it sends a scheduled job; its schedule
   includes ``project.queue_heartbeat`` to every queue in ``WORKER_QUEUES`` each
   ``OPS_HEARTBEAT_SECONDS``, so a live beat is never silent for long.
@@ -40,6 +41,15 @@ def _record(kind: str, name: str, queues: list[str] | None = None, **detail: Any
     heartbeat_record(kind=kind, name=name, queues=queues or [], detail=detail)
 
 
+def worker_job_ids() -> list[str]:
+    """Ids of the jobs this worker holds: received (prefetched) and not finished, running
+    ones included. The reaper tells a job a dead worker held from one a live worker runs
+    by this list (issue 17)."""
+    from celery.worker import state
+
+    return sorted({str(r.id) for r in list(state.reserved_requests) if getattr(r, "id", None)})
+
+
 def start_worker_heartbeat(consumer: Any) -> None:
     """``worker_ready``: write this worker's row now and every OPS_HEARTBEAT_SECONDS."""
     # Host name and pid: two processes given the same node name (a mistake Celery only
@@ -57,7 +67,7 @@ def start_worker_heartbeat(consumer: Any) -> None:
         while not _stop.is_set():
             try:
                 close_old_connections()
-                _record("worker", hostname, queues, pid=os.getpid())
+                _record("worker", hostname, queues, pid=os.getpid(), jobs=worker_job_ids())
             except Exception:  # the database is down: /ready says so; keep trying
                 log.warning("worker heartbeat could not be written", exc_info=True)
             finally:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -26,7 +27,7 @@ from django.db import InterfaceError, OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from project.broker import held_job_ids
+from project.broker import Held, held_jobs
 from project.db import release_connection
 from project.errors import DomainError, StaleAction
 from project.logs import bind as bind_log_context
@@ -45,6 +46,7 @@ from tasks_app.models import (
     FeedbackAction,
     Run,
     RunStatus,
+    ServiceHeartbeat,
     Task,
     TaskAgent,
 )
@@ -585,23 +587,55 @@ class _HeldJobs:
     only when some task is waiting (issue 16)."""
 
     def __init__(self) -> None:
-        self._ids: set[str] | None = None
+        self._held: Held | None = None
         self._waiting: set[str] = set()
+        self._live: set[str] | None = None
         self._read = False
 
     def holds(self, job_id: str) -> bool:
-        """True when the broker still holds ``job_id`` (queued, or delivered to a worker
-        and not yet acknowledged: running); False when it is lost or the broker cannot
-        be inspected (then a re-send is the safe choice: duplicates are harmless)."""
+        """True when the broker still holds ``job_id`` for a live worker: queued, or
+        delivered to a worker that is alive and not yet acknowledged (running). False
+        when it is lost, when the worker it was delivered to died (issue 17: Redis would
+        hand it back only after the visibility timeout), or when the broker cannot be
+        inspected (then a re-send is the safe choice: duplicates are harmless)."""
         if not self._read:
             self._read = True
-            self._ids = held_job_ids()
+            self._held = held_jobs()
             # Recorded in the outbox and not published yet (the broker was down): the
             # relay sends it; a re-send now would only add a copy (issue 17).
             self._waiting = outbox_waiting_job_ids()
-        if job_id and job_id in self._waiting:
+        if not job_id:
+            return False
+        if job_id in self._waiting:
             return True
-        return bool(job_id) and self._ids is not None and job_id in self._ids
+        if self._held is None:
+            return False
+        if job_id in self._held.queued:
+            return True
+        if job_id not in self._held.unacked:
+            return False
+        delivered = self._held.unacked[job_id]
+        grace = 2 * settings.OPS_HEARTBEAT_SECONDS
+        if delivered is None or delivered > time.time() - grace:
+            return True  # just delivered: its worker may not have reported it yet
+        live = self._live_jobs()
+        return live is None or job_id in live
+
+    def _live_jobs(self) -> set[str] | None:
+        """Jobs the live workers report holding (heartbeat rows younger than two
+        periods); None when a live worker does not report them (an older version)."""
+        if self._live is None:
+            fresh = timezone.now() - timedelta(seconds=2 * settings.OPS_HEARTBEAT_SECONDS)
+            jobs: set[str] = set()
+            for detail in ServiceHeartbeat.objects.filter(
+                kind=ServiceHeartbeat.Kind.WORKER, seen_at__gte=fresh
+            ).values_list("detail", flat=True):
+                listed = (detail or {}).get("jobs")
+                if not isinstance(listed, list):
+                    return None
+                jobs.update(str(j) for j in listed)
+            self._live = jobs
+        return self._live
 
 
 def _quiet_since(cutoff: datetime) -> Q:
