@@ -314,9 +314,10 @@ def task_create(
     )
     if enqueue and agent == TaskAgent.INTERNAL:
         attempt_enqueue(task.pk, job_id=job_id)
-    # The rest of this request's log lines (and the job it queues) name the new task.
+    # The rest of this request's (or job's) log lines name the new task; outside one,
+    # nothing is bound (it would outlive this call) and only this line names it.
     bind_log_context(task_id=task.pk)
-    log.info("task %s created", task.pk, extra={"event": "task_created"})
+    log.info("task %s created", task.pk, extra={"event": "task_created", "task_id": task.pk})
     return task
 
 
