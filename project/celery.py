@@ -159,14 +159,28 @@ def configure(app: Celery) -> None:
     )
 
 
-def relay_outbox_at_start() -> None:
-    """A worker that starts (after an outage, say) publishes the jobs recorded while the
-    broker was down at once, without waiting for beat (issue 17); in a thread, so the
-    worker is ready meanwhile."""
+def consumed_queues(consumer: object) -> list[str]:
+    """The queue names a starting worker consumes (``worker_ready``'s sender)."""
+    try:
+        return sorted(q.name for q in consumer.task_consumer.queues)  # type: ignore[attr-defined]
+    except AttributeError:
+        return sorted(consumer.app.amqp.queues.consume_from or {})  # type: ignore[attr-defined]
+
+
+def recover_at_start(consumer: object = None) -> None:
+    """A worker that starts (after an outage or a crashed deployment, say) recovers at
+    once instead of after a beat interval (issue 17), in a thread so the worker is ready
+    meanwhile: every worker publishes the jobs recorded in the outbox while the broker
+    was down; a worker that consumes ``maintenance`` then runs one reaper sweep, which
+    recovers attempts whose lease expired and re-sends lost attempt and validation jobs.
+    The sweep is the periodic one: a lease still valid is left alone."""
     import logging
     import threading
 
-    def relay() -> None:
+    log = logging.getLogger(__name__)
+    sweep = queue_name(MAINTENANCE) in consumed_queues(consumer) if consumer else False
+
+    def recover() -> None:
         from django.db import close_old_connections, connection
 
         from tasks_app.outbox import outbox_relay
@@ -175,11 +189,27 @@ def relay_outbox_at_start() -> None:
             close_old_connections()
             outbox_relay()
         except Exception as exc:  # the database is down: the periodic relay retries
-            logging.getLogger(__name__).warning("outbox relay at worker start failed: %s", exc)
+            log.warning("outbox relay at worker start failed: %s", exc)
+        try:
+            if sweep:
+                from tasks_app.attempts import attempt_reap
+
+                close_old_connections()
+                report = attempt_reap()
+                log.info(
+                    "reaper sweep at worker start: %d re-queued, %d failed, %d attempt jobs "
+                    "and %d validation jobs re-sent",
+                    len(report.requeued),
+                    len(report.failed),
+                    len(report.reenqueued),
+                    len(report.revalidated),
+                )
+        except Exception as exc:  # the periodic reaper retries
+            log.warning("reaper sweep at worker start failed: %s", exc)
         finally:
             connection.close()
 
-    threading.Thread(target=relay, name="evidentia-outbox-relay", daemon=True).start()
+    threading.Thread(target=recover, name="evidentia-recover-at-start", daemon=True).start()
 
 
 def _connect_operations_signals() -> None:
@@ -190,7 +220,7 @@ def _connect_operations_signals() -> None:
         from project.heartbeats import start_worker_heartbeat
 
         start_worker_heartbeat(sender)
-        relay_outbox_at_start()
+        recover_at_start(sender)
 
     def worker_shutdown(**kwargs: object) -> None:
         from project.heartbeats import stop_worker_heartbeat

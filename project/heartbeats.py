@@ -25,7 +25,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from project.celery import worker_queues
+from project.celery import consumed_queues, worker_queues
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +56,7 @@ def start_worker_heartbeat(consumer: Any) -> None:
     # warns about) must not hide each other behind one row.
     hostname = str(getattr(consumer, "hostname", "") or f"worker@{os.uname().nodename}")
     hostname = f"{hostname} pid {os.getpid()}"
-    try:
-        queues = sorted(q.name for q in consumer.task_consumer.queues)
-    except AttributeError:
-        queues = sorted(consumer.app.amqp.queues.consume_from or {})
+    queues = consumed_queues(consumer)
     interval = settings.OPS_HEARTBEAT_SECONDS
     _stop.clear()
 

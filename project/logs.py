@@ -10,6 +10,12 @@ A context (``contextvars``) holds ``request_id``, ``task_id``, ``attempt`` and `
   attempt number once it has claimed one;
 - every log record gets the bound ids (``ContextFilter``); ``LOG_FORMAT=json`` writes one
   JSON object per line (``JsonFormatter``), text mode appends ``[task=… attempt=…]``.
+
+Every binding is scoped: ``bound`` (a request, a job: a fresh set of ids) and
+``extended`` (more ids for a block) restore what was bound before when they end, and
+``bind`` only adds to the scope that is open. Outside any scope (a management command,
+a job function called directly, a thread of its own) ``bind`` does nothing, so a thread
+never keeps a task id from earlier work on its later, unrelated lines.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import inspect
 import json
 import logging
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -36,6 +43,7 @@ __all__ = [
     "bind",
     "bound",
     "current",
+    "extended",
 ]
 
 FIELDS = ("request_id", "task_id", "attempt", "job_id", "job")
@@ -48,6 +56,10 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 _context: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
     "evidentia_log_context", default=MappingProxyType({})
 )
+# True inside bound()/extended() or a job: the scope whose end undoes a bind().
+_scoped: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "evidentia_log_scoped", default=False
+)
 
 log = logging.getLogger("evidentia.request")
 job_log = logging.getLogger("evidentia.job")
@@ -58,20 +70,42 @@ def current() -> dict[str, Any]:
     return dict(_context.get())
 
 
+def _present(values: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def bind(**values: Any) -> None:
-    """Add ids to the current context (None values are ignored)."""
-    merged = {**_context.get(), **{k: v for k, v in values.items() if v is not None}}
-    _context.set(merged)
+    """Add ids to the open scope (a request, a job, a ``bound``/``extended`` block) for
+    the rest of it; None values are ignored. Outside any scope nothing is bound: nothing
+    would ever unbind it, and the thread's later lines would carry it."""
+    if _scoped.get():
+        _context.set({**_context.get(), **_present(values)})
+
+
+@contextmanager
+def _scope(values: Mapping[str, Any]) -> Iterator[None]:
+    token = _context.set(MappingProxyType(dict(values)))
+    scoped = _scoped.set(True)
+    try:
+        yield
+    finally:
+        _scoped.reset(scoped)
+        _context.reset(token)
 
 
 @contextmanager
 def bound(**values: Any) -> Iterator[None]:
-    """Bind ids for the duration of a block, then restore what was bound before."""
-    token = _context.set({k: v for k, v in values.items() if v is not None})
-    try:
+    """Bind exactly these ids for the duration of a block (a request, a job), then
+    restore what was bound before."""
+    with _scope(_present(values)):
         yield
-    finally:
-        _context.reset(token)
+
+
+@contextmanager
+def extended(**values: Any) -> Iterator[None]:
+    """Add ids to those already bound for the duration of a block, then restore them."""
+    with _scope({**_context.get(), **_present(values)}):
+        yield
 
 
 class ContextFilter(logging.Filter):
@@ -169,7 +203,11 @@ def on_before_publish(headers: dict[str, Any] | None = None, **_: Any) -> None:
         headers[MESSAGE_HEADER] = request_id
 
 
-_job_tokens: dict[str, contextvars.Token[Mapping[str, Any]]] = {}
+# (job id, thread) -> the tokens to reset at task_postrun. The thread is part of the key:
+# two deliveries of one job may run at once in a threads pool, each in its own thread.
+_job_tokens: dict[
+    tuple[str, int], tuple[contextvars.Token[Mapping[str, Any]], contextvars.Token[bool]]
+] = {}
 
 
 def on_job_start(
@@ -186,7 +224,10 @@ def on_job_start(
         (getattr(request, "headers", None) or {}).get(MESSAGE_HEADER)
     )
     values.update(_job_arguments(task, args or (), kwargs or {}))
-    _job_tokens[str(task_id)] = _context.set({k: v for k, v in values.items() if v is not None})
+    _job_tokens[(str(task_id), threading.get_ident())] = (
+        _context.set(MappingProxyType(_present(values))),
+        _scoped.set(True),
+    )
     job_log.log(_level(task), "job started", extra={"event": "job_started"})
 
 
@@ -194,12 +235,15 @@ def on_job_end(
     task_id: str | None = None, task: Any = None, state: str | None = None, **_: Any
 ) -> None:
     job_log.log(_level(task), "job finished (%s)", state or "done", extra={"event": "job_finished"})
-    token = _job_tokens.pop(str(task_id), None)
-    if token is not None:
-        try:
-            _context.reset(token)
-        except ValueError:  # set in another context (should not happen with the solo pool)
-            _context.set({})
+    tokens = _job_tokens.pop((str(task_id), threading.get_ident()), None)
+    if tokens is None:
+        return
+    try:
+        _scoped.reset(tokens[1])
+        _context.reset(tokens[0])
+    except ValueError:  # opened in another context: end this thread's scope anyway
+        _context.set(MappingProxyType({}))
+        _scoped.set(False)
 
 
 def _level(task: Any) -> int:

@@ -182,7 +182,15 @@ class IdempotencyKeyAdmin(ReadOnlyAdmin):
 class OutboxJobAdmin(ReadOnlyAdmin):
     """Jobs recorded while the broker was down wait here until the relay sends them."""
 
-    list_display = ("job_id", "name", "task_ref", "created_at", "published_at", "attempts")
+    list_display = (
+        "job_id",
+        "name",
+        "task_ref",
+        "created_at",
+        "not_before",
+        "published_at",
+        "attempts",
+    )
     list_filter = ("name",)
     search_fields = ("job_id",)
 

@@ -30,7 +30,7 @@ from django.utils import timezone
 from project.broker import Held, held_jobs
 from project.db import release_connection
 from project.errors import DomainError, StaleAction
-from project.logs import bind as bind_log_context
+from project.logs import extended as log_context
 from tasks_app import services
 from tasks_app.agents import prompts
 from tasks_app.agents.db import db_turn
@@ -452,8 +452,13 @@ def _attempt_run(*, task_id: int, worker: str) -> AttemptOutcome:
     claimed = _claim_or_take_over(task_id=task_id, worker=worker)
     if isinstance(claimed, AttemptOutcome):
         return claimed
-    claim = claimed
-    bind_log_context(task_id=task_id, attempt=claim.attempt_index)
+    # The attempt's lines name it, until it is over (issue 17: never the thread's later
+    # lines, in a worker or wherever the job function is called).
+    with log_context(task_id=task_id, attempt=claimed.attempt_index):
+        return _attempt_run_claimed(claimed, task_id=task_id)
+
+
+def _attempt_run_claimed(claim: Claim, *, task_id: int) -> AttemptOutcome:
     task = claim.task or Task.objects.get(pk=task_id)
     interval = max(settings.ATTEMPT_LEASE_SECONDS / 3, 1)
     result: AgentResult | None = None

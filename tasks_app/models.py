@@ -743,6 +743,9 @@ class OutboxJob(models.Model):
     # outbox never holds up deleting a task (its job then finds nothing to do).
     task_ref = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
+    # A job that must not run before this time (a countdown, e.g. an OTLP trace's quiet
+    # period): published with it as the job's ETA, whenever the publication happens.
+    not_before = models.DateTimeField(null=True, blank=True)
     published_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True, default="")

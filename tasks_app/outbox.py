@@ -5,7 +5,8 @@ once that transaction commits, publishes it at once. When the broker does not an
 the request still succeeds (its work committed): one WARNING line says so and the row
 waits. The relay (``outbox_relay``, a maintenance job every
 ``OUTBOX_RELAY_INTERVAL_SECONDS`` and a pass at worker start) publishes waiting rows
-oldest first. Each publication locks its row (``skip_locked``) and marks it published
+oldest first; a row with a ``not_before`` time (a countdown) is published with it as
+the job's ETA. Each publication locks its row (``skip_locked``) and marks it published
 in the same transaction, so two relays, or a relay and the on-commit send, never send
 one row twice; a crash between the publish and the commit may, and jobs are idempotent.
 """
@@ -35,17 +36,30 @@ QUICK_RETRY = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "int
 
 
 def outbox_send(
-    name: str, args: Sequence[Any], *, job_id: str, task_ref: int | None = None
+    name: str,
+    args: Sequence[Any],
+    *,
+    job_id: str,
+    task_ref: int | None = None,
+    countdown: float = 0,
 ) -> None:
     """Record job ``name(*args)`` under Celery id ``job_id`` in the current transaction
-    and publish it after the commit (a rolled-back transaction sends nothing)."""
-    row = OutboxJob.objects.create(name=name, args=list(args), job_id=job_id, task_ref=task_ref)
+    and publish it after the commit (a rolled-back transaction sends nothing). With
+    ``countdown`` the job runs no earlier than that many seconds from now, however late
+    the relay publishes it."""
+    not_before = timezone.now() + timedelta(seconds=countdown) if countdown > 0 else None
+    row = OutboxJob.objects.create(
+        name=name, args=list(args), job_id=job_id, task_ref=task_ref, not_before=not_before
+    )
     transaction.on_commit(partial(_publish_after_commit, row.pk))
 
 
 def _publish(row: OutboxJob, **options: Any) -> None:
     # By name, through the project's app whatever thread this runs in: its routes send
-    # the job to its purpose's queue.
+    # the job to its purpose's queue. A time not yet reached becomes the job's ETA (the
+    # worker holds it until then); one already past is sent to run now.
+    if row.not_before is not None and row.not_before > timezone.now():
+        options["eta"] = row.not_before
     app.send_task(row.name, args=row.args, task_id=row.job_id, **options)
 
 

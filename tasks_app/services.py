@@ -97,11 +97,14 @@ def job_send_on_commit(job: Any, args: tuple[Any, ...], *, task_id: int, job_id:
     return job_id
 
 
-def job_enqueue(job: Any, args: tuple[Any, ...], *, task_ref: int | None = None) -> str:
+def job_enqueue(
+    job: Any, args: tuple[Any, ...], *, task_ref: int | None = None, countdown: float = 0
+) -> str:
     """Send ``job`` through the outbox once the current transaction commits, for jobs
-    whose id the task does not record (a replay); returns the job id (issue 17)."""
+    whose id the task does not record (a replay, an OTLP trace's assembly), to run no
+    earlier than ``countdown`` seconds from now; returns the job id (issue 17)."""
     job_id = new_job_id()
-    outbox_send(job.name, args, job_id=job_id, task_ref=task_ref)
+    outbox_send(job.name, args, job_id=job_id, task_ref=task_ref, countdown=countdown)
     return job_id
 
 
@@ -311,9 +314,10 @@ def task_create(
     )
     if enqueue and agent == TaskAgent.INTERNAL:
         attempt_enqueue(task.pk, job_id=job_id)
-    # The rest of this request's log lines (and the job it queues) name the new task.
+    # The rest of this request's (or job's) log lines name the new task; outside one,
+    # nothing is bound (it would outlive this call) and only this line names it.
     bind_log_context(task_id=task.pk)
-    log.info("task %s created", task.pk, extra={"event": "task_created"})
+    log.info("task %s created", task.pk, extra={"event": "task_created", "task_id": task.pk})
     return task
 
 

@@ -232,3 +232,62 @@ def test_bound_ids_are_restored_after_the_block() -> None:
     assert inside["task_id"] == 7 and inside["job_id"] == "j1"
     assert "task_id" not in outside and "job_id" not in outside
     assert outside["request_id"] == "outer" and "request_id" not in inside
+
+
+@pytest.mark.django_db
+def test_no_task_id_outlives_the_job_or_request_that_bound_it(
+    json_log: io.StringIO, client: Client, requester: Any, settings: Any
+) -> None:
+    """Issue 18 (and 17): every binding of log ids is scoped. A line logged in the same
+    thread after an attempt job finished (called as a plain function, or applied
+    through Celery with its prerun/postrun signals), after ``task_create`` outside any
+    request or job, and after a request carries no task id or attempt; the lines
+    inside them do."""
+    from tasks_app.auth import api_token_create
+    from tasks_app.jobs import run_attempt_job
+    from tasks_app.services import task_create
+    from tests.factories import KnowledgeDocumentFactory, TaskFactory
+
+    settings.AGENT_MODEL = "offline:researcher"
+    KnowledgeDocumentFactory(title="Training Budget", body="The training budget is 1,750 EUR.")
+    logger = logging.getLogger("tests.ops.leak")
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.INFO)
+    _, raw = api_token_create(user=requester, name="logs")
+    try:
+        direct = TaskFactory(owner=requester, request="What is the training budget?")
+        run_attempt_job(direct.pk)
+        logger.warning("after the job function")
+        applied = TaskFactory(owner=requester, request="What is the training budget?")
+        run_attempt_job.apply(args=[applied.pk])
+        logger.warning("after the applied job")
+        created = task_create(owner=requester, request="Created by a script", enqueue=False)
+        logger.warning("after task_create")
+        response = client.post(
+            "/api/v1/tasks",
+            {"request": "Created by a request"},
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {raw}"},
+        )
+        assert response.status_code == 201
+        logger.warning("after the request")
+    finally:
+        root.setLevel(level)
+    lines = [json.loads(line) for line in json_log.getvalue().splitlines() if line.strip()]
+    by_message = {line["message"]: line for line in lines}
+    for message in (
+        "after the job function",
+        "after the applied job",
+        "after task_create",
+        "after the request",
+    ):
+        line = by_message[message]
+        assert "task_id" not in line and "attempt" not in line, line
+    # Inside, the ids were there.
+    for task in (direct, applied):
+        moved = by_message[f"task {task.pk}: running -> validating"]
+        assert (moved["task_id"], moved["attempt"]) == (task.pk, 1), moved
+    assert by_message[f"task {created.pk} created"]["task_id"] == created.pk
+    made = response.json()["id"]
+    assert by_message[f"task {made} created"]["task_id"] == made

@@ -69,23 +69,33 @@ def sender_app(*, name: str, redis: str | None, folder: Path) -> Celery:
     return sender
 
 
-def worker_queues(queue: str) -> list[str]:
+def worker_queues(queue: str, purposes: tuple[str, ...] | None = None) -> list[str]:
     """The queues of a test worker whose own default queue is ``queue``: that one and one
-    per purpose, prefixed ``<queue>.`` (``CELERY_QUEUE_PREFIX``), so the jobs its code
-    sends (validation after an attempt, ...) come back to it and to no other worker."""
+    per purpose (all of them unless ``purposes`` says which), prefixed ``<queue>.``
+    (``CELERY_QUEUE_PREFIX``), so the jobs its code sends (validation after an attempt,
+    ...) come back to it and to no other worker."""
     from project.celery import PURPOSES
 
-    return [queue, *(f"{queue}.{purpose}" for purpose in PURPOSES)]
+    return [queue, *(f"{queue}.{purpose}" for purpose in purposes or PURPOSES)]
 
 
 class Worker:
     """A real Celery worker process, solo pool, consuming queues of its own (in CI the
     broker is shared with the rest of the suite, whose committed transactions may have
-    queued jobs this worker must not pick up): ``queue`` and its purpose queues."""
+    queued jobs this worker must not pick up): ``queue`` and its purpose queues (all, or
+    ``purposes``: a worker without ``maintenance`` runs no reaper sweep at start)."""
 
     app = "project"
 
-    def __init__(self, *, env: dict[str, str], queue: str, log_path: Path, beat: bool = False):
+    def __init__(
+        self,
+        *,
+        env: dict[str, str],
+        queue: str,
+        log_path: Path,
+        beat: bool = False,
+        purposes: tuple[str, ...] | None = None,
+    ):
         self.log_path = log_path
         args = [
             str(Path(sys.executable).with_name("celery")),
@@ -94,7 +104,7 @@ class Worker:
             "worker",
             "--pool=solo",
             "-Q",
-            ",".join(worker_queues(queue)),
+            ",".join(worker_queues(queue, purposes)),
             "--loglevel=INFO",
             "--without-gossip",
             "--without-mingle",

@@ -34,6 +34,7 @@ from tasks_app.otlp.decode import (
     spans_of,
 )
 from tasks_app.otlp.ingest import otlp_ingest
+from tasks_app.services import job_enqueue
 
 router = Router(tags=["otlp"])
 OTLP_CONTENT = {
@@ -123,8 +124,11 @@ def export_traces(request: HttpRequest) -> HttpResponse:
         by_wait: dict[float, list[int]] = {}
         for trace_pk, countdown in result.ready:
             by_wait.setdefault(countdown, []).append(trace_pk)
+        # Through the outbox (issue 17): the spans are committed whatever the broker
+        # does, so a broker that is down must not turn this answer into a 500; the
+        # relay publishes the job when it is back, still after the quiet period.
         for countdown, trace_pks in sorted(by_wait.items()):
-            otlp_assemble_traces_job.apply_async_on_commit(args=[trace_pks], countdown=countdown)
+            job_enqueue(otlp_assemble_traces_job, (trace_pks,), countdown=countdown)
     rejected += result.rejected
     reasons = sorted({r.reason for r in rejected})
     message = ""

@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any
 
 from django import template
+from django.template.defaultfilters import pluralize
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -130,6 +131,16 @@ def raw_parts(item: Any) -> dict[str, Any]:
 
 
 _STATUS_LABELS: dict[str, str] = {}
+
+
+@register.filter
+def rerun_note(count: int | None) -> str:
+    """The infrastructure re-runs of a task's attempt (issue 17: the second budget), in
+    the one wording the progress line, the task list and the review queue share: "re-run
+    2 times after a worker fault"; "" when there were none."""
+    if not count:
+        return ""
+    return f"re-run {count} time{pluralize(count)} after a worker fault"
 
 
 @register.filter

@@ -13,7 +13,8 @@ killed job's own message is also redelivered by Redis once ``CELERY_VISIBILITY_T
 finds the task already moved on and does nothing (result ``duplicate``). Both are
 checked.
 
-Drill 1b: the same kill with no reaper running (a worker without beat): the redelivered
+Drill 1b: the same kill with no reaper running (a worker without beat that does not
+consume ``maintenance``, so it runs no reaper sweep at start either): the redelivered
 message itself takes the expired attempt over (issue 17, result ``taken_over``).
 """
 
@@ -27,6 +28,7 @@ import pytest
 from celery import Celery
 
 from evidence_app.models import ToolEvidence, ValidationSnapshot
+from project.celery import ATTEMPTS, VALIDATION, WEBHOOKS
 from tasks_app.models import Run, RunMessage, RunStatus, Task, TaskEvent
 from tasks_app.states import TaskStatus as S
 from tests.drills.support import Worker, database_url, redis_url, report, wait_for
@@ -195,7 +197,14 @@ def test_redelivered_job_takes_over_the_killed_attempt_without_the_reaper(
         first.kill()
         killed_at = time.monotonic()
         at_kill = {e.pk for e in ToolEvidence.objects.filter(task_id=task.pk)}
-        second = Worker(env=env, queue=queue, log_path=tmp_path / "worker2.log")
+        # No beat, and no maintenance queue: a maintenance worker sweeps once at start,
+        # and would re-queue the attempt itself if the lease expired while it started.
+        second = Worker(
+            env=env,
+            queue=queue,
+            log_path=tmp_path / "worker2.log",
+            purposes=(ATTEMPTS, VALIDATION, WEBHOOKS),
+        )
         done = wait_for(
             lambda: Task.objects.get(pk=task.pk).status == S.AWAITING_FEEDBACK, timeout=60
         )

@@ -4,6 +4,7 @@ order and once, when the broker is back. And ``Idempotency-Key`` on ``POST /task
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import socket
@@ -23,10 +24,20 @@ from project.celery import app as celery_app
 from project.celery import configure
 from tasks_app.attempts import attempt_reap
 from tasks_app.auth import api_token_create
-from tasks_app.models import Feedback, OutboxJob, Task, TaskEvent
+from tasks_app.models import (
+    Feedback,
+    OtlpSpan,
+    OtlpTrace,
+    OutboxJob,
+    Task,
+    TaskEvent,
+    WebhookDelivery,
+)
 from tasks_app.outbox import outbox_relay
 from tasks_app.states import TaskStatus as S
+from tasks_app.webhooks import webhook_endpoint_create
 from tests.factories import KnowledgeDocumentFactory, TaskFactory, ValidationSnapshotFactory
+from tests.tasks_app import otlp_client
 from tests.workers import Worker, database_url, wait_for
 
 JSON = "application/json"
@@ -307,3 +318,141 @@ def test_same_idempotency_key_on_replay_queues_one_job(
     assert responses[1].headers.get("Idempotent-Replayed") == "true"
     rows = list(OutboxJob.objects.all())
     assert [(r.name, r.args[0]) for r in rows] == [("evidence_app.replay_validation", snapshot.pk)]
+
+
+OTLP_ENDPOINT = "/api/v1/otlp/v1/traces"
+PROTOBUF = "application/x-protobuf"
+
+
+@pytest.mark.django_db
+def test_otlp_export_while_the_broker_is_down_answers_200_and_its_job_waits(
+    requester: Any,
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
+    _isolated_broker: Path,
+) -> None:
+    """Issue 17: an OTLP export whose spans committed answers 200 with the broker
+    unreachable (no 500 after the commit); the spans are stored once and the trace's
+    assembly job waits in the outbox with its quiet period as a not-before time. When
+    the broker is back the relay publishes it with that time as the job's ETA."""
+    settings.OTLP_TRACE_QUIET_SECONDS = 30
+    spans = list(otlp_client.finished_spans())
+    client = _client(requester)
+    with (
+        project_broker(f"redis://127.0.0.1:{_free_port()}/0"),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        response = client.post(
+            OTLP_ENDPOINT, otlp_client.protobuf_body(spans), content_type=PROTOBUF
+        )
+    assert response.status_code == 200, response.content
+    assert OtlpSpan.objects.count() == len(spans)
+    trace = OtlpTrace.objects.get()
+    assert trace.state == "collecting"
+    row = OutboxJob.objects.get()
+    assert (row.name, row.args) == ("tasks_app.otlp_assemble_traces", [[trace.pk]])
+    assert row.published_at is None and row.attempts == 1 and row.last_error
+    assert row.not_before is not None
+    assert 25 < (row.not_before - row.created_at).total_seconds() <= 30
+
+    assert outbox_relay() == 1
+    row.refresh_from_db()
+    assert row.published_at is not None
+    (message,) = [
+        json.loads(p.read_text())
+        for p in (_isolated_broker / "queue").iterdir()
+        if row.job_id in p.read_text()
+    ]
+    assert message["headers"]["eta"] == row.not_before.isoformat()
+
+
+@pytest.mark.django_db
+def test_a_status_change_with_webhooks_while_the_broker_is_down_answers_200(
+    requester: Any,
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Issue 17: a request whose transition writes webhook deliveries answers normally
+    with the broker unreachable: the deliveries are stored pending (the sweeper sends
+    them) and the attempt job waits in the outbox; nothing escapes after the commit."""
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    webhook_endpoint_create(owner=requester, url="http://127.0.0.1:9/hooks")
+    task = TaskFactory(owner=requester, status=S.NEEDS_REVIEW)
+    client = _client(requester)
+    with (
+        project_broker(f"redis://127.0.0.1:{_free_port()}/0"),
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        response = client.post(
+            f"/api/v1/tasks/{task.pk}/feedback",
+            {"action": "revise", "comment": "Cite the handbook."},
+            content_type=JSON,
+        )
+    assert response.status_code == 200, response.content
+    assert Task.objects.get(pk=task.pk).status == S.NEEDS_REVISION
+    assert list(WebhookDelivery.objects.values_list("event_type", "status")) == [
+        ("task.needs_revision", "pending")
+    ]
+    assert OutboxJob.objects.get(task_ref=task.pk).published_at is None
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_otlp_trace_exported_while_the_broker_is_down_is_assembled_once_it_is_back(
+    requester: Any, tmp_path: Path, settings: Any
+) -> None:
+    """Issue 17 end to end for OTLP: an export while the broker is down answers 200;
+    when the broker comes back a worker starting against it publishes the waiting
+    assembly job (the relay at worker start), which turns the trace into an attempt
+    after its quiet period and gets it validated."""
+    db_url = database_url()
+    if db_url is None:
+        pytest.skip("the test database is in-memory SQLite; a worker process cannot share it")
+    settings.OTLP_TRACE_QUIET_SECONDS = 1
+    spans = list(otlp_client.finished_spans())
+    queue = f"outbox-{uuid.uuid4().hex[:12]}"
+    port = _free_port()
+    broker = f"redis://127.0.0.1:{port}/0"
+    settings.CELERY_QUEUE_PREFIX = f"{queue}."
+    configure(celery_app)
+    try:
+        with project_broker(broker):
+            response = _client(requester).post(
+                OTLP_ENDPOINT, otlp_client.protobuf_body(spans), content_type=PROTOBUF
+            )
+        assert response.status_code == 200, response.content
+        row = OutboxJob.objects.get(name="tasks_app.otlp_assemble_traces")
+        assert row.published_at is None and row.not_before is not None
+
+        with own_redis(port):
+            worker = Worker(
+                env={
+                    "DATABASE_URL": db_url,
+                    "VALIDATOR_MODEL": "offline:judge",
+                    "OTLP_TRACE_QUIET_SECONDS": "1",
+                    "EVIDENTIA_VAR_DIR": str(tmp_path),
+                    "CELERY_BROKER_URL": broker,
+                },
+                queue=queue,
+                log_path=tmp_path / "worker.log",
+            )
+            try:
+
+                def settled() -> str | None:
+                    task = Task.objects.filter(otlp_traces__isnull=False).first()
+                    if task is not None and task.status not in (S.OPEN, S.VALIDATING):
+                        return str(task.status)
+                    return None if worker.alive else "worker exited"
+
+                outcome = wait_for(settled, timeout=60, interval=0.3)
+            finally:
+                worker.stop()
+        output = worker.output()
+    finally:
+        settings.CELERY_QUEUE_PREFIX = ""
+        configure(celery_app)
+    assert outcome == S.AWAITING_FEEDBACK, output[-4000:]
+    assert OtlpTrace.objects.get().state == "submitted"
+    assert OtlpSpan.objects.count() == len(spans)
+    row.refresh_from_db()
+    assert row.published_at is not None

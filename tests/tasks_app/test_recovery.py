@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -36,6 +38,7 @@ from tests.factories import (
 )
 from tests.tasks_app.test_jobs import researching_model
 from tests.test_operations import metric_samples
+from tests.workers import Worker, database_url, redis_url, wait_for
 
 
 @pytest.fixture
@@ -302,3 +305,79 @@ def test_takeover_past_the_rerun_budget_fails_the_task_with_the_reason(
     assert task.status == S.FAILED and task.attempt_count == 2 and task.requeue_count == 1
     reason = TaskEvent.objects.filter(task=task).last().reason
     assert "already re-run 1 times" in reason
+
+
+@pytest.mark.celery_worker
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_maintenance_worker_sweeps_at_start_before_any_beat_tick(
+    settings: Any, tmp_path: Path
+) -> None:
+    """Issue 17 (deliverable 2): a worker consuming ``maintenance`` runs one reaper sweep
+    when it starts, with no beat running: a task stuck in ``validating`` whose job was
+    lost gets it re-sent and settles, an attempt whose lease expired is re-queued and
+    re-run; an attempt whose lease is still valid is left alone (same lease, no event)."""
+    redis = redis_url()
+    db_url = database_url()
+    if redis is None or db_url is None:
+        pytest.skip("needs REDIS_URL (a Redis broker) and a PostgreSQL test database")
+    lease = 60
+    settings.AGENT_MODEL = "offline:researcher"
+    settings.VALIDATOR_MODEL = "offline:judge"
+    KnowledgeDocumentFactory(
+        title="Training Budget",
+        body="Everyone can learn. The annual training budget per employee is 1,750 EUR.",
+    )
+    # Attempt 1 ran here; its validation job went to the test's own broker, which no
+    # worker reads: the job is lost. Nothing has happened to the task for an hour.
+    stuck = TaskFactory(request="What is the annual training budget per employee?")
+    assert run_attempt_job(stuck.pk) == S.VALIDATING
+    Task.objects.filter(pk=stuck.pk).update(updated_at=timezone.now() - timedelta(hours=1))
+    dead, _, _, _ = dead_attempt(lease)
+    Task.objects.filter(pk=dead.pk).update(
+        request="What is the annual training budget per employee?"
+    )
+    live = TaskFactory()
+    live_claim = attempt_claim(task_id=live.pk, worker="live-worker")
+    assert live_claim is not None
+    live_events = TaskEvent.objects.filter(task=live).count()
+
+    queue = f"start-sweep-{uuid.uuid4().hex[:10]}"
+    worker = Worker(
+        env={
+            "DATABASE_URL": db_url,
+            "CELERY_BROKER_URL": redis,
+            "AGENT_MODEL": "offline:researcher",
+            "VALIDATOR_MODEL": "offline:judge",
+            "ATTEMPT_LEASE_SECONDS": str(lease),
+            "EVIDENTIA_VAR_DIR": str(tmp_path),
+        },
+        queue=queue,
+        log_path=tmp_path / "worker.log",
+    )
+    started = time.monotonic()
+    try:
+
+        def settled() -> bool | None:
+            statuses = dict(
+                Task.objects.filter(pk__in=[stuck.pk, dead.pk]).values_list("pk", "status")
+            )
+            if all(s not in (S.OPEN, S.RUNNING, S.VALIDATING) for s in statuses.values()):
+                return True
+            return None if worker.alive else False
+
+        done = wait_for(settled, timeout=60, interval=0.3)
+        elapsed = time.monotonic() - started
+    finally:
+        worker.stop()
+    output = worker.output()
+    assert done, output[-4000:]
+    assert "reaper sweep at worker start: 1 re-queued" in output, output[-4000:]
+    stuck.refresh_from_db()
+    assert stuck.attempt_count == 1 and ValidationSnapshot.objects.filter(task=stuck).count() == 1
+    dead.refresh_from_db()
+    assert dead.attempt_count == 1 and dead.requeue_count == 1
+    live.refresh_from_db()
+    assert live.status == S.RUNNING and live.lease_token == live_claim.lease_token
+    assert TaskEvent.objects.filter(task=live).count() == live_events
+    print(f"\nstart sweep: both tasks settled {elapsed:.1f}s after the worker was started")

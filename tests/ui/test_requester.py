@@ -156,3 +156,36 @@ def test_all_tasks_page_is_for_staff(client: Any, requester: Any, reviewer: Any)
     client.force_login(reviewer)
     page = client.get(reverse("task_list_all"), {"status": "open"}).content.decode()
     assert "Alice&#x27;s task" in page
+
+
+def _row(page: str, task_id: int) -> str:
+    start = page.index(f'data-task-id="{task_id}"')
+    return page[start : page.index("</tr>", start)]
+
+
+def test_lists_show_reruns_after_a_worker_fault_beside_the_attempts(
+    client: Any, requester: Any, reviewer: Any
+) -> None:
+    """Issue 17 (two budgets): the task lists (mine, all) and the review queue show the
+    re-runs after a worker fault next to the attempts, in the progress line's words,
+    and nothing when there were none."""
+    calm = TaskFactory(owner=requester, status=S.NEEDS_REVIEW, attempt_count=1, max_attempts=2)
+    once = TaskFactory(
+        owner=requester, status=S.NEEDS_REVIEW, attempt_count=2, max_attempts=2, requeue_count=1
+    )
+    twice = TaskFactory(owner=requester, status=S.OPEN, attempt_count=1, requeue_count=2)
+    client.force_login(requester)
+    mine = client.get(reverse("my_tasks")).content.decode()
+    assert "re-run" not in _row(mine, calm.pk)
+    assert "re-run 1 time after a worker fault" in _row(mine, once.pk)
+    assert "re-run 2 times after a worker fault" in _row(mine, twice.pk)
+    progress = client.get(reverse("task_progress", args=[once.pk]), **HX).content.decode()
+    assert "attempt 2 of 2, re-run 1 time after a worker fault" in progress
+
+    client.force_login(reviewer)
+    everyone = client.get(reverse("task_list_all")).content.decode()
+    assert "re-run 1 time after a worker fault" in _row(everyone, once.pk)
+    queue = client.get(reverse("review_queue")).content.decode()
+    assert "attempt 2 of 2, re-run 1 time after a worker fault" in _row(queue, once.pk)
+    assert "attempt 1 of 2</span>" in _row(queue, calm.pk)
+    assert "re-run" not in _row(queue, calm.pk)
