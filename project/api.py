@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -163,6 +164,29 @@ def domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
     return api.create_response(
         request, {"detail": exc.message, "code": exc.code}, status=exc.http_status
     )
+
+
+# How long a client should wait before retrying while the database is unreachable.
+DB_RETRY_AFTER_SECONDS = 5
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """The database is unreachable (restarting, connection cut): 503 with Retry-After,
+    not a 500, and nothing was written (the request's transaction did not commit). A
+    client retrying with the same Idempotency-Key gets one result (issue 17)."""
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    logger.warning(
+        "database unavailable: %s %s answered 503 (%s)", request.method, request.path, first
+    )
+    response = api.create_response(
+        request,
+        error_body(503, "The database is unavailable; retry shortly.", "database_unavailable"),
+        status=503,
+    )
+    response["Retry-After"] = str(DB_RETRY_AFTER_SECONDS)
+    return response
 
 
 def _field_name(loc: list[Any] | tuple[Any, ...]) -> str:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
+
+log = logging.getLogger(__name__)
 
 
 class RequestTooLargeMiddleware:
@@ -43,3 +47,38 @@ class RequestTooLargeMiddleware:
             status=413,
             content_type="text/plain; charset=utf-8",
         )
+
+
+class DatabaseUnavailableMiddleware:
+    """A page whose database is unreachable (restarting, connection cut) answers 503
+    with Retry-After and says so, not a 500 with a traceback in the log: one WARNING
+    line (issue 17). The API answers the same in its JSON error shape (project.api)."""
+
+    RETRY_AFTER_SECONDS = 5
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            return self.get_response(request)
+        except (OperationalError, InterfaceError) as exc:
+            return self.unavailable(request, exc)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, OperationalError | InterfaceError):
+            return self.unavailable(request, exception)
+        return None
+
+    def unavailable(self, request: HttpRequest, exc: Exception) -> HttpResponse:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        log.warning(
+            "database unavailable: %s %s answered 503 (%s)", request.method, request.path, first
+        )
+        response = HttpResponse(
+            "The service cannot reach its database right now; retry in a few seconds.\n",
+            status=503,
+            content_type="text/plain; charset=utf-8",
+        )
+        response["Retry-After"] = str(self.RETRY_AFTER_SECONDS)
+        return response

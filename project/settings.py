@@ -108,6 +108,8 @@ MIDDLEWARE = [
     "project.probes.ProbeMiddleware",
     # Every later log line of the request carries its request id (issue 18).
     "project.logs.RequestContextMiddleware",
+    # A database that cannot be reached answers 503 + Retry-After, not 500 (issue 17).
+    "project.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "project.middleware.RequestTooLargeMiddleware",
@@ -144,7 +146,9 @@ TEMPLATES = [
 DEFAULT_SQLITE_PATH = VAR_DIR / "evidentia.sqlite3"
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{DEFAULT_SQLITE_PATH}")
 try:
-    _db = dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0))
+    _db = dj_database_url.parse(
+        DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0), conn_health_checks=True
+    )
 except Exception as exc:  # dj-database-url raises several types for a bad URL
     raise ImproperlyConfigured(f"DATABASE_URL={DATABASE_URL!r} is not usable: {exc}") from None
 if _db["ENGINE"] == "django.db.backends.sqlite3":
@@ -171,10 +175,15 @@ if DB_POOL_MAX_SIZE:
         raise ImproperlyConfigured("DB_POOL_MAX_SIZE and DB_CONN_MAX_AGE exclude each other")
     if DB_POOL_MIN_SIZE > DB_POOL_MAX_SIZE:
         raise ImproperlyConfigured("DB_POOL_MIN_SIZE must not exceed DB_POOL_MAX_SIZE")
+    from psycopg_pool import ConnectionPool
+
     _db.setdefault("OPTIONS", {})["pool"] = {
         "min_size": DB_POOL_MIN_SIZE,
         "max_size": DB_POOL_MAX_SIZE,
         "timeout": DB_POOL_TIMEOUT,
+        # A connection the server dropped (a restart, a terminated backend) is replaced
+        # when taken from the pool, not handed to a request that would fail (issue 17).
+        "check": ConnectionPool.check_connection,
     }
 _db["TEST"] = {"NAME": os.environ.get("TEST_DATABASE_NAME") or None}
 DATABASES = {"default": _db}

@@ -77,3 +77,38 @@ def test_env_example_lists_every_setting_with_its_meaning() -> None:
     assert len(read) > 40
     assert sorted(read - set(listed)) == []
     assert sorted(name for name in read if not listed[name]) == []
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_unreachable_database_answers_503_with_retry_after_not_500(client, requester) -> None:
+    """Issue 17: while PostgreSQL cannot be reached (a restart, a cut connection) a page
+    and an API call answer 503 with Retry-After (the API in its JSON error shape), and
+    the next request after it is back works."""
+    import socket
+
+    from django.db import connection
+
+    from tasks_app.auth import api_token_create
+
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL")
+    token = api_token_create(user=requester, name="t")[1]
+    client.force_login(requester)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed_port = s.getsockname()[1]  # nothing listens there once the socket closes
+    real_port = connection.settings_dict["PORT"]
+    connection.close()
+    connection.settings_dict["PORT"] = closed_port
+    try:
+        page = client.get("/tasks/mine/")
+        api = client.get("/api/v1/tasks", headers={"Authorization": f"Bearer {token}"})
+    finally:
+        connection.close()
+        connection.settings_dict["PORT"] = real_port
+    assert page.status_code == 503 and page["Retry-After"] == "5"
+    assert "retry" in page.content.decode()
+    assert api.status_code == 503 and api["Retry-After"] == "5"
+    assert api.json()["code"] == "database_unavailable"
+    assert client.get("/tasks/mine/").status_code == 200
