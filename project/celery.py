@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from celery import Celery, signals
 from kombu import Queue
@@ -159,6 +160,37 @@ def configure(app: Celery) -> None:
     )
 
 
+def guard_restore_on_lost_connection() -> None:
+    """Keep a worker alive when its Redis connection drops while it holds unacknowledged
+    jobs (issue 17, seen in the chaos drill). On a lost connection Celery closes the
+    channel; kombu's Redis channel then builds a client from a connection that no longer
+    exists, to put the held jobs back in the queue or, after the reconnect, to
+    acknowledge a job that finished: ``AttributeError: 'NoneType' object has no attribute
+    'hostname'`` / ``'client'`` (kombu 5.7, as in celery/kombu#582), which Celery reports
+    as an "Unrecoverable error": the worker exits (with honcho, every process stops).
+    Guarded, that channel raises a connection error instead, which kombu already handles
+    (nothing restored, the ack skipped and logged): the jobs stay in Redis'
+    unacknowledged set, those still running finish (their result is in the database; a
+    later redelivery finds the work done) and the reaper re-sends any that no live worker
+    lists. A clean shutdown, connection up, still puts prefetched jobs back at once."""
+    import redis.exceptions
+    from kombu.transport import redis as kombu_redis
+
+    original = kombu_redis.Channel._connparams
+    if getattr(original, "evidentia_guarded", False):
+        return
+
+    def _connparams(self: Any, asynchronous: bool = False) -> Any:
+        if self.connection is None or self.connection.client is None:
+            raise redis.exceptions.ConnectionError(
+                "this channel's broker connection was closed (connection lost)"
+            )
+        return original(self, asynchronous)
+
+    _connparams.evidentia_guarded = True  # type: ignore[attr-defined]
+    setattr(kombu_redis.Channel, "_connparams", _connparams)  # noqa: B010
+
+
 def consumed_queues(consumer: object) -> list[str]:
     """The queue names a starting worker consumes (``worker_ready``'s sender)."""
     try:
@@ -260,6 +292,7 @@ def _connect_operations_signals() -> None:
 
 
 configure(app)
+guard_restore_on_lost_connection()
 _connect_operations_signals()
 app.autodiscover_tasks(related_name="jobs")
 # The heartbeat job lives in project/ (not an app): register it the same lazy way.
