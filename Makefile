@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install run prod test drills lint fmt clean migrate bench judge-bench
+.PHONY: install run prod test drills chaos lint fmt clean migrate bench judge-bench
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "Python >= 3.12 is required (see .python-version); found " + sys.version.split()[0])'
@@ -50,6 +50,12 @@ judge-bench: migrate
 # Reliability and security drills, including the slow ones make test leaves out.
 drills: install
 	@bin/drills
+
+# The chaos drill (issue 17, docs/operations.md "Chaos drill"): the production profile on
+# its own PostgreSQL and Redis under worker kills, broker and database restarts and a
+# broker outage; invariants checked, one line per scenario. CHAOS_ARGS=--short is CI's.
+chaos: install
+	$(BIN)/python -m chaos $(CHAOS_ARGS)
 
 lint: install
 	$(BIN)/ruff check .
