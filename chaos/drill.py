@@ -223,6 +223,8 @@ class Result:
     agent_calls_per_attempt: float = 0.0
     judge_calls_per_validation: float = 0.0
     overlaps: int = 0
+    reruns: int = 0  # infrastructure re-runs of an attempt (requeue_count), all tasks
+    dead_runs: int = 0  # runs a dead worker left, kept as evidence
     responses: dict[int, int] = field(default_factory=dict)
     note: str = ""
 
@@ -254,7 +256,8 @@ class Result:
         )
         return (
             f"chaos {self.name:<15} tasks {self.tasks:>4}  settled {self.settled}/{self.tasks} "
-            f"(failed {self.failed})  faults {self.faults}  {rec}  {settle}  "
+            f"(failed {self.failed})  faults {self.faults}  re-runs {self.reruns} "
+            f"(dead runs kept {self.dead_runs})  {rec}  {settle}  "
             f"calls/attempt agent {self.agent_calls_per_attempt:.2f} judge "
             f"{self.judge_calls_per_validation:.2f}  overlaps {self.overlaps}  5xx {five}  "
             f"{'OK' if self.ok else 'FAILED: ' + '; '.join(self.problems)}"
@@ -493,7 +496,7 @@ class Drill:
         from django.db.models import Count
 
         from evidence_app.models import ToolEvidence, ValidationSnapshot
-        from tasks_app.models import Run, Task, TaskEvent
+        from tasks_app.models import RUN_LEASE_EXPIRED, RUN_TAKEN_OVER, Run, Task, TaskEvent
 
         ids = self.task_ids(tags)
         result.tasks = len(tags)
@@ -515,6 +518,12 @@ class Drill:
         result.failed = sum(1 for t in tasks if t.status == "failed")
         if result.settled != len(tasks):
             result.problems.append(f"{len(tasks) - result.settled} not settled")
+        # Faults never spend a task's attempts (issue 17): the judge accepts every answer,
+        # so every task has exactly one attempt, however often it was re-run.
+        spent = sum(1 for t in tasks if t.attempt_count != 1)
+        if spent:
+            result.problems.append(f"{spent} tasks whose attempt count a fault raised")
+        result.reruns = sum(t.requeue_count for t in tasks)
 
         # Event chains.
         broken = 0
@@ -548,6 +557,9 @@ class Drill:
             )
         ):
             sequences[run_id].append(seq)
+        result.dead_runs = sum(
+            1 for r in runs if r.finish_reason in (RUN_LEASE_EXPIRED, RUN_TAKEN_OVER)
+        )
         bad_runs = 0
         for run in runs:
             seqs = sorted(sequences.get(run.pk, []))
