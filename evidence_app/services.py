@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -340,6 +340,32 @@ class ClaimKeeper:
             connection.close()
 
 
+_CLAIM_AND_READ = (
+    'UPDATE "tasks_app_task" SET "validation_claimed_at" = %s WHERE "id" = %s AND '
+    '"status" = %s AND "attempt_count" = %s AND ("validation_claimed_at" IS NULL OR '
+    '"validation_claimed_at" < %s) RETURNING *'
+)
+
+
+def _claim_and_read(*, task_id: int, attempt_index: int) -> tuple[Task, datetime] | None:
+    """``validation_claim`` and the task read together, as (task, claim stamp): on
+    PostgreSQL one ``UPDATE ... RETURNING`` (issue 16: one statement less per
+    validation). None when not claimed (the task is gone, moved on, or another job
+    holds the claim)."""
+    if connection.vendor != "postgresql":
+        stamp = validation_claim(task_id=task_id, attempt_index=attempt_index)
+        task = Task.objects.filter(pk=task_id).first() if stamp is not None else None
+        return (task, stamp) if task is not None and stamp is not None else None
+    now = timezone.now()
+    expired = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
+    rows = list(
+        Task.objects.raw(
+            _CLAIM_AND_READ, [now, task_id, TaskStatus.VALIDATING, attempt_index, expired]
+        )
+    )
+    return (rows[0], now) if rows else None
+
+
 # Result words of the validation job besides the verdict (issue 17).
 NO_VALIDATION = "no validation"  # the policy or an empty answer skips the validator
 DUPLICATE = "duplicate"  # validated already, being validated by another job, or moved on
@@ -366,6 +392,18 @@ def validation_run(*, task_id: int, attempt_index: int) -> ValidationSnapshot | 
 def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome:
     """``validation_run`` saying what happened, for the job: a duplicate delivery is
     ``duplicate`` and logs one INFO line, never the verdict of the first one (issue 17)."""
+    claimed = _claim_and_read(task_id=task_id, attempt_index=attempt_index)
+    if claimed is not None:
+        task, stamp = claimed
+        try:
+            with ClaimKeeper(task_id=task_id, attempt_index=attempt_index, stamp=stamp):
+                return _validate_claimed(task, attempt_index)
+        except BaseException:
+            # Crashed before the verdict (not a validator error, which is a verdict: V8):
+            # release the claim so a re-sent job can validate at once.
+            _release_claim(task_id, attempt_index)
+            raise
+    # Not claimed: say why (a duplicate, or the task moved on); only this path reads.
     task = Task.objects.filter(pk=task_id).first()
     if task is None:
         log.info("task %s: %s: the task no longer exists", task_id, DUPLICATE)
@@ -380,23 +418,13 @@ def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome
             task.attempt_count,
         )
         return ValidationOutcome(DUPLICATE, _existing(task_id, attempt_index))
-    stamp = validation_claim(task_id=task_id, attempt_index=attempt_index)
-    if stamp is None:
-        log.info(
-            "task %s attempt %s: %s: another job is validating this attempt",
-            task_id,
-            attempt_index,
-            DUPLICATE,
-        )
-        return ValidationOutcome(DUPLICATE, _existing(task_id, attempt_index))
-    try:
-        with ClaimKeeper(task_id=task_id, attempt_index=attempt_index, stamp=stamp):
-            return _validate_claimed(task, attempt_index)
-    except BaseException:
-        # Crashed before the verdict (not a validator error, which is a verdict: V8):
-        # release the claim so a re-sent job can validate at once.
-        _release_claim(task_id, attempt_index)
-        raise
+    log.info(
+        "task %s attempt %s: %s: another job is validating this attempt",
+        task_id,
+        attempt_index,
+        DUPLICATE,
+    )
+    return ValidationOutcome(DUPLICATE, _existing(task_id, attempt_index))
 
 
 def _release_claim(task_id: int, attempt_index: int) -> None:

@@ -19,7 +19,7 @@ from datetime import timedelta
 from functools import partial
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -87,18 +87,14 @@ def _publish_after_commit(pk: int) -> None:
     try:
         with transaction.atomic():
             # Locked, or already published: the relay has it. Never a second copy.
-            row = (
-                OutboxJob.objects.unpublished().select_for_update(skip_locked=True).filter(pk=pk)
-            ).first()
+            row = _take(pk)
             if row is None:
                 return
             try:
                 _publish(row, retry_policy=QUICK_RETRY)
             except Exception as exc:  # the broker is down: the relay sends it later
                 failed, error = row, _short(exc)
-                _record_failure(row, error)
-            else:
-                _mark_published(row)
+                _untake(row, error)
     except Exception as exc:  # the database went away after the commit
         log.warning("outbox row %s not published (%s); the relay sends it", pk, _short(exc))
         return
@@ -163,6 +159,34 @@ def outbox_waiting_job_ids() -> set[str]:
     """Ids of jobs recorded but not yet published: the broker will hold them, so the
     reaper must not send them again (issue 16)."""
     return set(OutboxJob.objects.unpublished().values_list("job_id", flat=True))
+
+
+# One statement (issue 16): lock the row unless another publisher holds it, mark it
+# published and read it; the mark commits only with the publication (same transaction).
+_TAKE = (
+    'UPDATE "tasks_app_outboxjob" SET "published_at" = %s, "attempts" = "attempts" + 1 '
+    'WHERE "id" = (SELECT "id" FROM "tasks_app_outboxjob" WHERE "id" = %s AND '
+    '"published_at" IS NULL FOR UPDATE SKIP LOCKED) '
+    'RETURNING "id", "name", "args", "job_id", "task_ref", "not_before"'
+)
+
+
+def _take(pk: int) -> OutboxJob | None:
+    """Lock, mark published and return row ``pk`` in one statement, or None when it is
+    published already or another publisher holds it."""
+    if connection.vendor != "postgresql":
+        row = OutboxJob.objects.unpublished().select_for_update(skip_locked=True).filter(pk=pk)
+        taken = row.first()
+        if taken is not None:
+            _mark_published(taken)
+        return taken
+    rows = list(OutboxJob.objects.raw(_TAKE, [timezone.now(), pk]))
+    return rows[0] if rows else None
+
+
+def _untake(row: OutboxJob, error: str) -> None:
+    """The publication failed: the row waits again (the attempt and error recorded)."""
+    OutboxJob.objects.filter(pk=row.pk).update(published_at=None, last_error=error)
 
 
 def _mark_published(row: OutboxJob) -> None:

@@ -12,6 +12,7 @@ may not touch them. Claims change hands only through ``task_claim`` and
 
 from __future__ import annotations
 
+import functools
 import logging
 import secrets
 import uuid
@@ -20,7 +21,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from project.errors import ClaimConflict, IllegalTransition, InvalidInput, StaleAction
@@ -236,15 +237,18 @@ def task_transition(
         # The validation (if any) is over: the next attempt's validation claims afresh.
         task.validation_claimed_at = None
         changed.append("validation_claimed_at")
-    task.save(update_fields=sorted(set(changed)))
-    TaskEvent.objects.create(
-        task=task,
-        from_status=from_status,
-        to_status=to_status,
-        actor=actor if getattr(actor, "is_authenticated", False) else None,
-        actor_kind=actor_kind,
-        reason=reason,
-        attempt_index=task.attempt_count,
+    _save_with_event(
+        task,
+        sorted(set(changed)),
+        TaskEvent(
+            task=task,
+            from_status=from_status,
+            to_status=to_status,
+            actor=actor if getattr(actor, "is_authenticated", False) else None,
+            actor_kind=actor_kind,
+            reason=reason,
+            attempt_index=task.attempt_count,
+        ),
     )
     if on_applied is not None:
         on_applied(task)
@@ -274,6 +278,56 @@ def task_transition(
         },
     )
     return task
+
+
+@functools.cache
+def _event_insert() -> tuple[list[Any], str]:
+    """(fields, ``INSERT INTO taskevent ... SELECT ... FROM moved``) with typed
+    placeholders, built once per process."""
+    quote = connection.ops.quote_name
+    fields: list[Any] = [f for f in TaskEvent._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(quote(f.column) for f in fields)
+    values = ", ".join(f"%s::{f.db_type(connection)}" for f in fields)
+    sql = (
+        f"INSERT INTO {quote(TaskEvent._meta.db_table)} ({columns}) "
+        f'SELECT {values} FROM moved RETURNING "id"'
+    )
+    return fields, sql
+
+
+def _save_with_event(task: Task, update_fields: list[str], event: TaskEvent) -> None:
+    """``task.save(update_fields=...)`` and ``event.save()``. On PostgreSQL one statement
+    (issue 16): ``WITH moved AS (UPDATE task ... RETURNING id) INSERT INTO taskevent
+    ... FROM moved``, without the ORM's per-call compilation. The caller holds the
+    row lock, so the update always finds the row."""
+    if connection.vendor != "postgresql":
+        task.save(update_fields=update_fields)
+        event.save()
+        return
+    quote = connection.ops.quote_name
+    meta = Task._meta
+    assignments = []
+    params: list[Any] = []
+    for name in update_fields:
+        field: Any = meta.get_field(name)
+        # pre_save fills auto_now (updated_at) on the instance, as save() would.
+        value = field.pre_save(task, add=False)
+        assignments.append(f"{quote(field.column)} = %s")
+        params.append(field.get_db_prep_save(value, connection))
+    params.append(task.pk)
+    fields, insert = _event_insert()
+    params += [f.get_db_prep_save(f.pre_save(event, add=True), connection) for f in fields]
+    with connection.cursor() as cur:
+        cur.execute(
+            f"WITH moved AS (UPDATE {quote(meta.db_table)} SET {', '.join(assignments)} "
+            f'WHERE "id" = %s RETURNING "id") {insert}',
+            params,
+        )
+        row = cur.fetchone()
+    if row is None:
+        raise DatabaseError(f"task {task.pk}: the transition's update found no row")
+    event.pk = row[0]
+    event._state.adding = False
 
 
 @transaction.atomic

@@ -186,16 +186,22 @@ def webhook_events_for_transition(
 
     event_types: list[str] = []
     validation = None
-    if from_status == TaskStatus.VALIDATING and actor_kind == "validator":
-        validation = validation_summary(task, task.attempt_count)
-        if validation is not None:
-            event_types.append(WebhookEvent.VALIDATION_COMPLETED)
+    # The verdict is read only when some endpoint listens (issue 16: the common case,
+    # no endpoint, costs one query, not two).
+    verdict = from_status == TaskStatus.VALIDATING and actor_kind == "validator"
+    if verdict:
+        event_types.append(WebhookEvent.VALIDATION_COMPLETED)
     if to_status in EVENT_FOR_STATUS:
         event_types.append(EVENT_FOR_STATUS[to_status])
     if not event_types:
         return []
     endpoints = _subscribed(task, event_types)
-    if not endpoints:
+    if verdict and endpoints:
+        validation = validation_summary(task, task.attempt_count)
+        if validation is None:  # no verdict stored (validation skipped): no such event
+            event_types.remove(WebhookEvent.VALIDATION_COMPLETED)
+            endpoints = [e for e in endpoints if any(t in (e.events or []) for t in event_types)]
+    if not endpoints or not event_types:
         return []
     now = timezone.now()
     base = {
