@@ -137,11 +137,23 @@ def latency_judge(messages: list[ModelMessage], info: AgentInfo) -> ModelRespons
     return judge(messages, info)
 
 
+# The zero-latency models are registered as coroutines: pydantic-ai runs a plain
+# ``def`` model on a thread of the loop's executor, a hop per call that no real
+# (HTTP, async) provider makes, and that the pipeline benchmark would count as our
+# overhead (issue 16).
+async def _agent_now(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return agent(messages, info)
+
+
+async def _judge_now(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return judge(messages, info)
+
+
 def register_bench_models() -> None:
     """Register the bench models under their names (idempotent)."""
     for name, fn in (
-        (AGENT, agent),
-        (JUDGE, judge),
+        (AGENT, _agent_now),
+        (JUDGE, _judge_now),
         (SLEEPY, sleepy),
         (LATENCY_AGENT, latency_agent),
         (LATENCY_JUDGE, latency_judge),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from django.db.models.fields.json import KeyTextTransform
 from pydantic import BaseModel, Field
 
 from evidence_app import models as evidence_models
@@ -85,6 +86,34 @@ class TaskEvidencePacket(BaseModel):
 
 
 _SUCCESS_FINISH = {"stop", "completed", "max_tool_iterations_finalized"}
+_RUN_FIELDS = (
+    "id",
+    "session_id",
+    "kind",
+    "node_id",
+    "node_role",
+    "model_name",
+    "status",
+    "output_text",
+    "finish_reason",
+    "error",
+    "warnings",
+    "graph_index",
+)
+_EVIDENCE_FIELDS = (
+    "id",
+    "run_id",
+    "tool_name",
+    "tool_call_id",
+    "arguments",
+    "content",
+    "content_sha256",
+    "is_error",
+    "url",
+    "title",
+    "event_payload",
+    "created_at",
+)
 
 
 def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
@@ -95,36 +124,43 @@ def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
         Run.objects.filter(task=task, attempt_index=attempt)
         .exclude(finish_reason__in=RUN_ABANDONED_BY_DEAD_WORKER)
         .order_by("graph_index", "id")
+        .only(*_RUN_FIELDS)
     )
     run_ids = [run.pk for run in runs]
+    # Plain rows, not model instances (issue 16: this runs once per validation).
     evidence_by_run: dict[int, list[ToolEvidence]] = {pk: [] for pk in run_ids}
-    for row in evidence_models.ToolEvidence.objects.filter(run_id__in=run_ids).order_by(
-        "run_id", "sequence"
+    for row in (
+        evidence_models.ToolEvidence.objects.filter(run_id__in=run_ids)
+        .order_by("run_id", "sequence")
+        .values(*_EVIDENCE_FIELDS)
     ):
-        evidence_by_run[row.run_id].append(
+        evidence_by_run[row["run_id"]].append(
             ToolEvidence(
-                evidence_id=row.pk,
-                tool_name=row.tool_name,
-                tool_call_id=row.tool_call_id,
-                arguments=row.arguments or {},
-                content=row.content,
-                content_sha256=row.content_sha256,
-                is_error=row.is_error,
-                url=row.url or None,
-                title=row.title or None,
-                event_payload=row.event_payload or {},
-                created_at=row.created_at,
+                evidence_id=row["id"],
+                tool_name=row["tool_name"],
+                tool_call_id=row["tool_call_id"],
+                arguments=row["arguments"] or {},
+                content=row["content"],
+                content_sha256=row["content_sha256"],
+                is_error=row["is_error"],
+                url=row["url"] or None,
+                title=row["title"] or None,
+                event_payload=row["event_payload"] or {},
+                created_at=row["created_at"],
             )
         )
     transcript_by_run: dict[int, list[TranscriptMessage]] = {pk: [] for pk in run_ids}
-    for message in RunMessage.objects.filter(run_id__in=run_ids).order_by("run_id", "index"):
-        transcript_by_run[message.run_id].append(
-            TranscriptMessage(
-                index=message.index,
-                role=message.role,
-                content=message.content,
-                tool_call_id=(message.payload or {}).get("tool_call_id"),
-            )
+    # Only the tool call id of each payload is read: the database extracts it, so the
+    # (model response) payloads are neither sent nor parsed.
+    for run_id, index, role, content, tool_call_id in (
+        RunMessage.objects.filter(run_id__in=run_ids)
+        .order_by("run_id", "index")
+        .values_list(
+            "run_id", "index", "role", "content", KeyTextTransform("tool_call_id", "payload")
+        )
+    ):
+        transcript_by_run[run_id].append(
+            TranscriptMessage(index=index, role=role, content=content, tool_call_id=tool_call_id)
         )
 
     main_run: RunEvidence | None = None

@@ -166,7 +166,7 @@ def task_transition(
         _refuse_owned(updates)
     # Row lock: two concurrent actions (two reviewers, a reviewer and a worker) are
     # serialised here, so the second one sees the first one's result and is judged on it.
-    task = Task.objects.select_for_update().get(pk=task_id)
+    task = _lock_task(task_id)
     from_status = task.status
     if lease_token is not None and task.lease_token != lease_token:
         raise StaleAction(f"Task {task_id}: the attempt lease was taken over; result discarded.")
@@ -278,6 +278,43 @@ def task_transition(
         },
     )
     return task
+
+
+@functools.cache
+def _task_loader() -> tuple[str, list[str], list[tuple[int, Any, list[Any]]]]:
+    """(``SELECT ... FOR UPDATE`` of one task, its attnames, the converters per column)
+    as the ORM's compiler would use them, built once per process."""
+    quote = connection.ops.quote_name
+    fields: list[Any] = list(Task._meta.concrete_fields)
+    sql = (
+        f"SELECT {', '.join(quote(f.column) for f in fields)} "
+        f'FROM {quote(Task._meta.db_table)} WHERE "id" = %s FOR UPDATE'
+    )
+    converters = []
+    for i, field in enumerate(fields):
+        col = field.cached_col
+        found = connection.ops.get_db_converters(col) + field.get_db_converters(connection)
+        if found:
+            converters.append((i, col, found))
+    return sql, [f.attname for f in fields], converters
+
+
+def _lock_task(task_id: int) -> Task:
+    """``Task.objects.select_for_update().get(pk=task_id)``; on PostgreSQL from a query
+    built once (issue 16: the ORM compiled it again on every transition)."""
+    if connection.vendor != "postgresql":
+        return Task.objects.select_for_update().get(pk=task_id)
+    sql, names, converters = _task_loader()
+    with connection.cursor() as cur:
+        cur.execute(sql, [task_id])
+        row = cur.fetchone()
+    if row is None:
+        raise Task.DoesNotExist(f"Task matching query does not exist (pk={task_id}).")
+    values = list(row)
+    for i, col, functions in converters:
+        for convert in functions:
+            values[i] = convert(values[i], col, connection)
+    return Task.from_db(connection.alias, names, values)
 
 
 @functools.cache

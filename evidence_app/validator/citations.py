@@ -47,10 +47,30 @@ _DASH_CHARS = dict.fromkeys("\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\uf
 _CHAR_MAP = {**_QUOTE_CHARS, **_DASH_CHARS}
 
 
+_WORD_RUN = re.compile(r"\S+")
+
+
 def normalise(text: str) -> tuple[str, list[int]]:
     """``text`` normalised for matching, and for each character of the result the index
     of the character of ``text`` it came from. Whitespace runs become one space;
     leading and trailing whitespace is dropped."""
+    if text.isascii():
+        # The common case without a loop over characters (issue 16): in ASCII the only
+        # mapped character is the backtick and lowercasing keeps the length.
+        words: list[str] = []
+        origin: list[int] = []
+        for match in _WORD_RUN.finditer(text):
+            start, end = match.span()
+            if words:
+                origin.append(start - 1)  # the space stands for the run's last character
+            origin.extend(range(start, end))
+            words.append(match.group())
+        return " ".join(words).lower().replace("`", "'"), origin
+    return _normalise_chars(text)
+
+
+def _normalise_chars(text: str) -> tuple[str, list[int]]:
+    """``normalise`` character by character (any text)."""
     out: list[str] = []
     origin: list[int] = []
     pending_space = False

@@ -241,6 +241,16 @@ def test_offsets_point_at_the_quote_in_the_stored_content(
     assert span.start <= len(before) + lead
 
 
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=st.characters(max_codepoint=127), max_size=300))
+def test_ascii_normalisation_matches_the_character_loop(text: str) -> None:
+    """Issue 16 (property): the loop-free ASCII path of ``normalise`` gives the same
+    text and the same origins as the character-by-character one."""
+    from evidence_app.validator.citations import _normalise_chars, normalise
+
+    assert normalise(text) == _normalise_chars(text)
+
+
 def test_every_demo_citation_of_the_offline_judge_is_verified(settings: Any) -> None:
     """Issue 12, X7: offline:judge's citations are quotable: all verify mechanically."""
     settings.VALIDATOR_MODEL = "offline:judge"

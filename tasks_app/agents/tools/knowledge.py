@@ -85,8 +85,10 @@ def search_queryset(
         "body", weight="B", config="english"
     )
     search_query = SearchQuery(raw_query, search_type="raw", config="english")
+    # alias, not annotate: the vector is matched and ranked in the database, never sent
+    # back (issue 16: parsing a tsvector per document was worker CPU for nothing).
     return (
-        KnowledgeDocument.objects.annotate(search=vector)
+        KnowledgeDocument.objects.alias(search=vector)
         .filter(search=search_query)
         .annotate(rank=SearchRank(vector, search_query))
         .order_by("-rank", "title")[:limit]
