@@ -404,18 +404,18 @@ def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome
             _release_claim(task_id, attempt_index)
             raise
     # Not claimed: say why (a duplicate, or the task moved on); only this path reads.
-    task = Task.objects.filter(pk=task_id).first()
-    if task is None:
+    current = Task.objects.filter(pk=task_id).first()
+    if current is None:
         log.info("task %s: %s: the task no longer exists", task_id, DUPLICATE)
         return ValidationOutcome(DUPLICATE)
-    if task.status != TaskStatus.VALIDATING or task.attempt_count != attempt_index:
+    if current.status != TaskStatus.VALIDATING or current.attempt_count != attempt_index:
         log.info(
             "task %s attempt %s: %s: the task is '%s' at attempt %s; nothing to validate",
             task_id,
             attempt_index,
             DUPLICATE,
-            task.status,
-            task.attempt_count,
+            current.status,
+            current.attempt_count,
         )
         return ValidationOutcome(DUPLICATE, _existing(task_id, attempt_index))
     log.info(
