@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -28,7 +29,15 @@ from evidence_app.validator.templates import DEFAULT_TEMPLATE, TemplateVersion, 
 from project.costs import CURRENCY, CostTotal, estimate_cost
 from project.db import release_connection
 from project.errors import StaleAction
-from tasks_app.models import NO_USABLE_ANSWER, Feedback, Run, RunKind, Task, ValidationPolicy
+from tasks_app.models import (
+    NO_USABLE_ANSWER,
+    Feedback,
+    FeedbackAction,
+    Run,
+    RunKind,
+    Task,
+    ValidationPolicy,
+)
 from tasks_app.states import TaskStatus
 
 log = logging.getLogger(__name__)
@@ -81,15 +90,17 @@ def _history(task: Task, *, attempt_index: int, before: datetime | None) -> list
                 text=run.output_text,
             )
         )
-    feedback = Feedback.objects.filter(task=task).select_related("author")
+    feedback = Feedback.objects.filter(task=task)
     if before is not None:
         feedback = feedback.filter(created_at__lt=before)
-    for item in feedback.order_by("created_at", "id"):
-        who = item.author.get_username() if item.author else "someone"
-        text = item.comment or item.get_action_display()
-        messages.append(
-            HistoryMessage(at=item.created_at, role=f"{who} ({item.action})", text=text)
-        )
+    # Plain values (issue 16): the author's user name by a join, no model instances.
+    username = f"author__{get_user_model().USERNAME_FIELD}"
+    labels = dict(FeedbackAction.choices)
+    for at, action, comment, who in feedback.order_by("created_at", "id").values_list(
+        "created_at", "action", "comment", username
+    ):
+        text = comment or str(labels.get(action, action))
+        messages.append(HistoryMessage(at=at, role=f"{who or 'someone'} ({action})", text=text))
     messages.sort(key=lambda m: m.at)
     return messages
 
