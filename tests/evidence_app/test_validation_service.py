@@ -345,6 +345,27 @@ def test_history_holds_the_last_messages_wrapped(
     assert '<EXTERNAL-CONTENT label="conversation history">' in history
 
 
+def test_history_names_each_author_and_labels_a_feedback_without_comment(
+    scripted_judge: ScriptedJudge,
+) -> None:
+    """V4, issue 16: history lines read from plain values still say who wrote them
+    ("someone" without an author) and give the action's label when there is no comment."""
+    from tasks_app.models import Feedback
+    from tests.factories import UserFactory
+
+    scripted_judge.replies = [verdict("accepted")]
+    task = validating_task()
+    Feedback.objects.create(
+        task=task, action="note", comment="", author=UserFactory(username="ann")
+    )
+    Feedback.objects.create(task=task, action="note", comment="an anonymous note")
+    snapshot = _run(task)
+    assert snapshot is not None
+    history = snapshot.rendered_input.split("== RECENT CONVERSATION HISTORY ==")[1]
+    assert "ann (note)" in history and "Note" in history
+    assert "someone (note)" in history and "an anonymous note" in history
+
+
 def test_jobs_are_registered_under_the_agreed_names() -> None:
     """X1: the runtime sends "evidence_app.validate_attempt" by name; the API and UI
     queue "evidence_app.replay_validation"."""
