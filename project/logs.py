@@ -251,10 +251,24 @@ def _level(task: Any) -> int:
     return logging.DEBUG if getattr(task, "name", "") == "project.queue_heartbeat" else logging.INFO
 
 
+_signatures: dict[Any, inspect.Signature] = {}
+
+
+def _signature(task: Any) -> inspect.Signature:
+    """The signature of a job's ``run``, computed once per job (issue 16: every job
+    start paid for ``inspect.signature``)."""
+    run = task.run
+    key = getattr(run, "__func__", run)
+    found = _signatures.get(key)
+    if found is None:
+        found = _signatures[key] = inspect.signature(run)
+    return found
+
+
 def _job_arguments(task: Any, args: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
     """``task_id`` and ``attempt_index`` arguments of a job, by parameter name."""
     try:
-        bound_args = inspect.signature(task.run).bind_partial(*args, **kwargs).arguments
+        bound_args = _signature(task).bind_partial(*args, **kwargs).arguments
     except (TypeError, ValueError, AttributeError):
         return {}
     found: dict[str, Any] = {}
