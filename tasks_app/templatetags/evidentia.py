@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from project.costs import CostTotal, format_cost
 from project.llm.registry import display_model_name
+from tasks_app import rows
 
 register = template.Library()
 
@@ -188,3 +189,15 @@ def claim_counts(claims: Any) -> dict[str, int]:
         if verdict in counts:
             counts[verdict] += 1
     return counts
+
+
+@register.simple_tag
+def queue_rows(tasks: Any, **options: Any) -> SafeString:
+    """The review queue's rows (``tasks_app.rows``: built in Python, issue 16)."""
+    return rows.queue_rows(tasks, **options)
+
+
+@register.simple_tag
+def task_rows(tasks: Any, *, user: Any, scope: str) -> SafeString:
+    """The task list's rows (``tasks_app.rows``: built in Python, issue 16)."""
+    return rows.task_rows(tasks, user=user, scope=scope)
