@@ -207,7 +207,16 @@ class TaskEvent(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
-        indexes = [models.Index(fields=["task", "at"], name="taskevent_task_at")]
+        indexes = [
+            models.Index(fields=["task", "at"], name="taskevent_task_at"),
+            # The review queue's "decided today" (issue 16): people's decisions on tasks
+            # waiting for review, by time; without it each queue load read every event.
+            models.Index(
+                fields=["at"],
+                name="taskevent_review_decided",
+                condition=models.Q(from_status="needs_review", actor__isnull=False),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.task_id}: {self.from_status} -> {self.to_status}"
