@@ -112,6 +112,7 @@ def get_tasks(
         and filters.is_open is None
         and filters.is_execution_active is None
         and not (filters.q or "").strip()
+        and filters.agent is None
     )
     if only_status and roles.is_staff_role(request.auth):  # type: ignore[attr-defined]
         # Every task (or every task in some statuses): the counters know the total, so

@@ -287,6 +287,25 @@ def test_list_filters_by_status_flags_and_text(alice: Client, requester: Any) ->
     assert [item["id"] for item in page["items"]] == [running.pk, closed.pk]
 
 
+@pytest.mark.postgres
+def test_staff_list_count_matches_its_items_with_every_filter(rita: Client, requester: Any) -> None:
+    """Issue 16: a reviewer's count comes from the status counters only when status is
+    the sole filter; with ``agent`` (or a flag, or q) it counts the filtered rows."""
+    TaskFactory(owner=requester, status=S.NEEDS_REVIEW)
+    TaskFactory(owner=requester, status=S.NEEDS_REVIEW, agent="external")
+    TaskFactory(owner=requester, status=S.CLOSED, agent="external")
+    for query, expected in (
+        ("", 3),
+        ("status=needs_review", 2),
+        ("agent=external", 2),
+        ("agent=internal", 1),
+        ("status=needs_review&agent=external", 1),
+        ("is_open=false", 1),
+    ):
+        body = rita.get(f"/api/v1/tasks?{query}").json()
+        assert body["count"] == len(body["items"]) == expected, query
+
+
 def test_active_tasks_are_the_open_ones_including_needs_review(
     alice: Client, requester: Any
 ) -> None:
