@@ -153,10 +153,12 @@ class Task(models.Model):
     objects = TaskQuerySet.as_manager()
 
     class Meta:
+        # The lists order by (created_at, id); with the id in the index a page's ids are
+        # an index-only scan, however deep the page (issue 16: project.pagination).
         indexes = [
-            models.Index(fields=["status", "created_at"], name="task_status_created"),
+            models.Index(fields=["status", "created_at", "id"], name="task_status_created_id"),
             models.Index(fields=["owner", "status"], name="task_owner_status"),
-            models.Index(fields=["created_at"], name="task_created"),
+            models.Index(fields=["created_at", "id"], name="task_created_id"),
         ]
 
     def __str__(self) -> str:
