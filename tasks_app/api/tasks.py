@@ -107,6 +107,7 @@ def get_tasks(
 ) -> QuerySet[Task]:
     tasks = filters.filter(visible_tasks(request.auth))  # type: ignore[attr-defined]
     listed = tasks_for_list(tasks, ordering=query.ordering)
+    listed.page_by_ids = True  # type: ignore[attr-defined]
     only_status = (
         filters.requires_user_action is None
         and filters.is_open is None
@@ -130,7 +131,9 @@ def get_tasks(
 @paginate(LimitOffset)
 def get_active_tasks(request: HttpRequest, query: Query[TaskOrderingQuery]) -> QuerySet[Task]:
     tasks = visible_tasks(request.auth).open()  # type: ignore[attr-defined]
-    return tasks_for_list(tasks, ordering=query.ordering)
+    listed = tasks_for_list(tasks, ordering=query.ordering)
+    listed.page_by_ids = True  # type: ignore[attr-defined]
+    return listed
 
 
 @router.get(

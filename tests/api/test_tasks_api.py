@@ -357,6 +357,39 @@ def test_list_verdict_summaries_read_as_json_equal_the_snapshot_rows(
     assert items[tasks[3].pk]["latest_validation"] is None
 
 
+def test_list_pages_by_offset_hold_the_rows_of_a_plain_slice(rita: Client, requester: Any) -> None:
+    """Issue 16: past offset 0 the task lists read the page's ids first, then those
+    rows; every page, for each ordering and a filter, holds the tasks of slicing the
+    ordered list (ties on created_at broken by the id)."""
+    start = timezone.now() - timedelta(days=1)
+    for i in range(23):
+        TaskFactory(
+            owner=requester,
+            status=(S.NEEDS_REVIEW, S.CLOSED, S.RUNNING)[i % 3],
+            created_at=start + timedelta(minutes=i // 2),
+        )
+    tie = {"created_at": "id", "-created_at": "-id", "id": "id", "-id": "-id"}
+    lists, active = "/api/v1/tasks", "/api/v1/tasks/active"
+    for url, ordering, query, tasks in (
+        (lists, "-created_at", "", Task.objects.all()),
+        (
+            lists,
+            "created_at",
+            "&status=closed&status=running",
+            Task.objects.exclude(status=S.NEEDS_REVIEW),
+        ),
+        (lists, "-id", "", Task.objects.all()),
+        (active, "created_at", "", Task.objects.exclude(status=S.CLOSED)),
+    ):
+        expected = list(tasks.order_by(ordering, tie[ordering]).values_list("pk", flat=True))
+        seen: list[int] = []
+        for offset in range(0, len(expected), 5):
+            body = rita.get(f"{url}?ordering={ordering}&limit=5&offset={offset}{query}").json()
+            assert body["count"] == len(expected)
+            seen += [item["id"] for item in body["items"]]
+        assert seen == expected, (url, ordering, query)
+
+
 def test_active_tasks_are_the_open_ones_including_needs_review(
     alice: Client, requester: Any
 ) -> None:

@@ -144,3 +144,52 @@ def test_task_list_rows_match_the_template_loop(
     rows = tbody(response.content.decode())
     assert rows == reference(LIST_LOOP, response.context)
     assert "your turn" in rows and " pulse" in rows and "&lt;i&gt;" in rows
+
+
+def test_every_page_of_the_lists_holds_the_rows_of_a_plain_slice(
+    client: Any, reviewer: Any, requester: Any
+) -> None:
+    """Issue 16: past page 1 the lists read the page's ids first, then those rows
+    (project.pagination.CountedPaginator); every page, with and without filters, holds
+    the same tasks in the same order as slicing the ordered list."""
+    start = timezone.now() - timedelta(days=1)
+    for i in range(130):
+        TaskFactory(
+            owner=requester,
+            title=f"Task {i}",
+            status=(S.NEEDS_REVIEW, S.CLOSED)[i % 2],
+            # Pairs share a created_at: the id breaks the tie, as in the ordering.
+            created_at=start + timedelta(minutes=i // 2),
+        )
+    ValidationSnapshotFactory.create_batch(
+        5, task=Task.objects.filter(status=S.NEEDS_REVIEW).first(), status="rejected"
+    )
+    client.force_login(reviewer)
+
+    def ids(tasks: Any, *ordering: str) -> list[int]:
+        return list(tasks.order_by(*ordering).values_list("pk", flat=True))
+
+    newest_first = ("-created_at", "-id")
+    review = Task.objects.filter(status=S.NEEDS_REVIEW)
+    cases = [
+        (reverse("task_list_all"), {}, ids(Task.objects.all(), *newest_first)),
+        (
+            reverse("task_list_all"),
+            {"status": S.CLOSED},
+            ids(Task.objects.filter(status=S.CLOSED), *newest_first),
+        ),
+        (reverse("review_queue"), {}, ids(review, "created_at", "id")),
+        (
+            reverse("review_queue"),
+            {"q": "Task 1"},
+            ids(review.filter(title__icontains="Task 1"), "created_at", "id"),
+        ),
+    ]
+    for url, params, expected in cases:
+        pages = -(-len(expected) // 50)
+        seen: list[int] = []
+        for number in range(1, pages + 1):
+            response = client.get(url, {**params, "page": number})
+            assert response.context["page"].number == number
+            seen += [t.pk for t in response.context["tasks"]]
+        assert seen == expected, (url, params)
