@@ -19,7 +19,7 @@ from django.utils import timezone
 from evidence_app.models import ToolEvidence, ValidationSnapshot, content_digest
 from evidence_app.validator.schema import claim_summary
 from project.roles import REVIEWERS
-from tasks_app.models import Run, RunMessage, Task
+from tasks_app.models import Run, RunMessage, Task, TaskEvent
 from tasks_app.states import TaskStatus
 
 WORDS = (
@@ -95,7 +95,9 @@ def user(username: str, *, reviewer: bool = False, superuser: bool = False) -> A
 
 def task_rows(owner_id: int, *, start: int, count: int, review_every: int) -> list[dict[str, Any]]:
     """``count`` small tasks; every ``review_every``-th one in needs_review, the rest
-    spread over the other settled states, created over the past year."""
+    spread over the other settled states; task ``i`` created ``(i + 1) x 30 s`` before
+    now, so every stage's tasks lie in the past (a year back at 1,000,000) and a day
+    holds ~2,900 of them, as a live database would."""
     others = [
         TaskStatus.CLOSED,
         TaskStatus.AWAITING_FEEDBACK,
@@ -108,7 +110,7 @@ def task_rows(owner_id: int, *, start: int, count: int, review_every: int) -> li
     rows = []
     for i in range(start, start + count):
         status = TaskStatus.NEEDS_REVIEW if i % review_every == 0 else others[i % len(others)]
-        created = now - timedelta(days=365) + timedelta(seconds=i * 300)
+        created = now - timedelta(seconds=(i + 1) * 30)
         rows.append(
             {
                 "owner_id": owner_id,
@@ -202,18 +204,47 @@ def add_tasks(owner: Any, *, start: int, count: int, review_every: int = 10) -> 
     """Insert ``count`` tasks (and a verdict for each needs_review one); returns how
     many are in needs_review."""
     rows = task_rows(owner.pk, start=start, count=count, review_every=review_every)
+    last_pk = Task.objects.aggregate(last=models.Max("pk"))["last"] or 0
     bulk_insert(Task, rows)
-    # Look the new tasks up by their (unique per owner) created_at range.
-    review_ids = list(
-        Task.objects.filter(
-            owner=owner,
-            status=TaskStatus.NEEDS_REVIEW,
-            created_at__gte=rows[0]["created_at"],
-            created_at__lte=rows[-1]["created_at"],
-        ).values_list("pk", flat=True)
-    )
+    # The new tasks: the ids after the last one (the bench is the database's only writer).
+    new = Task.objects.filter(owner=owner, pk__gt=last_pk).order_by("pk")
+    review_ids = list(new.filter(status=TaskStatus.NEEDS_REVIEW).values_list("pk", flat=True))
     bulk_insert(ValidationSnapshot, [snapshot_row(pk, i) for i, pk in enumerate(review_ids)])
+    # The status change that brought each task where it is (issue 16): the queue's
+    # "decided today" reads these events, so they grow with the tasks as in a live
+    # database.
+    bulk_insert(
+        TaskEvent,
+        [
+            event_row(pk, status, created_at, owner.pk)
+            for pk, status, created_at in new.values_list("pk", "status", "created_at")
+        ],
+    )
     return len(review_ids)
+
+
+# The transition into each settled status: (from, actor is the requester, actor kind).
+LAST_TRANSITION = {
+    TaskStatus.NEEDS_REVIEW: (TaskStatus.VALIDATING, False, "validator"),
+    TaskStatus.AWAITING_FEEDBACK: (TaskStatus.VALIDATING, False, "validator"),
+    TaskStatus.CLOSED: (TaskStatus.AWAITING_FEEDBACK, True, "user"),
+    TaskStatus.ABANDONED: (TaskStatus.NEEDS_REVIEW, True, "user"),
+    TaskStatus.FAILED: (TaskStatus.RUNNING, False, "system"),
+}
+
+
+def event_row(task_id: int, status: str, created_at: Any, owner_id: int) -> dict[str, Any]:
+    from_status, by_person, kind = LAST_TRANSITION[TaskStatus(status)]
+    return {
+        "task_id": task_id,
+        "from_status": from_status,
+        "to_status": status,
+        "actor_id": owner_id if by_person else None,
+        "actor_kind": kind,
+        "reason": "bench",
+        "attempt_index": 1,
+        "at": created_at + timedelta(minutes=30),
+    }
 
 
 @transaction.atomic

@@ -97,8 +97,15 @@ def page(client: Client, url: str, requests: int) -> dict[str, Any]:
     return pages({"page": (client, url)}, requests)["page"]
 
 
+def last_page(count: int, per_page: int = 50) -> int:
+    return max(1, -(-count // per_page))
+
+
 def measure(clients: dict[str, Client], detail_id: int, requests: int) -> dict[str, Any]:
     admin_url = reverse("admin:tasks_app_task_changelist") + "?status__exact=needs_review"
+    # The deepest page of the queue and of the closed tasks (issue 16: OFFSET pages).
+    queue_last = last_page(Task.objects.needs_review().count())
+    list_last = last_page(Task.objects.filter(status="closed").count())
     return pages(
         {
             "queue": (clients["reviewer"], reverse("review_queue")),
@@ -107,6 +114,14 @@ def measure(clients: dict[str, Client], detail_id: int, requests: int) -> dict[s
             # The task list with a status filter and the API list (issue 16).
             "list": (clients["reviewer"], reverse("task_list_all") + "?status=closed"),
             "api": (clients["reviewer"], "/api/v1/tasks?status=needs_review&limit=50"),
+            "queue last page": (
+                clients["reviewer"],
+                f"{reverse('review_queue')}?page={queue_last}",
+            ),
+            "list last page": (
+                clients["reviewer"],
+                f"{reverse('task_list_all')}?status=closed&page={list_last}",
+            ),
         },
         requests,
     )
@@ -195,7 +210,12 @@ def run(
             round(a["html_bytes"] / 1024, 1),
         ),
     ]
-    for name, label in (("list", "task list ?status=closed"), ("api", "API GET /tasks")):
+    for name, label in (
+        ("list", "task list ?status=closed"),
+        ("api", "API GET /tasks"),
+        ("queue last page", "queue, last page"),
+        ("list last page", "task list ?status=closed, last page"),
+    ):
         figures += [
             Figure(
                 "ui",
@@ -247,7 +267,7 @@ def run(
     ]
     rows = []
     small = stages[tasks[0]]
-    for name in ("queue", "list", "api", "admin", "detail"):
+    for name in ("queue", "queue last page", "list", "list last page", "api", "admin", "detail"):
         for size in tasks:
             s = stages[size][name]
             growth = s["p50_ms"] / small[name]["p50_ms"] if small[name]["p50_ms"] else 0

@@ -10,9 +10,10 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db.models import Count, Q, Sum
-from django.db.models.functions import Substr, TruncDate
+from django.db.models import Count, JSONField, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import JSONObject, Substr, TruncDate
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from evidence_app.models import SnapshotKind, ToolEvidence, ValidationSnapshot, ValidationStatus
 from evidence_app.packets import build_packet
@@ -65,6 +66,36 @@ def validation_summary(snapshot: ValidationSnapshot | None) -> dict[str, Any] | 
         "model_status": snapshot.model_status or None,
         "claim_summary": snapshot.claim_summary or {},
         "created_at": snapshot.created_at,
+    }
+
+
+def latest_summary_json() -> Subquery:
+    """The outer task's latest original verdict summary as one JSON object (PostgreSQL):
+    a list of tasks gets every row's summary in its own query, without a second query
+    and 50 model instances per page (issue 16). ``validation_summary_of_json`` reads it."""
+    latest = (
+        ValidationSnapshot.objects.originals()
+        .filter(task=OuterRef("pk"))
+        .order_by("-created_at", "-id")
+        .values(json=JSONObject(**{f: f for f in SUMMARY_FIELDS if f != "task_id"}))
+    )
+    return Subquery(latest[:1], output_field=JSONField())
+
+
+def validation_summary_of_json(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``validation_summary`` of a ``latest_summary_json`` object."""
+    if row is None:
+        return None
+    return {
+        "id": row["id"],
+        "attempt_index": row["attempt_index"],
+        "status": row["status"],
+        "passed": row["status"] == ValidationStatus.ACCEPTED,
+        "score": row["score"],
+        "failure_category": row["failure_category"] or None,
+        "model_status": row["model_status"] or None,
+        "claim_summary": row["claim_summary"] or {},
+        "created_at": parse_datetime(row["created_at"]),
     }
 
 

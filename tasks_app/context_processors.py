@@ -12,7 +12,9 @@ def roles(request: HttpRequest) -> dict[str, Any]:
     return {
         "is_reviewer": is_reviewer(user),
         "is_operator": is_operator(user),
-        "has_admin": has_admin_access(user),
+        # Called by the template only where it shows the admin link (full pages): an
+        # htmx fragment, such as the queue's poll, costs no permission queries.
+        "has_admin": lambda: has_admin_access(user),
     }
 
 

@@ -153,10 +153,12 @@ class Task(models.Model):
     objects = TaskQuerySet.as_manager()
 
     class Meta:
+        # The lists order by (created_at, id); with the id in the index a page's ids are
+        # an index-only scan, however deep the page (issue 16: project.pagination).
         indexes = [
-            models.Index(fields=["status", "created_at"], name="task_status_created"),
+            models.Index(fields=["status", "created_at", "id"], name="task_status_created_id"),
             models.Index(fields=["owner", "status"], name="task_owner_status"),
-            models.Index(fields=["created_at"], name="task_created"),
+            models.Index(fields=["created_at", "id"], name="task_created_id"),
         ]
 
     def __str__(self) -> str:
@@ -207,7 +209,16 @@ class TaskEvent(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
-        indexes = [models.Index(fields=["task", "at"], name="taskevent_task_at")]
+        indexes = [
+            models.Index(fields=["task", "at"], name="taskevent_task_at"),
+            # The review queue's "decided today" (issue 16): people's decisions on tasks
+            # waiting for review, by time; without it each queue load read every event.
+            models.Index(
+                fields=["at"],
+                name="taskevent_review_decided",
+                condition=models.Q(from_status="needs_review", actor__isnull=False),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.task_id}: {self.from_status} -> {self.to_status}"

@@ -19,6 +19,7 @@ from evidence_app.selectors import (
     latest_original,
     task_cost,
     validation_summary,
+    validation_summary_of_json,
     verdict,
 )
 from project.roles import is_staff_role
@@ -221,7 +222,10 @@ class TaskListItemOut(Schema):
 
     @staticmethod
     def resolve_latest_validation(task: Task) -> dict[str, Any] | None:
-        # Lists prefetch the latest original validation (tasks_app.selectors.tasks_for_list).
+        # Lists read the latest original validation with the task (as JSON on
+        # PostgreSQL) or prefetch it (tasks_app.selectors.tasks_for_list).
+        if hasattr(task, "latest_summary"):
+            return validation_summary_of_json(task.latest_summary)
         latest = getattr(task, "latest_validations", None)
         return validation_summary(latest[0] if latest else None)
 

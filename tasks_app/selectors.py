@@ -11,7 +11,7 @@ from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
 from evidence_app.models import ValidationSnapshot
-from evidence_app.selectors import SUMMARY_FIELDS
+from evidence_app.selectors import SUMMARY_FIELDS, latest_summary_json
 from project import roles
 from tasks_app.models import ClaimEvent, Run, Task, TaskEvent, TaskQuerySet, TaskStatusCount
 
@@ -71,20 +71,24 @@ def can_act(user: Any, task: Task) -> bool:
 
 def tasks_for_list(tasks: TaskQuerySet, *, ordering: str) -> TaskQuerySet:
     """Tasks for a list page, in a constant number of queries whatever its size: the
-    rows without their big columns, and each one's latest original verdict summary as
-    ``latest_validations`` (a one-item list) in one more query."""
-    # A sliced prefetch: Django picks each task's first row with a window function.
-    latest = (
-        ValidationSnapshot.objects.originals()
-        .only(*SUMMARY_FIELDS)
-        .order_by("-created_at", "-id")[:1]
-    )
+    rows without their big columns, and each one's latest original verdict summary. On
+    PostgreSQL the summary is a JSON column of the same query (``latest_summary``, issue
+    16); elsewhere a one-item ``latest_validations`` list in one more query."""
     tie_breaker = "-id" if ordering.startswith("-") else "id"
-    return (
-        tasks.for_list()
-        .prefetch_related(Prefetch("validations", queryset=latest, to_attr="latest_validations"))
-        .order_by(ordering, tie_breaker)
-    )
+    listed = tasks.for_list()
+    if connection.vendor == "postgresql":
+        listed = listed.annotate(latest_summary=latest_summary_json())
+    else:
+        # A sliced prefetch: Django picks each task's first row with a window function.
+        latest = (
+            ValidationSnapshot.objects.originals()
+            .only(*SUMMARY_FIELDS)
+            .order_by("-created_at", "-id")[:1]
+        )
+        listed = listed.prefetch_related(
+            Prefetch("validations", queryset=latest, to_attr="latest_validations")
+        )
+    return listed.order_by(ordering, tie_breaker)
 
 
 def attempt_summaries(task: Task) -> list[dict[str, Any]]:

@@ -49,7 +49,6 @@ def queue_queryset(user: Any, filters: dict[str, Any]) -> QuerySet[Task]:
         .annotate(
             v_status=Subquery(latest.values("status")[:1]),
             v_category=Subquery(latest.values("failure_category")[:1]),
-            v_score=Subquery(latest.values("score")[:1]),
             # The first issue the validator named: enough to triage without opening.
             v_issue=Subquery(latest.values("result__issues__0")[:1]),
             v_claims=Subquery(latest.values("claim_summary")[:1], output_field=JSONField()),

@@ -107,11 +107,13 @@ def get_tasks(
 ) -> QuerySet[Task]:
     tasks = filters.filter(visible_tasks(request.auth))  # type: ignore[attr-defined]
     listed = tasks_for_list(tasks, ordering=query.ordering)
+    listed.page_by_ids = True  # type: ignore[attr-defined]
     only_status = (
         filters.requires_user_action is None
         and filters.is_open is None
         and filters.is_execution_active is None
         and not (filters.q or "").strip()
+        and filters.agent is None
     )
     if only_status and roles.is_staff_role(request.auth):  # type: ignore[attr-defined]
         # Every task (or every task in some statuses): the counters know the total, so
@@ -129,7 +131,9 @@ def get_tasks(
 @paginate(LimitOffset)
 def get_active_tasks(request: HttpRequest, query: Query[TaskOrderingQuery]) -> QuerySet[Task]:
     tasks = visible_tasks(request.auth).open()  # type: ignore[attr-defined]
-    return tasks_for_list(tasks, ordering=query.ordering)
+    listed = tasks_for_list(tasks, ordering=query.ordering)
+    listed.page_by_ids = True  # type: ignore[attr-defined]
+    return listed
 
 
 @router.get(

@@ -8,13 +8,13 @@ from decimal import Decimal
 from typing import Any
 
 from django import template
-from django.template.defaultfilters import pluralize
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from project.costs import CostTotal, format_cost
 from project.llm.registry import display_model_name
+from tasks_app import rows
 
 register = template.Library()
 
@@ -135,12 +135,8 @@ _STATUS_LABELS: dict[str, str] = {}
 
 @register.filter
 def rerun_note(count: int | None) -> str:
-    """The infrastructure re-runs of a task's attempt (issue 17: the second budget), in
-    the one wording the progress line, the task list and the review queue share: "re-run
-    2 times after a worker fault"; "" when there were none."""
-    if not count:
-        return ""
-    return f"re-run {count} time{pluralize(count)} after a worker fault"
+    """``tasks_app.rows.rerun_note`` as a filter (the progress line)."""
+    return rows.rerun_note(count)
 
 
 @register.filter
@@ -199,3 +195,15 @@ def claim_counts(claims: Any) -> dict[str, int]:
         if verdict in counts:
             counts[verdict] += 1
     return counts
+
+
+@register.simple_tag
+def queue_rows(tasks: Any, **options: Any) -> SafeString:
+    """The review queue's rows (``tasks_app.rows``: built in Python, issue 16)."""
+    return rows.queue_rows(tasks, **options)
+
+
+@register.simple_tag
+def task_rows(tasks: Any, *, user: Any, scope: str) -> SafeString:
+    """The task list's rows (``tasks_app.rows``: built in Python, issue 16)."""
+    return rows.task_rows(tasks, user=user, scope=scope)

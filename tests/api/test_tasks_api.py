@@ -5,14 +5,20 @@ A1, A2, A3, S2, S5, V3, U3.
 
 from __future__ import annotations
 
+import json
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
+from django.utils import timezone
+from ninja.responses import NinjaJSONEncoder
 
 from evidence_app.models import ValidationSnapshot
+from evidence_app.selectors import latest_original, validation_summary
 from tasks_app.models import Feedback, Task, TaskEvent
+from tasks_app.schemas import ValidationSummaryOut
 from tasks_app.states import TaskStatus as S
 from tests.factories import (
     RunFactory,
@@ -285,6 +291,103 @@ def test_list_filters_by_status_flags_and_text(alice: Client, requester: Any) ->
     page = alice.get("/api/v1/tasks?ordering=created_at&limit=2&offset=1").json()
     assert page["count"] == 3
     assert [item["id"] for item in page["items"]] == [running.pk, closed.pk]
+
+
+@pytest.mark.postgres
+def test_staff_list_count_matches_its_items_with_every_filter(rita: Client, requester: Any) -> None:
+    """Issue 16: a reviewer's count comes from the status counters only when status is
+    the sole filter; with ``agent`` (or a flag, or q) it counts the filtered rows."""
+    TaskFactory(owner=requester, status=S.NEEDS_REVIEW)
+    TaskFactory(owner=requester, status=S.NEEDS_REVIEW, agent="external")
+    TaskFactory(owner=requester, status=S.CLOSED, agent="external")
+    for query, expected in (
+        ("", 3),
+        ("status=needs_review", 2),
+        ("agent=external", 2),
+        ("agent=internal", 1),
+        ("status=needs_review&agent=external", 1),
+        ("is_open=false", 1),
+    ):
+        body = rita.get(f"/api/v1/tasks?{query}").json()
+        assert body["count"] == len(body["items"]) == expected, query
+
+
+@pytest.mark.postgres
+def test_list_verdict_summaries_read_as_json_equal_the_snapshot_rows(
+    rita: Client, requester: Any
+) -> None:
+    """Issue 16: on PostgreSQL the list reads each task's latest original verdict as one
+    JSON column; every item's ``latest_validation`` equals the summary of that snapshot
+    row (latest by time then id, replays ignored, blanks as null, no verdict as null)."""
+    now = timezone.now()
+    tasks = [TaskFactory(owner=requester, status=S.NEEDS_REVIEW) for _ in range(4)]
+    ValidationSnapshotFactory(task=tasks[0], status="rejected", created_at=now)
+    ValidationSnapshotFactory(
+        task=tasks[0],
+        status="accepted",
+        score=0.875,
+        failure_category="",
+        model_status="accepted",
+        claim_summary={"total": 2, "supported": 2},
+        created_at=now + timedelta(seconds=1, microseconds=123_456),
+    )
+    ValidationSnapshotFactory(task=tasks[0], kind="replay", created_at=now + timedelta(hours=1))
+    ValidationSnapshotFactory(task=tasks[1], status="insufficient_evidence", score=None)
+    same = now.replace(microsecond=0)
+    for status in ("validator_error", "rejected"):  # same time: the larger id wins
+        ValidationSnapshotFactory(
+            task=tasks[2], status=status, failure_category="unsupported_claim", created_at=same
+        )
+    items = {i["id"]: i for i in rita.get("/api/v1/tasks?limit=10").json()["items"]}
+    for task in tasks:
+        summary = validation_summary(latest_original(task.pk))
+        expected = (
+            None
+            if summary is None
+            else json.loads(
+                json.dumps(
+                    ValidationSummaryOut.model_validate(summary).model_dump(),
+                    cls=NinjaJSONEncoder,
+                )
+            )
+        )
+        assert items[task.pk]["latest_validation"] == expected
+    assert items[tasks[0].pk]["latest_validation"]["passed"] is True
+    assert items[tasks[2].pk]["latest_validation"]["status"] == "rejected"
+    assert items[tasks[3].pk]["latest_validation"] is None
+
+
+def test_list_pages_by_offset_hold_the_rows_of_a_plain_slice(rita: Client, requester: Any) -> None:
+    """Issue 16: past offset 0 the task lists read the page's ids first, then those
+    rows; every page, for each ordering and a filter, holds the tasks of slicing the
+    ordered list (ties on created_at broken by the id)."""
+    start = timezone.now() - timedelta(days=1)
+    for i in range(23):
+        TaskFactory(
+            owner=requester,
+            status=(S.NEEDS_REVIEW, S.CLOSED, S.RUNNING)[i % 3],
+            created_at=start + timedelta(minutes=i // 2),
+        )
+    tie = {"created_at": "id", "-created_at": "-id", "id": "id", "-id": "-id"}
+    lists, active = "/api/v1/tasks", "/api/v1/tasks/active"
+    for url, ordering, query, tasks in (
+        (lists, "-created_at", "", Task.objects.all()),
+        (
+            lists,
+            "created_at",
+            "&status=closed&status=running",
+            Task.objects.exclude(status=S.NEEDS_REVIEW),
+        ),
+        (lists, "-id", "", Task.objects.all()),
+        (active, "created_at", "", Task.objects.exclude(status=S.CLOSED)),
+    ):
+        expected = list(tasks.order_by(ordering, tie[ordering]).values_list("pk", flat=True))
+        seen: list[int] = []
+        for offset in range(0, len(expected), 5):
+            body = rita.get(f"{url}?ordering={ordering}&limit=5&offset={offset}{query}").json()
+            assert body["count"] == len(expected)
+            seen += [item["id"] for item in body["items"]]
+        assert seen == expected, (url, ordering, query)
 
 
 def test_active_tasks_are_the_open_ones_including_needs_review(
