@@ -106,23 +106,34 @@ def queue_progress(user: Any) -> dict[str, int]:
 
 def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str, Any]:
     """Where ``task_id`` stands in the queue with these filters: position (1-based, 0 when
-    it is not in it), total, and the previous and next task ids in queue order."""
-    ids = list(queue_queryset(user, filters).values_list("pk", flat=True))
-    if task_id not in ids:
-        return {
-            "position": 0,
-            "total": len(ids),
-            "prev_id": None,
-            "next_id": ids[0] if ids else None,
-        }
-    i = ids.index(task_id)
+    it is not in it), total, and the previous and next task ids in queue order.
+
+    Keyset reads on the queue order (created_at, id), not the list of every id in the
+    queue (issue 16: that was 100,000 ids per task page at a million tasks): the
+    neighbours are one indexed row each, the position a count of the tasks before it,
+    the unfiltered total the status counter."""
+    qs = queue_queryset(user, filters)
+    total = (
+        status_counts().get(TaskStatus.NEEDS_REVIEW, 0)
+        if not any(filters.get(key) for key in QUEUE_FILTER_KEYS)
+        else qs.count()
+    )
+    here = qs.filter(pk=task_id).values("created_at").first()
+    if here is None:
+        first = qs.values_list("pk", flat=True).first()
+        return {"position": 0, "total": total, "prev_id": None, "next_id": first}
+    at = here["created_at"]
+    before = qs.filter(Q(created_at__lt=at) | Q(created_at=at, pk__lt=task_id))
+    after = qs.filter(Q(created_at__gt=at) | Q(created_at=at, pk__gt=task_id))
+    prev_id = before.order_by("-created_at", "-id").values_list("pk", flat=True).first()
+    next_id = after.order_by("created_at", "id").values_list("pk", flat=True).first()
     return {
-        "position": i + 1,
-        "total": len(ids),
-        "prev_id": ids[i - 1] if i > 0 else None,
-        "next_id": ids[i + 1] if i + 1 < len(ids) else None,
+        "position": before.count() + 1,
+        "total": total,
+        "prev_id": prev_id,
+        "next_id": next_id,
         # After a decision this task leaves the queue: the one after it, else the one before.
-        "after_decision_id": ids[i + 1] if i + 1 < len(ids) else (ids[i - 1] if i else None),
+        "after_decision_id": next_id if next_id is not None else prev_id,
     }
 
 

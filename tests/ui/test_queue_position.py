@@ -1,0 +1,70 @@
+"""Issue 16/13: the task page's place in the queue (position, total, previous, next, the
+task after a decision) read by keyset on the queue order, agrees with the whole queue's
+id list (the old way, O(queue) per page), for every task and filter, with tied
+creation times."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from tasks_app.models import Task
+from tasks_app.states import TaskStatus as S
+from tasks_app.views_review import queue_position, queue_queryset
+from tests.factories import TaskFactory, ValidationSnapshotFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def reference(user: Any, filters: dict[str, Any], task_id: int) -> dict[str, Any]:
+    ids = list(queue_queryset(user, filters).values_list("pk", flat=True))
+    if task_id not in ids:
+        return {
+            "position": 0,
+            "total": len(ids),
+            "prev_id": None,
+            "next_id": ids[0] if ids else None,
+        }
+    i = ids.index(task_id)
+    return {
+        "position": i + 1,
+        "total": len(ids),
+        "prev_id": ids[i - 1] if i > 0 else None,
+        "next_id": ids[i + 1] if i + 1 < len(ids) else None,
+        "after_decision_id": ids[i + 1] if i + 1 < len(ids) else (ids[i - 1] if i else None),
+    }
+
+
+def test_position_matches_the_whole_queue_for_every_task_and_filter(
+    reviewer: Any, requester: Any
+) -> None:
+    """Issue 16: same answers as the id list, ties on created_at ordered by id."""
+    start = timezone.now() - timedelta(hours=1)
+    tasks = []
+    for i in range(9):
+        task = TaskFactory(
+            owner=requester,
+            status=S.NEEDS_REVIEW,
+            title=f"budget {i}" if i % 2 else f"leave {i}",
+            created_at=start + timedelta(minutes=i // 3),  # three tasks per minute: ties
+        )
+        if i % 3:
+            ValidationSnapshotFactory(task=task, status="insufficient_evidence")
+        tasks.append(task)
+    outside = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK)
+    Task.objects.filter(pk=tasks[4].pk).update(assigned_to=reviewer)
+    for filters in (
+        {},
+        {"q": "budget"},
+        {"vstatus": "none"},
+        {"vstatus": "insufficient_evidence"},
+        {"assigned": "mine"},
+        {"q": "nothing matches"},
+    ):
+        for task in [*tasks, outside]:
+            assert queue_position(reviewer, filters, task.pk) == reference(
+                reviewer, filters, task.pk
+            ), (filters, task.pk)
