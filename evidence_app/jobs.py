@@ -15,6 +15,7 @@ from django.db import InterfaceError, OperationalError, connection
 
 from evidence_app.models import ValidationSnapshot
 from evidence_app.services import replay_validation, validation_attempt
+from project.errors import first_line
 
 log = logging.getLogger(__name__)
 
@@ -28,13 +29,12 @@ def validate_attempt_job(task_id: int, attempt_index: int) -> str:
     try:
         outcome = validation_attempt(task_id=int(task_id), attempt_index=int(attempt_index))
     except (OperationalError, InterfaceError) as exc:
-        text = str(exc).strip()
         log.warning(
             "task %s attempt %s: db_lost: the validation lost its database connection (%s); "
             "the reaper re-sends it",
             task_id,
             attempt_index,
-            text.splitlines()[0] if text else type(exc).__name__,
+            first_line(exc),
         )
         connection.close()
         return "db_lost"

@@ -28,7 +28,7 @@ from evidence_app.validator.schema import ValidationResult, claim_summary
 from evidence_app.validator.templates import DEFAULT_TEMPLATE, TemplateVersion, get_template
 from project.costs import CURRENCY, CostTotal, estimate_cost
 from project.db import release_connection
-from project.errors import StaleAction
+from project.errors import StaleAction, first_line
 from tasks_app.models import (
     NO_USABLE_ANSWER,
     Feedback,
@@ -342,7 +342,7 @@ class ClaimKeeper:
                             "refreshed (%s); retrying every %.0f s",
                             self.task_id,
                             self.attempt_index,
-                            str(exc).strip().splitlines()[0] if str(exc).strip() else exc,
+                            first_line(exc),
                             self.interval,
                         )
                     lost = True

@@ -24,6 +24,7 @@ from ninja.operation import Operation
 
 from project import request_bodies
 from project.errors import DomainError
+from project.middleware import DB_RETRY_AFTER_SECONDS, log_database_unavailable
 from tasks_app.auth import api_auth
 
 logger = logging.getLogger(__name__)
@@ -166,20 +167,13 @@ def domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
     )
 
 
-# How long a client should wait before retrying while the database is unreachable.
-DB_RETRY_AFTER_SECONDS = 5
-
-
 @api.exception_handler(OperationalError)
 @api.exception_handler(InterfaceError)
 def database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
     """The database is unreachable (restarting, connection cut): 503 with Retry-After,
     not a 500, and nothing was written (the request's transaction did not commit). A
     client retrying with the same Idempotency-Key gets one result (issue 17)."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    logger.warning(
-        "database unavailable: %s %s answered 503 (%s)", request.method, request.path, first
-    )
+    log_database_unavailable(request, exc)
     response = api.create_response(
         request,
         error_body(503, "The database is unavailable; retry shortly.", "database_unavailable"),

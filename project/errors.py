@@ -42,3 +42,10 @@ class ClaimConflict(DomainError):
 class InvalidInput(DomainError):
     code = "invalid_input"
     http_status = 422
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its class name when it has none): what
+    a one-line WARNING about an expected failure says, instead of a traceback."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

@@ -10,6 +10,8 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 
+from project.errors import first_line
+
 log = logging.getLogger(__name__)
 
 
@@ -49,12 +51,24 @@ class RequestTooLargeMiddleware:
         )
 
 
+# How long a client should wait before retrying while the database is unreachable.
+DB_RETRY_AFTER_SECONDS = 5
+
+
+def log_database_unavailable(request: HttpRequest, exc: Exception) -> None:
+    """The one WARNING line of a request answered 503 because the database is away."""
+    log.warning(
+        "database unavailable: %s %s answered 503 (%s)",
+        request.method,
+        request.path,
+        first_line(exc),
+    )
+
+
 class DatabaseUnavailableMiddleware:
     """A page whose database is unreachable (restarting, connection cut) answers 503
     with Retry-After and says so, not a 500 with a traceback in the log: one WARNING
     line (issue 17). The API answers the same in its JSON error shape (project.api)."""
-
-    RETRY_AFTER_SECONDS = 5
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -71,14 +85,11 @@ class DatabaseUnavailableMiddleware:
         return None
 
     def unavailable(self, request: HttpRequest, exc: Exception) -> HttpResponse:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        log.warning(
-            "database unavailable: %s %s answered 503 (%s)", request.method, request.path, first
-        )
+        log_database_unavailable(request, exc)
         response = HttpResponse(
             "The service cannot reach its database right now; retry in a few seconds.\n",
             status=503,
             content_type="text/plain; charset=utf-8",
         )
-        response["Retry-After"] = str(self.RETRY_AFTER_SECONDS)
+        response["Retry-After"] = str(DB_RETRY_AFTER_SECONDS)
         return response

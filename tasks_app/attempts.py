@@ -30,6 +30,7 @@ from django.utils import timezone
 from project.broker import Held, held_jobs
 from project.db import release_connection
 from project.errors import DomainError, StaleAction
+from project.errors import first_line as _first_line
 from project.logs import extended as log_context
 from tasks_app import services
 from tasks_app.agents import prompts
@@ -401,11 +402,6 @@ def attempt_run(*, task_id: int, worker: str = "") -> AttemptOutcome:
         )
         _close_quietly()
         return AttemptOutcome(JobResult.DB_LOST)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _close_quietly() -> None:
