@@ -4,13 +4,15 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models.fields.json import KeyTextTransform
 from pydantic import BaseModel, Field
 
 from evidence_app import models as evidence_models
+from project.db import MARKER_ID, MARKER_INDEX, Prepared
 from tasks_app.models import RUN_ABANDONED_BY_DEAD_WORKER, Run, RunKind, RunMessage, Task
 
 
@@ -116,59 +118,99 @@ _EVIDENCE_FIELDS = (
 )
 
 
-def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
-    """Assemble the packet of one attempt from stored rows, in three queries."""
-    # Runs a dead worker left when its attempt was re-run (issue 17) stay stored as
-    # evidence of what happened, but the answer to judge is the live worker's.
-    runs = list(
-        Run.objects.filter(task=task, attempt_index=attempt)
+@functools.cache
+def _prepared() -> tuple[Prepared, Prepared, Prepared]:
+    """The three queries of ``build_packet``, compiled once (issue 16): the attempt's
+    runs (without those a dead worker left when its attempt was re-run, issue 17: they
+    stay stored as evidence of what happened, but the answer to judge is the live
+    worker's), its tool evidence, and its transcripts with only each payload's tool
+    call id (extracted by the database: model payloads are neither sent nor parsed)."""
+    markers = {"task_id": MARKER_ID, "attempt": MARKER_INDEX}
+    runs = (
+        Run.objects.filter(task_id=MARKER_ID, attempt_index=MARKER_INDEX)
         .exclude(finish_reason__in=RUN_ABANDONED_BY_DEAD_WORKER)
         .order_by("graph_index", "id")
-        .only(*_RUN_FIELDS)
+        .values_list(*_RUN_FIELDS)
     )
-    run_ids = [run.pk for run in runs]
-    # Plain rows, not model instances (issue 16: this runs once per validation).
-    evidence_by_run: dict[int, list[ToolEvidence]] = {pk: [] for pk in run_ids}
-    for row in (
-        evidence_models.ToolEvidence.objects.filter(run_id__in=run_ids)
+    evidence = (
+        evidence_models.ToolEvidence.objects.filter(task_id=MARKER_ID, attempt_index=MARKER_INDEX)
         .order_by("run_id", "sequence")
-        .values(*_EVIDENCE_FIELDS)
-    ):
-        evidence_by_run[row["run_id"]].append(
-            ToolEvidence(
-                evidence_id=row["id"],
-                tool_name=row["tool_name"],
-                tool_call_id=row["tool_call_id"],
-                arguments=row["arguments"] or {},
-                content=row["content"],
-                content_sha256=row["content_sha256"],
-                is_error=row["is_error"],
-                url=row["url"] or None,
-                title=row["title"] or None,
-                event_payload=row["event_payload"] or {},
-                created_at=row["created_at"],
-            )
-        )
-    transcript_by_run: dict[int, list[TranscriptMessage]] = {pk: [] for pk in run_ids}
-    # Only the tool call id of each payload is read: the database extracts it, so the
-    # (model response) payloads are neither sent nor parsed.
-    for run_id, index, role, content, tool_call_id in (
-        RunMessage.objects.filter(run_id__in=run_ids)
+        .values_list(*_EVIDENCE_FIELDS)
+    )
+    transcript = (
+        RunMessage.objects.filter(run__task_id=MARKER_ID, run__attempt_index=MARKER_INDEX)
         .order_by("run_id", "index")
         .values_list(
             "run_id", "index", "role", "content", KeyTextTransform("tool_call_id", "payload")
         )
-    ):
-        transcript_by_run[run_id].append(
-            TranscriptMessage(index=index, role=role, content=content, tool_call_id=tool_call_id)
+    )
+    return (
+        Prepared(runs, **markers),
+        Prepared(evidence, **markers),
+        Prepared(transcript, **markers),
+    )
+
+
+class _Run(NamedTuple):
+    """One row of ``_RUN_FIELDS``."""
+
+    id: int
+    session_id: Any
+    kind: str
+    node_id: str
+    node_role: str
+    model_name: str
+    status: str
+    output_text: str
+    finish_reason: str
+    error: str
+    warnings: list[str] | None
+    graph_index: int
+
+
+def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
+    """Assemble the packet of one attempt from stored rows, in three queries of plain
+    values (issue 16: this runs once per validation)."""
+    prepared_runs, prepared_evidence, prepared_transcript = _prepared()
+    runs = [_Run(*row) for row in prepared_runs.rows(task_id=task.pk, attempt=attempt)]
+    # Evidence and transcripts of runs left out above are read, then dropped here.
+    evidence_by_run: dict[int, list[ToolEvidence]] = {run.id: [] for run in runs}
+    for row in prepared_evidence.rows(task_id=task.pk, attempt=attempt):
+        item = dict(zip(_EVIDENCE_FIELDS, row, strict=True))
+        if item["run_id"] not in evidence_by_run:
+            continue
+        evidence_by_run[item["run_id"]].append(
+            ToolEvidence(
+                evidence_id=item["id"],
+                tool_name=item["tool_name"],
+                tool_call_id=item["tool_call_id"],
+                arguments=item["arguments"] or {},
+                content=item["content"],
+                content_sha256=item["content_sha256"],
+                is_error=item["is_error"],
+                url=item["url"] or None,
+                title=item["title"] or None,
+                event_payload=item["event_payload"] or {},
+                created_at=item["created_at"],
+            )
         )
+    transcript_by_run: dict[int, list[TranscriptMessage]] = {run.id: [] for run in runs}
+    for run_id, index, role, content, tool_call_id in prepared_transcript.rows(
+        task_id=task.pk, attempt=attempt
+    ):
+        if run_id in transcript_by_run:
+            transcript_by_run[run_id].append(
+                TranscriptMessage(
+                    index=index, role=role, content=content, tool_call_id=tool_call_id
+                )
+            )
 
     main_run: RunEvidence | None = None
     team_runs: list[RunEvidence] = []
     node_results: list[NodeRunResult] = []
     for run in runs:
         evidence = RunEvidence(
-            run_id=run.pk,
+            run_id=run.id,
             session_id=str(run.session_id),
             kind=run.kind,
             node_id=run.node_id,
@@ -178,8 +220,8 @@ def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
             output_text=run.output_text,
             finish_reason=run.finish_reason,
             error=run.error,
-            transcript=transcript_by_run[run.pk],
-            tool_results=evidence_by_run[run.pk],
+            transcript=transcript_by_run[run.id],
+            tool_results=evidence_by_run[run.id],
             warnings=list(run.warnings or []),
         )
         if run.kind == RunKind.TEAM_NODE:
@@ -192,7 +234,7 @@ def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
                     finish_reason=run.finish_reason,
                     output_text=run.output_text,
                     error=run.error,
-                    run_id=run.pk,
+                    run_id=run.id,
                 )
             )
         else:

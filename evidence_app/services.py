@@ -8,8 +8,10 @@ under the task's row lock, after re-checking that the attempt is still being val
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,7 +29,7 @@ from evidence_app.validator.prompt import HistoryMessage, build_prompt, format_f
 from evidence_app.validator.schema import ValidationResult, claim_summary
 from evidence_app.validator.templates import DEFAULT_TEMPLATE, TemplateVersion, get_template
 from project.costs import CURRENCY, CostTotal, estimate_cost
-from project.db import release_connection
+from project.db import MARKER_ID, MARKER_TIME, Prepared, release_connection
 from project.errors import StaleAction, first_line
 from tasks_app.models import (
     NO_USABLE_ANSWER,
@@ -66,13 +68,31 @@ def validation_applies(task: Task) -> bool:
     return True
 
 
+@functools.cache
+def _prepared_feedback(*, before: bool) -> Prepared:
+    """A task's feedback, oldest first, as plain values with the author's user name by
+    a join (issue 16: no model instances, compiled once); ``before`` adds a time bound."""
+    feedback = Feedback.objects.filter(task_id=MARKER_ID)
+    markers: dict[str, Any] = {"task_id": MARKER_ID}
+    if before:
+        feedback = feedback.filter(created_at__lt=MARKER_TIME)
+        markers["before"] = MARKER_TIME
+    username = f"author__{get_user_model().USERNAME_FIELD}"
+    return Prepared(
+        feedback.order_by("created_at", "id").values_list(
+            "created_at", "action", "comment", username
+        ),
+        **markers,
+    )
+
+
 def _history(task: Task, *, attempt_index: int, before: datetime | None) -> list[HistoryMessage]:
     """The task's conversation before this attempt's verdict: earlier attempts' answers
     and people's feedback and notes, oldest first."""
     messages: list[HistoryMessage] = []
     # Attempt 1 has no earlier answers (skip the query: one statement less per task).
-    runs = (
-        Run.objects.none()
+    runs: Iterable[Run] = (
+        ()
         if attempt_index <= 1
         else Run.objects.filter(
             task=task, attempt_index__lt=attempt_index, kind__in=[RunKind.MAIN, RunKind.SYNTHESIS]
@@ -90,15 +110,13 @@ def _history(task: Task, *, attempt_index: int, before: datetime | None) -> list
                 text=run.output_text,
             )
         )
-    feedback = Feedback.objects.filter(task=task)
-    if before is not None:
-        feedback = feedback.filter(created_at__lt=before)
-    # Plain values (issue 16): the author's user name by a join, no model instances.
-    username = f"author__{get_user_model().USERNAME_FIELD}"
     labels = dict(FeedbackAction.choices)
-    for at, action, comment, who in feedback.order_by("created_at", "id").values_list(
-        "created_at", "action", "comment", username
-    ):
+    rows = (
+        _prepared_feedback(before=False).rows(task_id=task.pk)
+        if before is None
+        else _prepared_feedback(before=True).rows(task_id=task.pk, before=before)
+    )
+    for at, action, comment, who in rows:
         text = comment or str(labels.get(action, action))
         messages.append(HistoryMessage(at=at, role=f"{who or 'someone'} ({action})", text=text))
     messages.sort(key=lambda m: m.at)

@@ -20,6 +20,7 @@ attempt is stored as a ``WebhookDeliveryAttempt``.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import logging
 import random
@@ -38,6 +39,7 @@ from django.db.models import Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
+from project.db import MARKER_ID, Prepared
 from project.errors import InvalidInput
 from project.netguard import UnsafeAddress, resolve_public_address
 from tasks_app.models import (
@@ -170,11 +172,27 @@ def task_summary(task: Task) -> dict[str, Any]:
     }
 
 
-def _subscribed(task: Task, event_types: list[str]) -> list[WebhookEndpoint]:
-    endpoints = WebhookEndpoint.objects.filter(owner_id=task.owner_id, is_active=True).filter(
-        Q(api_token__isnull=True) | Q(api_token__revoked_at__isnull=True)
+@functools.cache
+def _live_endpoints() -> Prepared:
+    """(id, events) of an owner's active endpoints whose token (if any) is not revoked;
+    compiled once (issue 16: this runs in every transition)."""
+    return Prepared(
+        WebhookEndpoint.objects.filter(owner_id=MARKER_ID, is_active=True)
+        .filter(Q(api_token__isnull=True) | Q(api_token__revoked_at__isnull=True))
+        .values_list("id", "events"),
+        owner_id=MARKER_ID,
     )
-    return [e for e in endpoints if any(t in (e.events or []) for t in event_types)]
+
+
+def _subscribed(task: Task, event_types: list[str]) -> list[WebhookEndpoint]:
+    ids = [
+        pk
+        for pk, events in _live_endpoints().rows(owner_id=task.owner_id)
+        if any(t in (events or []) for t in event_types)
+    ]
+    if not ids:
+        return []
+    return list(WebhookEndpoint.objects.filter(pk__in=ids))
 
 
 def webhook_events_for_transition(

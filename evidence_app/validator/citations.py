@@ -50,22 +50,30 @@ _CHAR_MAP = {**_QUOTE_CHARS, **_DASH_CHARS}
 _WORD_RUN = re.compile(r"\S+")
 
 
+_TRANSLATION = str.maketrans(_CHAR_MAP)
+# The one character whose lowercase depends on its neighbours in str.lower() (a final
+# sigma), where lowercasing the whole text differs from lowercasing each character.
+_CONTEXT_LOWER = "\u03a3"
+
+
 def normalise(text: str) -> tuple[str, list[int]]:
     """``text`` normalised for matching, and for each character of the result the index
     of the character of ``text`` it came from. Whitespace runs become one space;
     leading and trailing whitespace is dropped."""
-    if text.isascii():
-        # The common case without a loop over characters (issue 16): in ASCII the only
-        # mapped character is the backtick and lowercasing keeps the length.
-        words: list[str] = []
-        origin: list[int] = []
-        for match in _WORD_RUN.finditer(text):
-            start, end = match.span()
-            if words:
-                origin.append(start - 1)  # the space stands for the run's last character
-            origin.extend(range(start, end))
-            words.append(match.group())
-        return " ".join(words).lower().replace("`", "'"), origin
+    if _CONTEXT_LOWER not in text:
+        lowered = text.translate(_TRANSLATION).lower()
+        if len(lowered) == len(text):
+            # The common case, without a Python loop over characters (issue 16): every
+            # character maps to one character at the same offset.
+            words: list[str] = []
+            origin: list[int] = []
+            for match in _WORD_RUN.finditer(text):
+                start, end = match.span()
+                if words:
+                    origin.append(start - 1)  # the space stands for the run's last character
+                origin.extend(range(start, end))
+                words.append(lowered[start:end])
+            return " ".join(words), origin
     return _normalise_chars(text)
 
 

@@ -3,12 +3,14 @@ SQLite) and reading a document in full."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, TypedDict
 
 from django.db import connection
 from django.db.models import QuerySet
 
+from project.db import MARKER_ID, MARKER_TEXT, Prepared
 from tasks_app.agents.db import db_turn
 from tasks_app.agents.tools.registry import Tool, ToolError, ToolOutput, register_tool
 from tasks_app.models import KnowledgeDocument
@@ -67,6 +69,13 @@ def _snippet(body: str, terms: list[str], width: int = 240) -> str:
     return ("…" if start else "") + text + ("…" if start + width < len(body) else "")
 
 
+def _raw_query(terms: list[str]) -> str:
+    """The OR of the key words as a ``to_tsquery`` text ("" when none is left); terms
+    equal to ``MARKER_TEXT`` pass unchanged (``_prepared_search``)."""
+    safe = [t if t == MARKER_TEXT else re.sub(r"[^a-z0-9]", "", t) for t in terms]
+    return " | ".join(t for t in safe if t)
+
+
 def search_queryset(
     terms: list[str], limit: int
 ) -> QuerySet[WithAnnotations[KnowledgeDocument, _Ranked]] | None:
@@ -75,8 +84,7 @@ def search_queryset(
 
     # OR of the key words: a natural-language question rarely has every word in one
     # document, and ranking puts the documents with most matches first.
-    safe = [re.sub(r"[^a-z0-9]", "", t) for t in terms]
-    raw_query = " | ".join(t for t in safe if t)
+    raw_query = _raw_query(terms)
     if not raw_query:
         return None
     # The same expression as the GIN index knowledgedocument_search (migration 0004):
@@ -95,11 +103,33 @@ def search_queryset(
     )
 
 
+_DOC_FIELDS = ("id", "title", "body", "source_url", "source_key", "created_at", "updated_at")
+
+
+@functools.cache
+def _prepared_search(limit: int) -> Prepared:
+    """``search_queryset`` compiled once per limit (issue 16: compiling its text-search
+    expressions cost the worker more than PostgreSQL spent running it)."""
+    queryset = search_queryset([MARKER_TEXT], limit)
+    assert queryset is not None
+    return Prepared(queryset.values_list(*_DOC_FIELDS, "rank"), terms=MARKER_TEXT)
+
+
+@functools.cache
+def _prepared_document() -> Prepared:
+    return Prepared(
+        KnowledgeDocument.objects.filter(pk=MARKER_ID).values_list(*_DOC_FIELDS), pk=MARKER_ID
+    )
+
+
 def _search_postgres(terms: list[str], limit: int) -> list[tuple[KnowledgeDocument, float]]:
-    rows = search_queryset(terms, limit)
-    if rows is None:
+    raw_query = _raw_query(terms)
+    if not raw_query:
         return []
-    return [(doc, float(doc.rank)) for doc in rows]
+    return [
+        (KnowledgeDocument(**dict(zip(_DOC_FIELDS, row[:-1], strict=True))), float(row[-1]))
+        for row in _prepared_search(limit).rows(terms=raw_query)
+    ]
 
 
 def _search_simple(terms: list[str], limit: int) -> list[tuple[KnowledgeDocument, float]]:
@@ -165,7 +195,8 @@ def read_document(document_id: int | str) -> ToolOutput:
     except ValueError:
         raise ToolError(f"document_id must be a number, got {document_id!r}") from None
     with db_turn():
-        doc = KnowledgeDocument.objects.filter(pk=pk).first()
+        found = _prepared_document().rows(pk=pk)
+    doc = KnowledgeDocument(**dict(zip(_DOC_FIELDS, found[0], strict=True))) if found else None
     if doc is None:
         raise ToolError(f"there is no document with id {pk}")
     # The whole body, never cut: a fact deep in a long document must reach the evidence.
