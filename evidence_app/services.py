@@ -29,7 +29,7 @@ from evidence_app.validator.prompt import HistoryMessage, build_prompt, format_f
 from evidence_app.validator.schema import ValidationResult, claim_summary
 from evidence_app.validator.templates import DEFAULT_TEMPLATE, TemplateVersion, get_template
 from project.costs import CURRENCY, CostTotal, estimate_cost
-from project.db import MARKER_ID, MARKER_TIME, Prepared, release_connection
+from project.db import MARKER_ID, MARKER_TIME, Prepared, insert_new, release_connection
 from project.errors import StaleAction, first_line
 from tasks_app.models import (
     NO_USABLE_ANSWER,
@@ -197,7 +197,7 @@ def _snapshot(
     result = judgement.result
     store = settings.VALIDATION_STORE_PROMPT
     result_json = result.model_dump(mode="json")
-    return ValidationSnapshot.objects.create(
+    snapshot = ValidationSnapshot(
         task=task,
         attempt_index=packet.attempt_index,
         kind=kind,
@@ -232,6 +232,8 @@ def _snapshot(
         error=judgement.error,
         chunk_verdicts=judgement.chunk_verdicts,
     )
+    insert_new(snapshot)
+    return snapshot
 
 
 def _answer_is_usable(answer: str, result: ValidationResult) -> bool:

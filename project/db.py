@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection, connections
-from django.db.models import QuerySet
+from django.db import connection, connections, router
+from django.db.models import Model, QuerySet
 
 
 def release_connection() -> None:
@@ -87,3 +88,43 @@ class Prepared:
                     row[i] = convert(row[i], expression, conn)
             rows.append(tuple(row))
         return rows
+
+
+@functools.cache
+def _insert_sql(model: type[Model], alias: str) -> tuple[list[Any], str] | None:
+    """(fields, ``INSERT ... RETURNING pk``) of a model with an auto primary key, built
+    once; None when a field needs its own placeholder (then ``save()`` does it)."""
+    conn = connections[alias]
+    meta = model._meta
+    fields: list[Any] = [f for f in meta.concrete_fields if not f.primary_key]
+    if any(hasattr(f, "get_placeholder") for f in fields):
+        return None
+    quote = conn.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(meta.pk.column)}"
+    )
+    return fields, sql
+
+
+def insert_new(obj: Model) -> None:
+    """``obj.save()`` of a new row, from SQL built once per model (issue 16: Django
+    compiles the INSERT of a 40-column row on every save). Only for models without
+    ``save()`` overrides or save signals; defaults and ``auto_now_add`` are filled as
+    ``save()`` fills them; a value that is an expression falls back to ``save()``."""
+    alias = router.db_for_write(type(obj), instance=obj)
+    built = _insert_sql(type(obj), alias)
+    values = None if built is None else [f.pre_save(obj, add=True) for f in built[0]]
+    if built is None or values is None or any(hasattr(v, "resolve_expression") for v in values):
+        obj.save(force_insert=True, using=alias)
+        return
+    conn = connections[alias]
+    fields, sql = built
+    params = [f.get_db_prep_save(v, conn) for f, v in zip(fields, values, strict=True)]
+    with conn.cursor() as cur:
+        cur.execute(sql, params)
+        row = cur.fetchone()
+    assert row is not None
+    obj.pk = row[0]
+    obj._state.adding = False
+    obj._state.db = alias

@@ -24,6 +24,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from project.celery import app
+from project.db import insert_new
 from tasks_app.models import OutboxJob
 
 log = logging.getLogger(__name__)
@@ -48,9 +49,10 @@ def outbox_send(
     ``countdown`` the job runs no earlier than that many seconds from now, however late
     the relay publishes it."""
     not_before = timezone.now() + timedelta(seconds=countdown) if countdown > 0 else None
-    row = OutboxJob.objects.create(
+    row = OutboxJob(
         name=name, args=list(args), job_id=job_id, task_ref=task_ref, not_before=not_before
     )
+    insert_new(row)
     transaction.on_commit(partial(_publish_after_commit, row.pk))
 
 

@@ -1,10 +1,11 @@
-"""project.db.Prepared: a queryset compiled once, run with new values (issue 16)."""
+"""project.db: Prepared (a queryset compiled once, run with new values) and insert_new
+(an INSERT built once per model), issue 16."""
 
 from __future__ import annotations
 
 import pytest
 
-from project.db import MARKER_ID, MARKER_INDEX, MARKER_TEXT, Prepared
+from project.db import MARKER_ID, MARKER_INDEX, MARKER_TEXT, Prepared, insert_new
 from tasks_app.models import Run, Task
 from tests.factories import TaskFactory
 
@@ -44,3 +45,27 @@ def test_a_marker_missing_from_the_query_or_a_value_missing_is_refused() -> None
     prepared = Prepared(Task.objects.filter(pk=MARKER_ID).values_list("id"), pk=MARKER_ID)
     with pytest.raises(TypeError, match="expected values"):
         prepared.rows(id=1)
+
+
+def test_insert_new_writes_the_row_save_would_write() -> None:
+    """project.db.insert_new (issue 16): the row it inserts equals the one ``save()``
+    inserts for the same instance (defaults and auto_now_add filled), and the instance
+    ends up saved (pk set, no longer adding)."""
+    from django.db.models.functions import Now
+
+    from tasks_app.models import OutboxJob
+
+    fast = OutboxJob(name="tasks_app.run_attempt", args=[1, "x"], job_id="j-fast", task_ref=7)
+    insert_new(fast)
+    slow = OutboxJob(name="tasks_app.run_attempt", args=[1, "x"], job_id="j-slow", task_ref=7)
+    slow.save()
+    assert fast.pk is not None and not fast._state.adding
+    columns = [f.attname for f in OutboxJob._meta.concrete_fields if f.attname != "id"]
+    got = OutboxJob.objects.filter(pk=fast.pk).values(*columns).get()
+    want = OutboxJob.objects.filter(pk=slow.pk).values(*columns).get()
+    assert abs(got.pop("created_at") - want.pop("created_at")).total_seconds() < 5
+    assert {**got, "job_id": "j"} == {**want, "job_id": "j"}
+    # An expression as a value: save() does it (the SQL built once has no room for it).
+    later = OutboxJob(name="n", args=[], job_id="j-expr", not_before=Now())
+    insert_new(later)
+    assert OutboxJob.objects.get(pk=later.pk).not_before is not None
