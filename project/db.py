@@ -100,9 +100,12 @@ def _insert_sql(model: type[Model], alias: str) -> tuple[list[Any], str] | None:
     if any(hasattr(f, "get_placeholder") for f in fields):
         return None
     quote = conn.ops.quote_name
+    pk_column = meta.pk.column if meta.pk is not None else None
+    if pk_column is None:
+        return None
     sql = (
         f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(meta.pk.column)}"
+        f"VALUES ({', '.join(['%s'] * len(fields))}) RETURNING {quote(pk_column)}"
     )
     return fields, sql
 
