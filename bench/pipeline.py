@@ -2,7 +2,9 @@
 models (3 tool calls, an answer, a validation each), against a no-op Celery round
 trip on the same broker and the same worker count, in the same run.
 
-Two measurements, each against its no-op twin:
+The worker runs the production configuration (threads pool, pooled PostgreSQL
+connections); the burst is repeated through prefork children (the configuration before
+issue 16) for comparison. Two measurements, each against its no-op twin:
 
 - latency (closed loop, one task at a time, idle workers): from just before the task
   is created to the commit of its last transition (``validating`` → ``awaiting_feedback``,
@@ -81,17 +83,36 @@ def cleanup() -> int:
     return count
 
 
+# The production worker configuration (bin/prod, docs/operations.md): the threads pool
+# with pooled PostgreSQL connections. The previous one, prefork children each opening a
+# connection per job (DB_CONN_MAX_AGE=0), is measured beside it for comparison.
+PRODUCTION = "threads"
+PREFORK = "prefork"
+POOL_ENV = {
+    PRODUCTION: {"DB_POOL_MAX_SIZE": "4", "DB_CONN_MAX_AGE": "0"},
+    PREFORK: {"DB_POOL_MAX_SIZE": "0", "DB_CONN_MAX_AGE": "0"},
+}
+
+
 class Worker:
-    """One Celery worker process (prefork, ``concurrency`` children) on its own queue."""
+    """One Celery worker process (``pool``: threads or prefork, ``concurrency`` threads
+    or children) on its own queue."""
 
     def __init__(
-        self, *, broker_url: str, database_url: str, concurrency: int, log_path: Path
+        self,
+        *,
+        broker_url: str,
+        database_url: str,
+        concurrency: int,
+        log_path: Path,
+        pool: str = PRODUCTION,
     ) -> None:
         self.queue = f"bench-{uuid.uuid4().hex[:10]}"
         self.broker_url = broker_url
         self.database_url = database_url
         self.concurrency = concurrency
         self.log_path = log_path
+        self.pool = pool
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Worker:
@@ -108,6 +129,7 @@ class Worker:
             "MODEL_MAX_RETRIES": "0",
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
+            **POOL_ENV[self.pool],
         }
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("w")
@@ -117,7 +139,7 @@ class Worker:
                 "-A",
                 "bench.worker",
                 "worker",
-                "--pool=prefork",
+                f"--pool={self.pool}",
                 f"--concurrency={self.concurrency}",
                 "-Q",
                 ",".join([self.queue, *(f"{self.queue}.{p}" for p in PURPOSES)]),
@@ -343,10 +365,26 @@ def run(
             cpu_before = cpu_seconds(worker_pids)
             pipe_wall, burst_ids = _pipeline_burst(app, worker.queue, worker, n_burst)
             cpu_after = cpu_seconds(worker_pids)
+        # The same burst through the previous configuration, for comparison.
+        with Worker(
+            broker_url=broker_url,
+            database_url=database_url,
+            concurrency=workers,
+            log_path=log_dir / "bench-worker-prefork.log",
+            pool=PREFORK,
+        ) as prefork:
+            app.send_task("bench.noop", queue=prefork.queue).get(timeout=60)
+            _pipeline_burst(app, prefork.queue, prefork, max(warmup, workers * 2))
+            prefork_pids = descendants(prefork.process.pid) if prefork.process else []
+            prefork_before = cpu_seconds(prefork_pids)
+            prefork_wall, prefork_ids = _pipeline_burst(app, prefork.queue, prefork, n_burst)
+            prefork_after = cpu_seconds(prefork_pids)
     finally:
         app.close()
     statuses: dict[str, int] = {}
-    for status in Task.objects.filter(pk__in=lat_ids + burst_ids).values_list("status", flat=True):
+    for status in Task.objects.filter(pk__in=lat_ids + burst_ids + prefork_ids).values_list(
+        "status", flat=True
+    ):
         statuses[status] = statuses.get(status, 0) + 1
     sample_task = Task.objects.filter(pk__in=lat_ids).first()
     per_task_rows = {}
@@ -361,6 +399,11 @@ def run(
 
     worker_cpu_ms = (
         sum(cpu_after.get(p, 0.0) - cpu_before.get(p, 0.0) for p in cpu_after) / n_burst * 1000
+    )
+    prefork_cpu_ms = (
+        sum(prefork_after.get(p, 0.0) - prefork_before.get(p, 0.0) for p in prefork_after)
+        / n_burst
+        * 1000
     )
     noop = summary_ms(noop_lat)
     pipe = summary_ms(pipe_lat)
@@ -440,7 +483,17 @@ def run(
             "ms",
             "no-op cost per job",
             round(noop_wall / n_burst * workers * 1000, 3),
-            note="user+system of the worker processes, /proc",
+            note=f"user+system of the worker processes, /proc; {PRODUCTION} pool",
+        ),
+        Figure(
+            "pipeline",
+            "  worker CPU per task, prefork (before)",
+            round(prefork_cpu_ms, 2),
+            "ms",
+            "no-op cost per job",
+            round(noop_wall / n_burst * workers * 1000, 3),
+            note=f"{workers} prefork children, a connection per job; "
+            f"{n_burst / prefork_wall:.1f} tasks/s",
         ),
         Figure(
             "pipeline",
@@ -487,7 +540,13 @@ def run(
         "phases": phases,
         "in_process": local,
         "postgres_committed_write": commit,
+        "worker_configuration": f"{PRODUCTION} pool x{workers}, {POOL_ENV[PRODUCTION]}",
         "worker_cpu_ms_per_task": round(worker_cpu_ms, 2),
+        "prefork": {
+            "worker_cpu_ms_per_task": round(prefork_cpu_ms, 2),
+            "tasks_per_s": round(n_burst / prefork_wall, 2),
+            "env": POOL_ENV[PREFORK],
+        },
         "burst": {
             "pipeline_wall_s": round(pipe_wall, 3),
             "noop_wall_s": round(noop_wall, 3),

@@ -105,8 +105,10 @@ def profile_misses(report: dict[str, Any], *, quick: bool) -> dict[str, str]:
     """Profile each benchmark with a missed target; returns name -> profile path."""
     folder = (BENCH_DIR.parent / "var" / "bench" / "profiles") if quick else BENCH_DIR / "profiles"
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.txt"):
-        old.unlink()
+    # Only the benchmarks of this run: an --only run keeps the other profiles.
+    for name in report["benchmarks"]:
+        for old in [*folder.glob(f"{name}.txt"), *folder.glob(f"{name}-*.txt")]:
+            old.unlink()
     written: dict[str, str] = {}
     for name, res in report["benchmarks"].items():
         missed = [t["target"] for t in res.get("targets", []) if not t["met"]]

@@ -103,7 +103,8 @@ def _redis_url() -> str | None:
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
 def test_pipeline_benchmark_runs_small(tmp_path: Path) -> None:
-    """S4/X1: tasks through a real worker vs the no-op round trip, both measured."""
+    """S4/X1: tasks through a real worker (the production threads pool) vs the no-op
+    round trip, both measured; the burst again through prefork (issue 16)."""
     db_url, redis = _database_url(), _redis_url()
     if db_url is None or redis is None:
         pytest.skip("needs PostgreSQL and a Redis broker (REDIS_URL or CELERY_BROKER_URL)")
@@ -119,8 +120,11 @@ def test_pipeline_benchmark_runs_small(tmp_path: Path) -> None:
     )
     check_shape(result, targets=4)
     details = result["details"]
-    assert details["final_statuses"] == {"awaiting_feedback": 4}
+    # 2 latency + 2 burst tasks on the threads pool, 2 burst tasks on prefork.
+    assert details["final_statuses"] == {"awaiting_feedback": 6}
     assert details["rows_per_task"]["tool_evidence"] == 3
+    assert details["worker_configuration"].startswith("threads pool")
+    assert details["prefork"]["worker_cpu_ms_per_task"] > 0
     assert {"pipeline", "noop"} == set(details["latency"])
 
 
