@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -29,8 +28,8 @@ from evidence_app.validator.prompt import HistoryMessage, build_prompt, format_f
 from evidence_app.validator.schema import ValidationResult, claim_summary
 from evidence_app.validator.templates import DEFAULT_TEMPLATE, TemplateVersion, get_template
 from project.costs import CURRENCY, CostTotal, estimate_cost
-from project.db import MARKER_ID, MARKER_TIME, Prepared, insert_new, release_connection
-from project.errors import StaleAction, first_line
+from project.db import MARKER_ID, MARKER_TIME, Keeper, Prepared, insert_new, release_connection
+from project.errors import StaleAction
 from tasks_app.models import (
     NO_USABLE_ANSWER,
     Feedback,
@@ -307,27 +306,23 @@ def validation_claim(*, task_id: int, attempt_index: int) -> datetime | None:
     return now if claimed == 1 else None
 
 
-class ClaimKeeper:
+class ClaimKeeper(Keeper):
     """Refreshes a validation claim from a thread while the validator model is called
     (issue 17), every third of ``ATTEMPT_LEASE_SECONDS``, fenced by the stamp it last
-    wrote: once another job took the claim over, or the task moved on, it stops. A
-    dropped database connection is one WARNING line per outage, then retried."""
+    wrote: once another job took the claim over, or the task moved on, it stops."""
 
     def __init__(self, *, task_id: int, attempt_index: int, stamp: datetime) -> None:
         self.task_id = task_id
         self.attempt_index = attempt_index
         self.stamp = stamp
-        self.interval = max(1.0, settings.ATTEMPT_LEASE_SECONDS / 3)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="validation-claim", daemon=True)
-
-    def __enter__(self) -> ClaimKeeper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        super().__init__(
+            self.refresh,
+            interval=max(1.0, settings.ATTEMPT_LEASE_SECONDS / 3),
+            name="validation-claim",
+            logger=log,
+            subject=f"task {task_id} attempt {attempt_index}",
+            what="the validation claim keeper",
+        )
 
     def refresh(self) -> bool:
         """One refresh; False when the claim is no longer this job's."""
@@ -341,34 +336,6 @@ class ClaimKeeper:
         if kept:
             self.stamp = now
         return kept == 1
-
-    def _run(self) -> None:
-        from django.db import InterfaceError, OperationalError, connection
-
-        lost = False
-        try:
-            while not self._stop.wait(self.interval):
-                try:
-                    if not self.refresh():
-                        return
-                    release_connection()
-                    if lost:
-                        log.info("task %s: the validation claim is kept again", self.task_id)
-                    lost = False
-                except (OperationalError, InterfaceError) as exc:
-                    if not lost:
-                        log.warning(
-                            "task %s attempt %s: db_lost: the validation claim could not be "
-                            "refreshed (%s); retrying every %.0f s",
-                            self.task_id,
-                            self.attempt_index,
-                            first_line(exc),
-                            self.interval,
-                        )
-                    lost = True
-                    connection.close()
-        finally:
-            connection.close()
 
 
 _CLAIM_AND_READ = (

@@ -1,13 +1,94 @@
-"""Database connection use of long jobs (issue 16)."""
+"""Database use of long jobs and hot paths (issues 16, 17): giving a pooled connection
+back during a long wait, keeping a claim alive from a thread, queries compiled once."""
 
 from __future__ import annotations
 
 import functools
+import logging
+import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from django.db import connection, connections, router
+from django.db import InterfaceError, OperationalError, connection, connections, router
 from django.db.models import Model, QuerySet
+
+from project.errors import first_line
+
+
+def close_quietly() -> None:
+    """Close this thread's connection; a connection already broken may fail to close,
+    and it is gone anyway."""
+    try:
+        connection.close()
+    except Exception:
+        pass
+
+
+class Keeper:
+    """Keeps a claim alive from a thread while a long step runs (a lease's heartbeat, a
+    validation claim; issue 17): calls ``keep()`` every ``interval`` seconds until it
+    returns False (the claim is no longer ours) or the ``with`` block ends. Between calls
+    the thread gives its connection back (pooled) and closes it at the end. A dropped
+    database connection is one WARNING line per outage, "``subject``: db_lost: ``what``
+    lost its database connection", then retried every interval; any other error is
+    logged with its traceback and retried."""
+
+    def __init__(
+        self,
+        keep: Callable[[], bool],
+        *,
+        interval: float,
+        name: str,
+        logger: logging.Logger,
+        subject: str,
+        what: str,
+    ) -> None:
+        self.keep = keep
+        self.interval = interval
+        self.log = logger
+        self.subject = subject
+        self.what = what
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def __enter__(self) -> Keeper:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        lost = False
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    if not self.keep():
+                        return
+                    release_connection()
+                except (OperationalError, InterfaceError) as exc:
+                    if not lost:
+                        self.log.warning(
+                            "%s: db_lost: %s lost its database connection (%s); retrying "
+                            "every %.0f s",
+                            self.subject,
+                            self.what,
+                            first_line(exc),
+                            self.interval,
+                        )
+                    lost = True
+                    close_quietly()
+                    continue
+                except Exception:
+                    self.log.warning("%s: %s failed", self.subject, self.what, exc_info=True)
+                    continue
+                if lost:
+                    self.log.info("%s: %s reached the database again", self.subject, self.what)
+                    lost = False
+        finally:
+            close_quietly()
 
 
 def release_connection() -> None:

@@ -16,19 +16,19 @@
 
 from __future__ import annotations
 
+import functools
 import logging
-import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from project.broker import Held, held_jobs
-from project.db import release_connection
+from project.db import Keeper, close_quietly
 from project.errors import DomainError, StaleAction
 from project.errors import first_line as _first_line
 from project.logs import extended as log_context
@@ -212,57 +212,27 @@ def attempt_takeover(
     )
 
 
-class Heartbeat:
+def _beat(fence: Fence) -> bool:
+    try:
+        fence.beat()
+    except LeaseLost:
+        return False
+    return True
+
+
+class Heartbeat(Keeper):
     """Refreshes the lease's heartbeat from a thread while a long step (a slow model
     call) runs; steps refresh it too. Stops at the first lost lease."""
 
     def __init__(self, fence: Fence, interval: float) -> None:
-        self.fence = fence
-        self.interval = interval
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="attempt-heartbeat", daemon=True)
-
-    def __enter__(self) -> Heartbeat:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        lost = False
-        try:
-            while not self._stop.wait(self.interval):
-                try:
-                    self.fence.beat()
-                    release_connection()  # pooled: not held between beats
-                except LeaseLost:
-                    return
-                except (OperationalError, InterfaceError) as exc:
-                    # A dropped connection is an expected outage (issue 17): one line, no
-                    # traceback, once per outage; the next beat reconnects.
-                    if not lost:
-                        log.warning(
-                            "task %s: %s: the heartbeat lost its database connection (%s); "
-                            "retrying every %.0f s",
-                            self.fence.task_id,
-                            JobResult.DB_LOST,
-                            _first_line(exc),
-                            self.interval,
-                        )
-                    lost = True
-                    _close_quietly()
-                    continue
-                except Exception:
-                    log.warning("heartbeat of task %s failed", self.fence.task_id, exc_info=True)
-                if lost:
-                    log.info(
-                        "task %s: the heartbeat reached the database again", self.fence.task_id
-                    )
-                    lost = False
-        finally:
-            _close_quietly()
+        super().__init__(
+            functools.partial(_beat, fence),
+            interval=interval,
+            name="attempt-heartbeat",
+            logger=log,
+            subject=f"task {fence.task_id}",
+            what="the heartbeat",
+        )
 
 
 def _revision_context(task: Task, attempt_index: int) -> str:
@@ -400,15 +370,8 @@ def attempt_run(*, task_id: int, worker: str = "") -> AttemptOutcome:
             JobResult.DB_LOST,
             _first_line(exc),
         )
-        _close_quietly()
+        close_quietly()
         return AttemptOutcome(JobResult.DB_LOST)
-
-
-def _close_quietly() -> None:
-    try:
-        connection.close()
-    except Exception:  # a connection already broken may fail to close; it is gone anyway
-        pass
 
 
 def _claim_or_take_over(*, task_id: int, worker: str) -> Claim | AttemptOutcome:

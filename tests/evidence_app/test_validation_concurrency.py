@@ -68,3 +68,35 @@ def test_concurrent_validation_of_one_attempt_calls_the_model_once(settings: Any
     assert TaskEvent.objects.filter(task=task, actor_kind="validator").count() == 1
     task.refresh_from_db()
     assert task.status == "awaiting_feedback" and task.validation_claimed_at is None
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_claim_keeper_refreshes_the_claim_and_stops_once_it_is_taken_over(
+    settings: Any,
+) -> None:
+    """Issue 17: while the validator is called the claim stays fresh (a job killed
+    mid-call leaves a claim that goes stale); once another job takes the claim over, the
+    keeper's fenced refresh finds nothing and its thread ends without writing."""
+    import time
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from evidence_app.services import ClaimKeeper, validation_claim
+    from tasks_app.models import Task
+
+    settings.ATTEMPT_LEASE_SECONDS = 3  # a refresh every second
+    task = validating_task()
+    stamp = validation_claim(task_id=task.pk, attempt_index=1)
+    assert stamp is not None
+    with ClaimKeeper(task_id=task.pk, attempt_index=1, stamp=stamp) as keeper:
+        deadline = time.monotonic() + 10
+        while Task.objects.get(pk=task.pk).validation_claimed_at == stamp:
+            assert time.monotonic() < deadline, "the claim was never refreshed"
+            time.sleep(0.05)
+        other = timezone.now() + timedelta(hours=1)
+        Task.objects.filter(pk=task.pk).update(validation_claimed_at=other)
+        keeper._thread.join(timeout=10)
+        assert not keeper._thread.is_alive(), "the keeper kept running after a takeover"
+    assert Task.objects.get(pk=task.pk).validation_claimed_at == other
