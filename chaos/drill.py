@@ -448,18 +448,22 @@ class Drill:
                 time.sleep(0.5)
         raise RuntimeError("the drill's database stayed unreachable")
 
-    def statuses(self, tags: list[str]) -> dict[str, str]:
+    def _by_tag(self, tags: list[str], column: str) -> dict[str, Any]:
+        """``column`` of each task of ``tags`` that exists, by tag."""
         from tasks_app.models import Task
 
         titles = [f"chaos {t}" for t in tags]
         return self.db(
             lambda: {
-                title.removeprefix("chaos "): status
-                for title, status in Task.objects.filter(title__in=titles).values_list(
-                    "title", "status"
+                title.removeprefix("chaos "): value
+                for title, value in Task.objects.filter(title__in=titles).values_list(
+                    "title", column
                 )
             }
         )
+
+    def statuses(self, tags: list[str]) -> dict[str, str]:
+        return self._by_tag(tags, "status")
 
     def wait_settled(self, tags: list[str], timeout: float) -> float | None:
         """Seconds until every task of ``tags`` is settled (None on timeout)."""
@@ -472,15 +476,7 @@ class Drill:
         return None
 
     def task_ids(self, tags: list[str]) -> dict[str, int]:
-        from tasks_app.models import Task
-
-        titles = [f"chaos {t}" for t in tags]
-        return self.db(
-            lambda: {
-                t.removeprefix("chaos "): pk
-                for t, pk in Task.objects.filter(title__in=titles).values_list("title", "pk")
-            }
-        )
+        return self._by_tag(tags, "pk")
 
     # checks ----------------------------------------------------------------------------
 
@@ -609,13 +605,7 @@ class Drill:
     ) -> list[float]:
         """For each killed process, the tasks it was calling the model for when it died:
         seconds from the kill to the task's next model call by another process."""
-        ids = self.task_ids(tags)
-        by_tag = {v: k for k, v in ids.items()}
-        calls = [
-            c
-            for c in read_calls(self.call_dir)
-            if c.start >= since and ((c.tag in ids) or (c.task in by_tag))
-        ]
+        calls, _ = self._calls_of(tags, since)
         found = []
         for when, pid in kills:
             cut = {
@@ -635,14 +625,24 @@ class Drill:
 
     def progress_after(self, tags: list[str], when: float) -> list[float]:
         """Seconds from ``when`` to each unsettled task's next model call."""
-        ids = self.task_ids(tags)
-        by_tag = {v: k for k, v in ids.items()}
+        calls, tag_of = self._calls_of(tags, when)
         firsts: dict[Any, float] = {}
-        for c in read_calls(self.call_dir):
-            if c.start > when and ((c.tag in ids) or (c.task in by_tag)):
-                key = c.tag or by_tag.get(c.task or 0)
-                firsts.setdefault(key, c.start - when)
+        for c in calls:
+            if c.start > when:
+                firsts.setdefault(c.tag or tag_of.get(c.task or 0), c.start - when)
         return sorted(firsts.values())
+
+    def _calls_of(self, tags: list[str], since: float) -> tuple[list[Call], dict[int, str]]:
+        """The model calls made for the tasks of ``tags`` from ``since`` on (a call names
+        its task by tag or by id), and each task id's tag."""
+        ids = self.task_ids(tags)
+        tag_of = {pk: tag for tag, pk in ids.items()}
+        calls = [
+            c
+            for c in read_calls(self.call_dir)
+            if c.start >= since and (c.tag in ids or c.task in tag_of)
+        ]
+        return calls, tag_of
 
     # scenarios ---------------------------------------------------------------------------
 
