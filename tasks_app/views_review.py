@@ -164,9 +164,11 @@ def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str
         .values("in_queue", "total", "first_id", "prev_id", "next_id", "before_n")
         .first()
     )
-    if row is None:  # no such task: where the queue starts
-        return _position_in(list(queue().values_list("pk", flat=True)[:1]), task_id) | {
-            "total": status_counts().get(TaskStatus.NEEDS_REVIEW, 0)
+    if row is None:  # no such task (callers pass a visible one): not in the queue
+        row = {
+            "in_queue": False,
+            "total": status_counts().get(TaskStatus.NEEDS_REVIEW, 0),
+            "first_id": queue().values_list("pk", flat=True).first(),
         }
     if not row["in_queue"]:
         return {

@@ -64,7 +64,9 @@ def test_position_matches_the_whole_queue_for_every_task_and_filter(
         {"assigned": "mine"},
         {"q": "nothing matches"},
     ):
-        for task in [*tasks, outside]:
-            assert queue_position(reviewer, filters, task.pk) == reference(
-                reviewer, filters, task.pk
-            ), (filters, task.pk)
+        # A task id that does not exist is, like a task outside the queue, at position 0.
+        missing = outside.pk + 1000
+        for task_id in [*(t.pk for t in tasks), outside.pk, missing]:
+            assert queue_position(reviewer, filters, task_id) == reference(
+                reviewer, filters, task_id
+            ), (filters, task_id)
