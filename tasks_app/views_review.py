@@ -164,18 +164,14 @@ def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str
         .values("in_queue", "total", "first_id", "prev_id", "next_id", "before_n")
         .first()
     )
-    if row is None:  # no such task (callers pass a visible one): not in the queue
-        row = {
-            "in_queue": False,
-            "total": status_counts().get(TaskStatus.NEEDS_REVIEW, 0),
-            "first_id": queue().values_list("pk", flat=True).first(),
-        }
-    if not row["in_queue"]:
+    if row is None or not row["in_queue"]:
+        # Not in the queue (or no such task: callers pass a visible one): no position,
+        # the queue's first task next.
         return {
             "position": 0,
-            "total": int(row["total"]),
+            "total": int(row["total"] if row else status_counts().get(TaskStatus.NEEDS_REVIEW, 0)),
             "prev_id": None,
-            "next_id": row["first_id"],
+            "next_id": row["first_id"] if row else queue().values_list("pk", flat=True).first(),
         }
     prev_id, next_id = row["prev_id"], row["next_id"]
     return {
