@@ -70,9 +70,10 @@ def _snippet(body: str, terms: list[str], width: int = 240) -> str:
 
 
 def _raw_query(terms: list[str]) -> str:
-    """The OR of the key words as a ``to_tsquery`` text ("" when none is left); terms
-    equal to ``MARKER_TEXT`` pass unchanged (``_prepared_search``)."""
-    safe = [t if t == MARKER_TEXT else re.sub(r"[^a-z0-9]", "", t) for t in terms]
+    """The OR of the key words as a ``to_tsquery`` text ("" when none is left): a
+    natural-language question rarely has every word in one document, and ranking puts
+    the documents with most matches first."""
+    safe = [re.sub(r"[^a-z0-9]", "", t) for t in terms]
     return " | ".join(t for t in safe if t)
 
 
@@ -80,13 +81,14 @@ def search_queryset(
     terms: list[str], limit: int
 ) -> QuerySet[WithAnnotations[KnowledgeDocument, _Ranked]] | None:
     """PostgreSQL: the ranked full-text match of ``terms`` (None when no term is left)."""
+    raw_query = _raw_query(terms)
+    return _ranked(raw_query, limit) if raw_query else None
+
+
+def _ranked(raw_query: str, limit: int) -> QuerySet[WithAnnotations[KnowledgeDocument, _Ranked]]:
+    """The documents matching the ``to_tsquery`` text ``raw_query``, best first."""
     from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 
-    # OR of the key words: a natural-language question rarely has every word in one
-    # document, and ranking puts the documents with most matches first.
-    raw_query = _raw_query(terms)
-    if not raw_query:
-        return None
     # The same expression as the GIN index knowledgedocument_search (migration 0004):
     # the match (@@) then reads the index instead of every document.
     vector = SearchVector("title", weight="A", config="english") + SearchVector(
@@ -108,11 +110,11 @@ _DOC_FIELDS = ("id", "title", "body", "source_url", "source_key", "created_at", 
 
 @functools.cache
 def _prepared_search(limit: int) -> Prepared:
-    """``search_queryset`` compiled once per limit (issue 16: compiling its text-search
+    """``_ranked`` compiled once per limit (issue 16: compiling its text-search
     expressions cost the worker more than PostgreSQL spent running it)."""
-    queryset = search_queryset([MARKER_TEXT], limit)
-    assert queryset is not None
-    return Prepared(queryset.values_list(*_DOC_FIELDS, "rank"), terms=MARKER_TEXT)
+    return Prepared(
+        _ranked(MARKER_TEXT, limit).values_list(*_DOC_FIELDS, "rank"), terms=MARKER_TEXT
+    )
 
 
 @functools.cache
