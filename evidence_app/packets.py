@@ -88,20 +88,26 @@ class TaskEvidencePacket(BaseModel):
 
 
 _SUCCESS_FINISH = {"stop", "completed", "max_tool_iterations_finalized"}
-_RUN_FIELDS = (
-    "id",
-    "session_id",
-    "kind",
-    "node_id",
-    "node_role",
-    "model_name",
-    "status",
-    "output_text",
-    "finish_reason",
-    "error",
-    "warnings",
-    "graph_index",
-)
+
+
+class _Run(NamedTuple):
+    """One run as ``build_packet`` reads it (the columns are its fields)."""
+
+    id: int
+    session_id: Any
+    kind: str
+    node_id: str
+    node_role: str
+    model_name: str
+    status: str
+    output_text: str
+    finish_reason: str
+    error: str
+    warnings: list[str] | None
+    graph_index: int
+
+
+_RUN_FIELDS = _Run._fields
 _EVIDENCE_FIELDS = (
     "id",
     "run_id",
@@ -149,23 +155,6 @@ def _prepared() -> tuple[Prepared, Prepared, Prepared]:
         Prepared(evidence, **markers),
         Prepared(transcript, **markers),
     )
-
-
-class _Run(NamedTuple):
-    """One row of ``_RUN_FIELDS``."""
-
-    id: int
-    session_id: Any
-    kind: str
-    node_id: str
-    node_role: str
-    model_name: str
-    status: str
-    output_text: str
-    finish_reason: str
-    error: str
-    warnings: list[str] | None
-    graph_index: int
 
 
 def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
