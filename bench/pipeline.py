@@ -325,6 +325,18 @@ def _pipeline_burst(app: Celery, queue: str, worker: Worker, n: int) -> tuple[fl
     return max(at.timestamp() for at in done.values()) - start, ids
 
 
+def _measured_burst(app: Celery, worker: Worker, n: int) -> tuple[float, list[int], float]:
+    """``_pipeline_burst`` of ``n`` tasks, and the worker processes' CPU (user + system,
+    /proc) per task during it, in ms."""
+    assert worker.process is not None
+    pids = descendants(worker.process.pid)
+    before = cpu_seconds(pids)
+    wall, ids = _pipeline_burst(app, worker.queue, worker, n)
+    after = cpu_seconds(pids)
+    cpu_ms = sum(after.get(p, 0.0) - before.get(p, 0.0) for p in after) / n * 1000
+    return wall, ids, cpu_ms
+
+
 def run(
     *,
     n_latency: int = 200,
@@ -360,11 +372,7 @@ def run(
             pipe_lat, lat_ids, starts = _pipeline_latency(app, worker.queue, worker, n_latency)
             phases = _phases(starts)
             noop_wall = _noop_burst(app, worker.queue, n_burst)
-            assert worker.process is not None
-            worker_pids = descendants(worker.process.pid)
-            cpu_before = cpu_seconds(worker_pids)
-            pipe_wall, burst_ids = _pipeline_burst(app, worker.queue, worker, n_burst)
-            cpu_after = cpu_seconds(worker_pids)
+            pipe_wall, burst_ids, worker_cpu_ms = _measured_burst(app, worker, n_burst)
         # The same burst through the previous configuration, for comparison.
         with Worker(
             broker_url=broker_url,
@@ -375,10 +383,7 @@ def run(
         ) as prefork:
             app.send_task("bench.noop", queue=prefork.queue).get(timeout=60)
             _pipeline_burst(app, prefork.queue, prefork, max(warmup, workers * 2))
-            prefork_pids = descendants(prefork.process.pid) if prefork.process else []
-            prefork_before = cpu_seconds(prefork_pids)
-            prefork_wall, prefork_ids = _pipeline_burst(app, prefork.queue, prefork, n_burst)
-            prefork_after = cpu_seconds(prefork_pids)
+            prefork_wall, prefork_ids, prefork_cpu_ms = _measured_burst(app, prefork, n_burst)
     finally:
         app.close()
     statuses: dict[str, int] = {}
@@ -397,14 +402,6 @@ def run(
         }
     cleanup()
 
-    worker_cpu_ms = (
-        sum(cpu_after.get(p, 0.0) - cpu_before.get(p, 0.0) for p in cpu_after) / n_burst * 1000
-    )
-    prefork_cpu_ms = (
-        sum(prefork_after.get(p, 0.0) - prefork_before.get(p, 0.0) for p in prefork_after)
-        / n_burst
-        * 1000
-    )
     noop = summary_ms(noop_lat)
     pipe = summary_ms(pipe_lat)
     noop_rate = n_burst / noop_wall
