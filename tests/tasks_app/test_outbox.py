@@ -11,7 +11,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -208,6 +208,34 @@ def test_idempotency_key_stores_nothing_when_the_request_fails(requester: Any) -
     assert Task.objects.filter(request="Fixed").count() == 1
 
 
+def _worker_once_broker_is_back(
+    *,
+    port: int,
+    queue: str,
+    tmp_path: Path,
+    env: dict[str, str],
+    settled: Callable[[], str | None],
+) -> tuple[str | None, str]:
+    """The broker comes back (Redis started on ``port``) and a worker starts against it
+    on ``queue`` (the offline judge; ``env`` adds the rest): wait up to 60 s until ``settled()`` names an outcome ("worker exited"
+    if the worker dies first); returns the outcome and the worker's output."""
+    with own_redis(port):
+        worker = Worker(
+            env={"EVIDENTIA_VAR_DIR": str(tmp_path), "VALIDATOR_MODEL": "offline:judge", **env},
+            queue=queue,
+            log_path=tmp_path / "worker.log",
+        )
+        try:
+            outcome = wait_for(
+                lambda: settled() or (None if worker.alive else "worker exited"),
+                timeout=60,
+                interval=0.3,
+            )
+        finally:
+            worker.stop()
+    return outcome, worker.output()
+
+
 @pytest.mark.celery_worker
 @pytest.mark.django_db(transaction=True)
 def test_task_created_while_the_broker_is_down_settles_once_it_is_back(
@@ -239,32 +267,22 @@ def test_task_created_while_the_broker_is_down_settles_once_it_is_back(
         task_id = response.json()["id"]
         assert OutboxJob.objects.get(task_ref=task_id).published_at is None
 
-        with own_redis(port):
-            log_path = tmp_path / "worker.log"
-            worker = Worker(
-                env={
-                    "DATABASE_URL": db_url,
-                    "AGENT_MODEL": "offline:researcher",
-                    "VALIDATOR_MODEL": "offline:judge",
-                    "EVIDENTIA_VAR_DIR": str(tmp_path),
-                    "CELERY_BROKER_URL": broker,
-                },
-                queue=queue,
-                log_path=log_path,
-            )
-            started = time.monotonic()
-            try:
+        def settled() -> str | None:
+            status = Task.objects.get(pk=task_id).status
+            return status if status not in (S.OPEN, S.RUNNING, S.VALIDATING) else None
 
-                def settled() -> str | None:
-                    status = Task.objects.get(pk=task_id).status
-                    if status not in (S.OPEN, S.RUNNING, S.VALIDATING):
-                        return status
-                    return None if worker.alive else "worker exited"
-
-                outcome = wait_for(settled, timeout=60, interval=0.3)
-            finally:
-                worker.stop()
-        output = worker.output()
+        started = time.monotonic()
+        outcome, output = _worker_once_broker_is_back(
+            port=port,
+            queue=queue,
+            tmp_path=tmp_path,
+            env={
+                "DATABASE_URL": db_url,
+                "CELERY_BROKER_URL": broker,
+                "AGENT_MODEL": "offline:researcher",
+            },
+            settled=settled,
+        )
     finally:
         settings.CELERY_QUEUE_PREFIX = ""
         configure(celery_app)
@@ -424,30 +442,23 @@ def test_otlp_trace_exported_while_the_broker_is_down_is_assembled_once_it_is_ba
         row = OutboxJob.objects.get(name="tasks_app.otlp_assemble_traces")
         assert row.published_at is None and row.not_before is not None
 
-        with own_redis(port):
-            worker = Worker(
-                env={
-                    "DATABASE_URL": db_url,
-                    "VALIDATOR_MODEL": "offline:judge",
-                    "OTLP_TRACE_QUIET_SECONDS": "1",
-                    "EVIDENTIA_VAR_DIR": str(tmp_path),
-                    "CELERY_BROKER_URL": broker,
-                },
-                queue=queue,
-                log_path=tmp_path / "worker.log",
-            )
-            try:
+        def settled() -> str | None:
+            task = Task.objects.filter(otlp_traces__isnull=False).first()
+            if task is not None and task.status not in (S.OPEN, S.VALIDATING):
+                return str(task.status)
+            return None
 
-                def settled() -> str | None:
-                    task = Task.objects.filter(otlp_traces__isnull=False).first()
-                    if task is not None and task.status not in (S.OPEN, S.VALIDATING):
-                        return str(task.status)
-                    return None if worker.alive else "worker exited"
-
-                outcome = wait_for(settled, timeout=60, interval=0.3)
-            finally:
-                worker.stop()
-        output = worker.output()
+        outcome, output = _worker_once_broker_is_back(
+            port=port,
+            queue=queue,
+            tmp_path=tmp_path,
+            env={
+                "DATABASE_URL": db_url,
+                "CELERY_BROKER_URL": broker,
+                "OTLP_TRACE_QUIET_SECONDS": "1",
+            },
+            settled=settled,
+        )
     finally:
         settings.CELERY_QUEUE_PREFIX = ""
         configure(celery_app)
