@@ -217,8 +217,9 @@ def _worker_once_broker_is_back(
     settled: Callable[[], str | None],
 ) -> tuple[str | None, str]:
     """The broker comes back (Redis started on ``port``) and a worker starts against it
-    on ``queue`` (the offline judge; ``env`` adds the rest): wait up to 60 s until ``settled()`` names an outcome ("worker exited"
-    if the worker dies first); returns the outcome and the worker's output."""
+    on ``queue`` (the offline judge; ``env`` adds the rest): wait up to 60 s until
+    ``settled()`` names an outcome ("worker exited" if the worker dies first); returns
+    the outcome and the worker's output."""
     with own_redis(port):
         worker = Worker(
             env={"EVIDENTIA_VAR_DIR": str(tmp_path), "VALIDATOR_MODEL": "offline:judge", **env},
