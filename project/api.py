@@ -21,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.operation import Operation
+from pydantic import ValidationError as PydanticValidationError
 
 from project import request_bodies
 from project.errors import DomainError
@@ -247,8 +248,29 @@ def suspicious_request(request: HttpRequest, exc: SuspiciousOperation) -> HttpRe
     return api.create_response(request, error_body(400, f"Bad request: {exc}"), status=400)
 
 
+# What pydantic keeps of an exception raised while it read a response object's
+# attribute (a relation loaded lazily): "OperationalError: ..." as text, the exception
+# itself is gone.
+_DATABASE_ERROR_PREFIXES = tuple(f"{cls.__name__}:" for cls in (OperationalError, InterfaceError))
+
+
+def _database_lost_in(exc: PydanticValidationError) -> OperationalError | None:
+    """The database error that kept the response from being built, when the database
+    went away while its attributes were read (seen in the chaos drill: a backend
+    terminated mid-request); None for any other validation failure."""
+    for error in exc.errors():
+        text = str(error.get("ctx", {}).get("error", ""))
+        if error["type"] == "get_attribute_error" and text.startswith(_DATABASE_ERROR_PREFIXES):
+            return OperationalError(text)
+    return None
+
+
 @api.exception_handler(Exception)
 def unexpected_error(request: HttpRequest, exc: Exception) -> HttpResponse:
+    if isinstance(exc, PydanticValidationError):
+        lost = _database_lost_in(exc)
+        if lost is not None:
+            return database_unavailable(request, lost)
     # Still JSON and still the one shape; the traceback goes to the log, not the client.
     logger.exception("Unhandled error in %s %s", request.method, request.path)
     return api.create_response(

@@ -130,3 +130,34 @@ def test_form_with_too_many_fields_is_a_json_400(requester: Any, settings: Any) 
     response = client.post("/api/v1/tasks", {f"f{i}": "x" for i in range(20)})
     assert response.status_code == 400
     assert response.json()["code"] == "bad_request"
+
+
+@pytest.mark.postgres
+def test_database_lost_while_the_response_is_built_is_503_not_500(
+    alice: Client, requester: Any
+) -> None:
+    """Issue 17 (seen in the chaos drill: a backend terminated mid-request): a database
+    error raised while the response schema reads a relation reaches the API wrapped by
+    pydantic, not as an OperationalError; it still answers 503 with Retry-After and the
+    database_unavailable code, not a 500. Here the verdict's table is locked by another
+    session and the request's lock wait times out."""
+    import psycopg
+    from django.db import connection
+
+    from tests.factories import TaskFactory
+
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL")
+    task = TaskFactory(owner=requester)
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    with psycopg.connect(**params) as locker:
+        locker.execute("LOCK TABLE evidence_app_validationsnapshot IN ACCESS EXCLUSIVE MODE")
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '200ms'")
+        response = alice.get(f"/api/v1/tasks/{task.pk}")
+        locker.rollback()
+    assert response.status_code == 503, response.content
+    assert response["Retry-After"] == "5"
+    assert response.json()["code"] == "database_unavailable"
