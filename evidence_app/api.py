@@ -15,8 +15,7 @@ from ninja import Query, Router
 from ninja.errors import ValidationError
 
 from evidence_app.agreement import agreement_stats
-from evidence_app.jobs import replay_validation_job
-from evidence_app.models import ToolEvidence, ValidationSnapshot
+from evidence_app.models import ReplayRequest, ToolEvidence, ValidationSnapshot
 from evidence_app.schemas import (
     AgreementOut,
     EvidenceFormatQuery,
@@ -24,9 +23,11 @@ from evidence_app.schemas import (
     EvidenceOut,
     ReplayIn,
     ReplayQueuedOut,
+    ReplayRequestOut,
     ValidationListOut,
     ValidationOut,
 )
+from evidence_app.services import replay_request
 from evidence_app.validator.templates import get_template
 from project import roles
 from project.errors import DomainError
@@ -34,7 +35,6 @@ from project.llm.registry import resolve_model
 from project.pagination import LimitOffset100, paginate
 from project.roles import require_operator
 from project.schemas import error_responses
-from tasks_app import services
 from tasks_app.idempotency import idempotency_header, run_idempotent
 from tasks_app.selectors import get_visible_run, require_visible_task
 
@@ -164,13 +164,12 @@ def replay(
     def work() -> tuple[int, Any]:
         # Through the outbox: sent after commit (a rolled-back request queues nothing,
         # X1); a broker that is down delays the job, never fails the request (issue 17).
-        services.job_enqueue(
-            replay_validation_job,
-            (snapshot.pk, template, model, user.pk),
-            task_ref=snapshot.task_id,
+        queued = replay_request(
+            snapshot=snapshot, template=template, model=model, requested_by=user
         )
         return 202, {
             "status": "queued",
+            "replay_id": queued.pk,
             "validation_id": snapshot.pk,
             "task_id": snapshot.task_id,
             "template": template,
@@ -183,6 +182,21 @@ def replay(
         key=idempotency_key,
         work=work,
     )
+
+
+@router.get(
+    "/replays/{replay_id}",
+    response={200: ReplayRequestOut, **error_responses(403, 404)},
+    summary="Where a queued replay stands: queued, running, succeeded (with the replay's "
+    "validation id) or failed (with the reason) (operators)",
+    tags=["validations"],
+)
+def get_replay(request: HttpRequest, replay_id: int) -> ReplayRequest:
+    require_operator(request.auth)  # type: ignore[attr-defined]
+    found = ReplayRequest.objects.select_related("original").filter(pk=replay_id).first()
+    if found is None:
+        raise Http404("No such replay.")
+    return found
 
 
 @router.get(

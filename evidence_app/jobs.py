@@ -8,13 +8,13 @@ attempt, or the validation claimed, and does nothing: its result is ``duplicate`
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from celery import shared_task
-from django.contrib.auth import get_user_model
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
-from evidence_app.models import ValidationSnapshot
-from evidence_app.services import replay_validation, validation_attempt
+from evidence_app.services import REPLAY_JOB, replay_request_run, validation_attempt
 from project.errors import first_line
 
 log = logging.getLogger(__name__)
@@ -41,19 +41,17 @@ def validate_attempt_job(task_id: int, attempt_index: int) -> str:
     return outcome.result
 
 
-@shared_task(name="evidence_app.replay_validation")
-def replay_validation_job(
-    snapshot_id: int,
-    template: str | None = None,
-    model: str | None = None,
-    user_id: int | None = None,
-) -> int | None:
-    """Replay one stored validation (V9); returns the replay snapshot's id."""
-    snapshot = ValidationSnapshot.objects.filter(pk=snapshot_id).select_related("task").first()
-    if snapshot is None:
-        return None
-    user = get_user_model().objects.filter(pk=user_id).first() if user_id else None
-    replay = replay_validation(
-        snapshot=snapshot, template=template or None, model=model or None, requested_by=user
-    )
-    return replay.pk
+@shared_task(name=REPLAY_JOB, bind=True, max_retries=None)
+def replay_validation_job(self: Any, request_id: int) -> str:
+    """Run one replay request (V9); returns its state (``succeeded``, ``failed``) or
+    ``gone``. A lost database connection tries again a little later, at most
+    JOB_MAX_TRIES times in all; then the request says it failed."""
+    try:
+        request = replay_request_run(request_id=int(request_id))
+    except (OperationalError, InterfaceError) as exc:
+        connection.close()
+        if self.request.retries + 1 >= settings.JOB_MAX_TRIES:
+            log.warning("replay request %s: db_lost, not tried again (%s)", request_id, exc)
+            return "db_lost"
+        raise self.retry(countdown=5 * (self.request.retries + 1)) from exc
+    return request.state if request is not None else "gone"

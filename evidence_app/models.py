@@ -11,7 +11,15 @@ from django.utils import timezone
 
 from tasks_app.models import Run, Task
 
-__all__ = ["ToolEvidence", "ValidationSnapshot", "ValidationStatus", "FailureCategory"]
+__all__ = [
+    "ToolEvidence",
+    "ValidationSnapshot",
+    "ValidationStatus",
+    "FailureCategory",
+    "ReplayRequest",
+    "ReplayState",
+    "ValidationFailure",
+]
 
 
 def content_digest(tool_name: str, content: str) -> str:
@@ -171,3 +179,63 @@ class ValidationSnapshot(models.Model):
     def passed(self) -> bool:
         """Derived from status, never stored on its own (V1)."""
         return self.status == ValidationStatus.ACCEPTED
+
+
+class ReplayState(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    SUCCEEDED = "succeeded", "Done"
+    FAILED = "failed", "Failed"
+
+
+class ReplayRequest(models.Model):
+    """An operator's request to replay one validation (V9): what was asked and where it
+    stands, so a replay that failed says so, with its reason, where it said "queued"."""
+
+    original = models.ForeignKey(
+        ValidationSnapshot, on_delete=models.CASCADE, related_name="replay_requests"
+    )
+    template = models.CharField(max_length=100, blank=True, default="")
+    model = models.CharField(max_length=200, blank=True, default="")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    state = models.CharField(max_length=16, choices=ReplayState.choices, default=ReplayState.QUEUED)
+    # Deliveries that started it: a worker that dies mid-replay has its job delivered
+    # again, at most JOB_MAX_TRIES times in all.
+    tries = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    result = models.ForeignKey(
+        ValidationSnapshot, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["original", "state"], name="replayrequest_original")]
+
+    def __str__(self) -> str:
+        return f"replay request {self.pk} of validation {self.original_id}: {self.state}"
+
+    @property
+    def pending(self) -> bool:
+        return self.state in (ReplayState.QUEUED, ReplayState.RUNNING)
+
+
+class ValidationFailure(models.Model):
+    """Append-only: a validation job that crashed before its verdict (not a validator
+    error, which is a verdict). Counted per attempt to stop a job that fails the same
+    way every time after JOB_MAX_TRIES, with the error shown to a person."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="validation_failures")
+    attempt_index = models.PositiveIntegerField()
+    error = models.TextField()
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["task", "attempt_index"], name="validationfailure_attempt")]
+
+    def __str__(self) -> str:
+        return f"task {self.task_id} attempt {self.attempt_index}: {self.error[:60]}"

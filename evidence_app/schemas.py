@@ -230,10 +230,47 @@ class ReplayIn(Schema):
 
 class ReplayQueuedOut(Schema):
     status: str = Field(description="'queued': the replay runs in the background")
+    replay_id: int = Field(description="Follow it at GET /api/v1/replays/{replay_id}")
     validation_id: int
     task_id: int
     template: str | None
     model: str | None
+
+
+class ReplayRequestOut(Schema):
+    id: int
+    state: str = Field(description="queued, running, succeeded or failed")
+    validation_id: int = Field(description="The original validation replayed")
+    task_id: int
+    template: str | None
+    model: str | None
+    tries: int = Field(description="Deliveries of its job so far")
+    error: str = Field(description="Why it failed; empty otherwise")
+    replay_validation_id: int | None = Field(
+        description="The replay's own validation (GET /api/v1/validations/{id}) once succeeded"
+    )
+    created_at: datetime
+    finished_at: datetime | None
+
+    @staticmethod
+    def resolve_validation_id(obj: Any) -> int:
+        return int(obj.original_id)
+
+    @staticmethod
+    def resolve_task_id(obj: Any) -> int:
+        return int(obj.original.task_id)
+
+    @staticmethod
+    def resolve_template(obj: Any) -> str | None:
+        return obj.template or None
+
+    @staticmethod
+    def resolve_model(obj: Any) -> str | None:
+        return obj.model or None
+
+    @staticmethod
+    def resolve_replay_validation_id(obj: Any) -> int | None:
+        return obj.result_id
 
 
 class AgreementGroupOut(Schema):

@@ -15,7 +15,13 @@ from django.db.models.functions import JSONObject, Substr, TruncDate
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from evidence_app.models import SnapshotKind, ToolEvidence, ValidationSnapshot, ValidationStatus
+from evidence_app.models import (
+    ReplayRequest,
+    SnapshotKind,
+    ToolEvidence,
+    ValidationSnapshot,
+    ValidationStatus,
+)
 from evidence_app.packets import build_packet
 from evidence_app.render import render_packet
 from evidence_app.validator.citations import find_quote
@@ -432,3 +438,17 @@ def by_day(rows: list[DailyCost]) -> dict[date, list[DailyCost]]:
     for row in rows:
         grouped[row.day].append(row)
     return dict(grouped)
+
+
+def latest_replay_request(original: ValidationSnapshot) -> ReplayRequest | None:
+    """The newest replay request of a validation, or None."""
+    return original.replay_requests.order_by("-created_at", "-id").first()
+
+
+def recent_replay_requests(*, user: Any, limit: int = 50) -> list[ReplayRequest]:
+    """``user``'s newest replay requests (the bulk replay page's progress list)."""
+    return list(
+        ReplayRequest.objects.filter(requested_by=user)
+        .select_related("original__task")
+        .order_by("-created_at", "-id")[:limit]
+    )

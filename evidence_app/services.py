@@ -17,11 +17,18 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import connection, transaction
-from django.db.models import Q
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
-from evidence_app.models import SnapshotKind, ValidationSnapshot, ValidationStatus
+from evidence_app.models import (
+    ReplayRequest,
+    ReplayState,
+    SnapshotKind,
+    ValidationFailure,
+    ValidationSnapshot,
+    ValidationStatus,
+)
 from evidence_app.packets import TaskEvidencePacket, build_packet
 from evidence_app.validator.judging import Judgement, judge_prompt
 from evidence_app.validator.prompt import HistoryMessage, build_prompt, format_feedback
@@ -29,7 +36,7 @@ from evidence_app.validator.schema import ValidationResult, claim_summary
 from evidence_app.validator.templates import DEFAULT_TEMPLATE, TemplateVersion, get_template
 from project.costs import CURRENCY, CostTotal, estimate_cost
 from project.db import MARKER_ID, MARKER_TIME, Keeper, Prepared, insert_new, release_connection
-from project.errors import StaleAction
+from project.errors import StaleAction, first_line
 from tasks_app.models import (
     NO_USABLE_ANSWER,
     Feedback,
@@ -39,6 +46,7 @@ from tasks_app.models import (
     Task,
     ValidationPolicy,
 )
+from tasks_app.outbox import outbox_send
 from tasks_app.states import TaskStatus
 
 log = logging.getLogger(__name__)
@@ -367,6 +375,8 @@ def _claim_and_read(*, task_id: int, attempt_index: int) -> tuple[Task, datetime
 # Result words of the validation job besides the verdict (issue 17).
 NO_VALIDATION = "no validation"  # the policy or an empty answer skips the validator
 DUPLICATE = "duplicate"  # validated already, being validated by another job, or moved on
+CRASHED = "crashed"  # the job crashed before a verdict; sent again
+GAVE_UP = "gave_up"  # crashed JOB_MAX_TRIES times: the task went to a person with the error
 
 
 @dataclass(frozen=True)
@@ -396,9 +406,17 @@ def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome
         try:
             with ClaimKeeper(task_id=task_id, attempt_index=attempt_index, stamp=stamp):
                 return _validate_claimed(task, attempt_index)
-        except BaseException:
+        except (OperationalError, InterfaceError):
+            # The database went away: the job says db_lost and the reaper re-sends it.
+            _release_claim(task_id, attempt_index)
+            raise
+        except Exception as exc:
             # Crashed before the verdict (not a validator error, which is a verdict: V8):
-            # release the claim so a re-sent job can validate at once.
+            # release the claim, then try again or, after JOB_MAX_TRIES, hand it to a person.
+            log.exception("task %s attempt %s: the validation crashed", task_id, attempt_index)
+            _release_claim(task_id, attempt_index)
+            return _validation_crashed(task_id, attempt_index, exc)
+        except BaseException:
             _release_claim(task_id, attempt_index)
             raise
     # Not claimed: say why (a duplicate, or the task moved on); only this path reads.
@@ -425,11 +443,43 @@ def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome
     return ValidationOutcome(DUPLICATE, _existing(task_id, attempt_index))
 
 
+@transaction.atomic
+def _validation_crashed(task_id: int, attempt_index: int, exc: Exception) -> ValidationOutcome:
+    """Record the crash; send the job again a little later, or, when this attempt's
+    validation has crashed JOB_MAX_TRIES times (a poison job), move the task to a person
+    with the error: it never stays ``validating`` with nobody told."""
+    from tasks_app.services import new_job_id, task_transition, validation_enqueue
+
+    error = f"{type(exc).__name__}: {first_line(exc)}"
+    current = Task.objects.filter(
+        pk=task_id, status=TaskStatus.VALIDATING, attempt_count=attempt_index
+    )
+    if not current.exists():
+        return ValidationOutcome(DUPLICATE)
+    ValidationFailure.objects.create(task_id=task_id, attempt_index=attempt_index, error=error)
+    tries = ValidationFailure.objects.filter(task_id=task_id, attempt_index=attempt_index).count()
+    if tries < settings.JOB_MAX_TRIES:
+        job_id = new_job_id()
+        current.update(job_id=job_id)
+        validation_enqueue(task_id, attempt_index, job_id=job_id, countdown=5 * tries)
+        return ValidationOutcome(CRASHED)
+    task_transition(
+        task_id=task_id,
+        to_status=TaskStatus.NEEDS_REVIEW,
+        actor_kind="system",
+        reason=(
+            f"the validation failed {tries} times in a row and was stopped; a person "
+            f"decides. Last error: {error}"
+        ),
+        expected_from=TaskStatus.VALIDATING,
+        expected_attempt=attempt_index,
+    )
+    return ValidationOutcome(GAVE_UP)
+
+
 def _release_claim(task_id: int, attempt_index: int) -> None:
     """Release the validation claim; after a lost database connection, once more on a
     fresh one. If the database is still away the claim expires on its own."""
-    from django.db import InterfaceError, OperationalError, connection
-
     for _ in range(2):
         try:
             Task.objects.filter(
@@ -570,6 +620,85 @@ def replay_validation(
         replay_of=original,
         requested_by=requested_by,
     )
+
+
+# The replay job's name (evidence_app.jobs registers it under this name).
+REPLAY_JOB = "evidence_app.replay_validation"
+
+
+def replay_request(
+    *,
+    snapshot: ValidationSnapshot,
+    template: str | None = None,
+    model: str | None = None,
+    requested_by: Any = None,
+) -> ReplayRequest:
+    """Record a replay of ``snapshot``'s original validation and queue its job through
+    the outbox, both in the caller's transaction (V9): the request's ``state`` says
+    where it stands from then on."""
+    from tasks_app.services import new_job_id
+
+    request = ReplayRequest.objects.create(
+        original_id=snapshot.replay_of_id or snapshot.pk,
+        template=template or "",
+        model=model or "",
+        requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
+    )
+    outbox_send(REPLAY_JOB, (request.pk,), job_id=new_job_id(), task_ref=snapshot.task_id)
+    return request
+
+
+def replay_request_run(*, request_id: int) -> ReplayRequest | None:
+    """Run a queued replay request and record how it ended: ``succeeded`` with its
+    replay snapshot, or ``failed`` with the reason. Each delivery counts as a try; a
+    request whose deliveries never finished (the worker stopped each time) is failed
+    after JOB_MAX_TRIES. A delivery of a finished request does nothing."""
+    limit = settings.JOB_MAX_TRIES
+    # Conditional claim: a finished request is never run again by a late delivery.
+    claimed = ReplayRequest.objects.filter(
+        pk=request_id,
+        state__in=[ReplayState.QUEUED, ReplayState.RUNNING],
+        tries__lt=limit,
+    ).update(state=ReplayState.RUNNING, tries=F("tries") + 1)
+    request = (
+        ReplayRequest.objects.select_related("original__task", "requested_by")
+        .filter(pk=request_id)
+        .first()
+    )
+    if request is None:
+        return None
+    if not claimed:
+        if request.pending:
+            _replay_finished(
+                request,
+                error=f"stopped after {request.tries} tries: the worker never finished it",
+            )
+        return request
+    try:
+        replay = replay_validation(
+            snapshot=request.original,
+            template=request.template or None,
+            model=request.model or None,
+            requested_by=request.requested_by,
+        )
+    except (OperationalError, InterfaceError):
+        raise  # the job tries again when the database is back
+    except Exception as exc:
+        log.exception("replay request %s of validation %s crashed", request_id, request.original_id)
+        _replay_finished(request, error=f"{type(exc).__name__}: {first_line(exc)}")
+        return request
+    _replay_finished(request, result=replay)
+    return request
+
+
+def _replay_finished(
+    request: ReplayRequest, *, result: ValidationSnapshot | None = None, error: str = ""
+) -> None:
+    request.state = ReplayState.FAILED if result is None else ReplayState.SUCCEEDED
+    request.result = result
+    request.error = error
+    request.finished_at = timezone.now()
+    request.save(update_fields=["state", "result", "error", "finished_at"])
 
 
 # --- Bulk replay (V9) ---------------------------------------------------------------------

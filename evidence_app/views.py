@@ -23,15 +23,18 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app.agreement import agreement_stats
 from evidence_app.forms import BulkReplayForm, ReplayForm
-from evidence_app.jobs import replay_validation_job
-from evidence_app.models import SnapshotKind, ValidationSnapshot, ValidationStatus
-from evidence_app.selectors import cost_per_accepted_answer, daily_costs
-from evidence_app.services import replay_candidates, replay_estimate
+from evidence_app.models import ReplayState, SnapshotKind, ValidationSnapshot, ValidationStatus
+from evidence_app.selectors import (
+    cost_per_accepted_answer,
+    daily_costs,
+    latest_replay_request,
+    recent_replay_requests,
+)
+from evidence_app.services import replay_candidates, replay_estimate, replay_request
 from evidence_app.validator.templates import list_templates
 from project.diffs import DIFF_MAX_LINES, diff_lines
 from project.health import run_checks
 from project.views import operator_required, render_fragment, render_page, wants_fragment
-from tasks_app import services
 from tasks_app.models import LLMRequestSnapshot, Task, TaskEvent
 from tasks_app.states import TaskStatus
 
@@ -199,11 +202,7 @@ def _snapshot_or_404(snapshot_id: int) -> ValidationSnapshot:
 
 
 def validation_context(
-    request: HttpRequest,
-    snapshot_id: int,
-    *,
-    form: ReplayForm | None = None,
-    waiting: int | None = None,
+    request: HttpRequest, snapshot_id: int, *, form: ReplayForm | None = None
 ) -> dict[str, Any]:
     snap = _snapshot_or_404(snapshot_id)
     original = snap
@@ -214,21 +213,24 @@ def validation_context(
         .select_related("requested_by")
         .order_by("-created_at", "-id")
     )
+    # The newest request says what the operator is waiting for: queued or running (the
+    # page polls until it ends), failed (with the reason), or done (its replay shown).
+    latest = latest_replay_request(original)
+    pending = latest is not None and latest.pending
+    failed = latest if latest is not None and latest.state == ReplayState.FAILED else None
     chosen = replays[0] if replays else None
     wanted = request.GET.get("replay", "")
     if wanted.isdigit():
         chosen = next((r for r in replays if r.pk == int(wanted)), chosen)
-    raw_waiting = request.GET.get("waiting", "")
-    if waiting is None and raw_waiting.isdigit():
-        waiting = int(raw_waiting)
-    # A queued replay is awaited until one more replay than before exists (no reload).
-    still_waiting = waiting is not None and len(replays) <= waiting
+    elif pending or failed:
+        chosen = None
     return {
         "original": original,
         "replays": replays,
-        "chosen": None if still_waiting else chosen,
-        "waiting": waiting if still_waiting else None,
-        "changes": verdict_changes(original, chosen) if chosen and not still_waiting else [],
+        "chosen": chosen,
+        "pending": latest if pending else None,
+        "failed": failed,
+        "changes": verdict_changes(original, chosen) if chosen else [],
         "form": form or ReplayForm(template_names=[t.name for t in _templates()]),
     }
 
@@ -296,16 +298,14 @@ def ops_replay(request: HttpRequest, snapshot_id: int) -> HttpResponse:
         return redirect("ops_validation", snapshot_id=snap.pk)
     template = form.cleaned_data["template"] or None
     model = form.cleaned_data["model"] or None
-    before = snap.replays.count() if snap.kind == SnapshotKind.VALIDATION else 0
-    services.job_enqueue(
-        replay_validation_job, (snap.pk, template, model, request.user.pk), task_ref=snap.task_id
-    )
+    with transaction.atomic():
+        replay_request(snapshot=snap, template=template, model=model, requested_by=request.user)
     messages.success(
         request,
         f"Replay of validation #{snap.pk} queued (template {template or 'as original'}, "
         f"model {model or 'as original'}). The result appears here when the worker has run it.",
     )
-    return redirect(reverse("ops_validation", args=[snap.pk]) + f"?waiting={before}")
+    return redirect("ops_validation", snapshot_id=snap.replay_of_id or snap.pk)
 
 
 @operator_required
@@ -507,7 +507,16 @@ def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
     cap = settings.REPLAY_BULK_MAX_TASKS
     data = request.POST if request.method == "POST" else request.GET
     form = BulkReplayForm(data or None, template_names=[t.name for t in _templates()])
-    context: dict[str, Any] = {"form": form, "cap": cap, "previewed": False}
+    requests = recent_replay_requests(user=request.user)
+    context: dict[str, Any] = {
+        "form": form,
+        "cap": cap,
+        "previewed": False,
+        "requests": requests,
+        "requests_pending": any(r.pending for r in requests),
+    }
+    if wants_fragment(request, "replay-requests"):
+        return render_fragment(request, "evidence_app/ops_bulk_replay.html#requests", context)
     if not form.is_bound or not form.is_valid():
         return render_page(request, "evidence_app/ops_bulk_replay.html", context)
     f = form.cleaned_data
@@ -543,17 +552,20 @@ def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
                 "Narrow the filters.",
             )
         else:
-            jobs = [
-                (s.task_id, (s.pk, template, model_choice, request.user.pk)) for s in candidates
-            ]
             with transaction.atomic():  # all queued or none; published after the commit
-                for task_ref, args in jobs:
-                    services.job_enqueue(replay_validation_job, args, task_ref=task_ref)
+                for candidate in candidates:
+                    replay_request(
+                        snapshot=candidate,
+                        template=template,
+                        model=model_choice,
+                        requested_by=request.user,
+                    )
             messages.success(
                 request,
-                f"Queued {len(jobs)} replays (~{estimate.input_tokens if estimate else 0:,} input "
-                f"tokens, estimated input cost {estimate.cost if estimate else 'unknown'}). "
-                "Each shows beside its original when the worker has run it.",
+                f"Queued {len(candidates)} replays (~{estimate.input_tokens if estimate else 0:,} "
+                f"input tokens, estimated input cost {estimate.cost if estimate else 'unknown'}). "
+                "Each shows beside its original when the worker has run it; 'Your replays' "
+                "below says where each stands.",
             )
             return redirect(reverse("ops_bulk_replay") + "?" + data.urlencode())
         return render_page(request, "evidence_app/ops_bulk_replay.html", context, status=409)

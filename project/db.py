@@ -112,6 +112,15 @@ MARKER_TEXT = "\x00marker\x00"
 MARKER_TIME = datetime(1900, 1, 1, 0, 0, 7, tzinfo=UTC)
 
 
+def _forms(marker: Any, ops: Any) -> list[tuple[Any, Callable[[Any], Any] | None]]:
+    """The forms a marker can take among a compiled query's parameters, each with the
+    function that puts a real value in that form (None: the value as it is)."""
+    forms: list[tuple[Any, Callable[[Any], Any] | None]] = [(marker, None)]
+    if isinstance(marker, datetime):
+        forms.append((ops.adapt_datetimefield_value(marker), ops.adapt_datetimefield_value))
+    return forms
+
+
 class Prepared:
     """The SQL of a queryset compiled once, run again with new values (issue 16).
 
@@ -132,15 +141,20 @@ class Prepared:
         self.sql = sql
         self.params = list(params)
         self.slots: dict[int, str] = {}
-        # The backend may wrap a value in a subclass (psycopg's Int4 for an int column):
-        # the real value is wrapped the same way.
-        self.wrappers: dict[int, type] = {}
+        # The backend may hand a value on in another form: psycopg wraps an int for an
+        # int column (Int4), SQLite turns a datetime into text. The real value takes the
+        # same path, through the same function.
+        self.adapters: dict[int, Callable[[Any], Any]] = {}
+        ops = connections[queryset.db].ops
         for i, value in enumerate(self.params):
             for name, marker in markers.items():
-                if isinstance(value, type(marker)) and value == marker:
-                    self.slots[i] = name
-                    if type(value) is not type(marker):
-                        self.wrappers[i] = type(value)
+                for form, adapt in _forms(marker, ops):
+                    if isinstance(value, type(form)) and value == form:
+                        self.slots[i] = name
+                        if adapt is not None:
+                            self.adapters[i] = adapt
+                        elif type(value) is not type(form):
+                            self.adapters[i] = type(value)
         missing = set(markers) - set(self.slots.values())
         if missing:
             raise ValueError(f"markers not among the query's parameters: {sorted(missing)}")
@@ -153,8 +167,8 @@ class Prepared:
             raise TypeError(f"expected values for {sorted(set(self.slots.values()))}")
         params = list(self.params)
         for i, name in self.slots.items():
-            wrapper = self.wrappers.get(i)
-            params[i] = wrapper(values[name]) if wrapper else values[name]
+            adapt = self.adapters.get(i)
+            params[i] = adapt(values[name]) if adapt else values[name]
         conn = connections[self.alias]
         with conn.cursor() as cur:
             cur.execute(self.sql, params)

@@ -313,6 +313,9 @@ VALIDATOR_HISTORY_MESSAGES = env_int("VALIDATOR_HISTORY_MESSAGES", 30, minimum=0
 VALIDATOR_CONTEXT_CHARS = env_json_dict("VALIDATOR_CONTEXT_CHARS", {})
 VALIDATOR_DEFAULT_CONTEXT_CHARS = env_int("VALIDATOR_DEFAULT_CONTEXT_CHARS", 400_000, minimum=1000)
 REPLAY_BULK_MAX_TASKS = env_int("REPLAY_BULK_MAX_TASKS", 50, minimum=1)
+# A job that crashes the same way every time (a poison job) stops after this many tries:
+# a validation then goes to a person with the error, a replay says "failed".
+JOB_MAX_TRIES = env_int("JOB_MAX_TRIES", 3, minimum=1)
 
 # --- Review UI --------------------------------------------------------------------------
 REVIEW_CLAIM_TIMEOUT_SECONDS = env_int("REVIEW_CLAIM_TIMEOUT_SECONDS", 900, minimum=10)

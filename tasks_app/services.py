@@ -85,16 +85,19 @@ def new_job_id() -> str:
     return str(uuid.uuid4())
 
 
-def job_send_on_commit(job: Any, args: tuple[Any, ...], *, task_id: int, job_id: str = "") -> str:
+def job_send_on_commit(
+    job: Any, args: tuple[Any, ...], *, task_id: int, job_id: str = "", countdown: float = 0
+) -> str:
     """Record ``job`` in the outbox in the current transaction and publish it once the
     transaction commits (a rolled-back transaction sends nothing; a broker that is down
     leaves it to the outbox relay, issue 17) under a job id stored on the task, so the
     reaper can ask the broker whether it is still queued (issue 16). Pass ``job_id`` when
-    the caller already wrote it to the task row (saves a statement); returns the id."""
+    the caller already wrote it to the task row (saves a statement); ``countdown``
+    delays the job that many seconds; returns the id."""
     if not job_id:
         job_id = new_job_id()
         Task.objects.filter(pk=task_id).update(job_id=job_id)
-    outbox_send(job.name, args, job_id=job_id, task_ref=task_id)
+    outbox_send(job.name, args, job_id=job_id, task_ref=task_id, countdown=countdown)
     return job_id
 
 
@@ -121,12 +124,19 @@ def attempt_enqueue(task_id: int, *, job_id: str = "") -> str:
     return job_send_on_commit(run_attempt_job, (task_id,), task_id=task_id, job_id=job_id)
 
 
-def validation_enqueue(task_id: int, attempt_index: int, *, job_id: str = "") -> str:
-    """Queue the validation of ``attempt_index`` once the current transaction commits."""
+def validation_enqueue(
+    task_id: int, attempt_index: int, *, job_id: str = "", countdown: float = 0
+) -> str:
+    """Queue the validation of ``attempt_index`` once the current transaction commits
+    (no earlier than ``countdown`` seconds from now)."""
     from evidence_app.jobs import validate_attempt_job
 
     return job_send_on_commit(
-        validate_attempt_job, (task_id, attempt_index), task_id=task_id, job_id=job_id
+        validate_attempt_job,
+        (task_id, attempt_index),
+        task_id=task_id,
+        job_id=job_id,
+        countdown=countdown,
     )
 
 

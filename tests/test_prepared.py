@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
-from project.db import MARKER_ID, MARKER_INDEX, MARKER_TEXT, Prepared, insert_new
+import pytest
+from django.utils import timezone
+
+from project.db import MARKER_ID, MARKER_INDEX, MARKER_TEXT, MARKER_TIME, Prepared, insert_new
 from tasks_app.models import Run, Task
 from tests.factories import TaskFactory
 
@@ -35,6 +38,43 @@ def test_rows_equal_the_orm_for_other_values_with_json_parsed() -> None:
         )
         assert prepared.rows(task_id=task.pk, attempt=attempt) == expected
     assert prepared.rows(task_id=first.pk, attempt=1) == [(first.pk, 1, ["w1"])]
+
+
+def test_every_marker_type_runs_on_this_backend() -> None:
+    """Issue 22: each marker type (an id, an index, a text, a time) is found among the
+    compiled parameters on this database, including in the form the backend gives it
+    (SQLite passes a time as text), and a real value takes the same form: the rows
+    equal the ORM's. This failed on SQLite for the time marker."""
+    tasks = [TaskFactory(title=f"t{i}") for i in range(3)]
+    for i, task in enumerate(tasks):
+        Run.objects.create(task=task, attempt_index=i + 1, kind="main", status="completed")
+    queryset = (
+        Run.objects.filter(
+            task__title=MARKER_TEXT,
+            task_id=MARKER_ID,
+            attempt_index__lte=MARKER_INDEX,
+            started_at__lt=MARKER_TIME,
+        )
+        .order_by("id")
+        .values_list("task_id", "attempt_index", "started_at")
+    )
+    prepared = Prepared(queryset, title=MARKER_TEXT, pk=MARKER_ID, n=MARKER_INDEX, t=MARKER_TIME)
+    later, earlier = timezone.now() + timedelta(hours=1), timezone.now() - timedelta(days=1)
+    for task in tasks:
+        for bound in (later, earlier):
+            expected = list(
+                Run.objects.filter(
+                    task__title=task.title,
+                    task_id=task.pk,
+                    attempt_index__lte=3,
+                    started_at__lt=bound,
+                )
+                .order_by("id")
+                .values_list("task_id", "attempt_index", "started_at")
+            )
+            got = prepared.rows(title=task.title, pk=task.pk, n=3, t=bound)
+            assert got == expected
+            assert len(got) == (1 if bound is later else 0)
 
 
 def test_a_marker_missing_from_the_query_or_a_value_missing_is_refused() -> None:

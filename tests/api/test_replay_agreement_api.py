@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evidence_app.models import ValidationSnapshot
+from evidence_app.models import ReplayRequest, ValidationSnapshot
 from project.celery import app as celery_app
 from tasks_app import services
 from tasks_app.states import TaskStatus as S
@@ -63,8 +63,10 @@ def test_operator_replays_a_validation_without_changing_the_task(
             content_type=JSON,
         )
     assert response.status_code == 202, response.content
+    queued = ReplayRequest.objects.get()
     assert response.json() == {
         "status": "queued",
+        "replay_id": queued.pk,
         "validation_id": original.pk,
         "task_id": task.pk,
         "template": "default",
@@ -75,6 +77,9 @@ def test_operator_replays_a_validation_without_changing_the_task(
     assert replay.kind == "replay"
     assert replay.model_name == "offline:judge"
     assert replay.requested_by.username == "otto"
+    followed = otto.get(f"/api/v1/replays/{queued.pk}").json()
+    assert followed["state"] == "succeeded" and followed["replay_validation_id"] == replay.pk
+    assert followed["validation_id"] == original.pk and followed["error"] == ""
     before = (task.status, task.version)
     task.refresh_from_db()
     assert (task.status, task.version) == before

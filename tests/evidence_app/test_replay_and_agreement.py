@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from evidence_app.agreement import agreement_stats, cohen_kappa
 from evidence_app.jobs import replay_validation_job
-from evidence_app.models import ValidationSnapshot
-from evidence_app.services import replay_validation, validation_run
+from evidence_app.models import ReplayRequest, ValidationSnapshot
+from evidence_app.services import replay_request, replay_validation, validation_run
 from tasks_app.models import Feedback, TaskEvent
 from tests.evidence_app.validation_helpers import ScriptedJudge, validating_task, verdict
 from tests.factories import TaskFactory, ValidationSnapshotFactory
@@ -63,13 +63,62 @@ def test_replay_stores_a_linked_snapshot_and_leaves_the_task_untouched(
     assert ValidationSnapshot.objects.originals().filter(task=task).count() == 1
 
 
-def test_replay_job_runs_the_service(scripted_judge: ScriptedJudge, operator: Any) -> None:
-    """V9: the replay job takes ids and stores a replay."""
+def test_replay_job_runs_the_request_and_records_its_result(
+    scripted_judge: ScriptedJudge, operator: Any
+) -> None:
+    """V9, issue 22: the replay job takes a request id, stores a replay and marks the
+    request succeeded with it; a second delivery does nothing; a missing request is
+    ``gone``."""
     original = _validated(scripted_judge)
-    replay_id = replay_validation_job(original.pk, "terse", None, operator.pk)
-    replay = ValidationSnapshot.objects.get(pk=replay_id)
+    request = replay_request(snapshot=original, template="terse", requested_by=operator)
+    assert request.state == "queued"
+    assert replay_validation_job(request.pk) == "succeeded"
+    request.refresh_from_db()
+    replay = ValidationSnapshot.objects.get(kind="replay")
+    assert request.result == replay and request.tries == 1 and request.error == ""
     assert replay.replay_of_id == original.pk and replay.requested_by == operator
-    assert replay_validation_job(999_999, None, None, None) is None
+    assert replay_validation_job(request.pk) == "succeeded"  # a late duplicate
+    assert ValidationSnapshot.objects.filter(kind="replay").count() == 1
+    assert replay_validation_job(999_999) == "gone"
+
+
+def test_a_replay_that_crashes_says_failed_with_its_reason(
+    scripted_judge: ScriptedJudge, operator: Any
+) -> None:
+    """Issue 22: a replay whose job raises is marked failed with the error, stores no
+    snapshot and leaves the task as it was; it is not run again by a later delivery."""
+    original = _validated(scripted_judge)
+    task = original.task
+    task.refresh_from_db()
+    before = (task.status, task.version)
+    # A template that is gone by the time the worker runs it (the API and the page
+    # refuse an unknown one when queueing).
+    request = replay_request(snapshot=original, template="retired", requested_by=operator)
+    assert replay_validation_job(request.pk) == "failed"
+    request.refresh_from_db()
+    assert request.state == "failed" and request.finished_at is not None
+    assert "retired" in request.error
+    assert not ValidationSnapshot.objects.filter(kind="replay").exists()
+    task.refresh_from_db()
+    assert (task.status, task.version) == before
+    assert replay_validation_job(request.pk) == "failed"
+    request.refresh_from_db()
+    assert request.tries == 1
+
+
+def test_a_replay_whose_worker_never_finishes_stops_after_the_try_limit(
+    scripted_judge: ScriptedJudge, operator: Any, settings: Any
+) -> None:
+    """Issue 22: a request left running by deliveries that never finished (the worker
+    died each time) is failed with that reason once JOB_MAX_TRIES deliveries started."""
+    settings.JOB_MAX_TRIES = 2
+    original = _validated(scripted_judge)
+    request = replay_request(snapshot=original, requested_by=operator)
+    ReplayRequest.objects.filter(pk=request.pk).update(state="running", tries=2)
+    assert replay_validation_job(request.pk) == "failed"
+    request.refresh_from_db()
+    assert "stopped after 2 tries" in request.error
+    assert not ValidationSnapshot.objects.filter(kind="replay").exists()
 
 
 def test_bulk_replay_command_prints_estimate_and_comparison_table(

@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from evidence_app.jobs import replay_validation_job
-from evidence_app.models import ValidationSnapshot
+from evidence_app.models import ReplayRequest, ValidationSnapshot
 from tasks_app import services
 from tasks_app.models import LLMRequestSnapshot
 from tests.factories import ValidationSnapshotFactory
@@ -97,16 +97,19 @@ def test_replay_is_queued_and_shown_side_by_side(
             {"template": "terse", "model": "offline:judge"},
         )
     assert response.status_code == 302
-    assert sent == [
-        ("evidence_app.replay_validation", [original.pk, "terse", "offline:judge", operator.pk])
-    ]
+    queued = ReplayRequest.objects.get()
+    assert (queued.original, queued.template, queued.model) == (original, "terse", "offline:judge")
+    assert sent == [("evidence_app.replay_validation", [queued.pk])]
+    waiting = client.get(reverse("ops_validation", args=[original.pk])).content.decode()
+    assert "The replay is queued" in waiting and 'hx-trigger="every 1s"' in waiting
+    assert "Replay of validation" in waiting  # the message of the redirect
     # What the worker does with that message:
     replay_validation_job(*sent[0][1])
     replay = ValidationSnapshot.objects.get(kind="replay")
     assert replay.replay_of == original and replay.template_name == "terse"
     page = client.get(reverse("ops_validation", args=[original.pk])).content.decode()
     assert 'id="original-card"' in page and 'id="replay-card"' in page
-    assert f"#{replay.pk}" in page and "Replay of validation" in page
+    assert f"#{replay.pk}" in page and "every 1s" not in page
     task.refresh_from_db()
     assert task.status == "needs_review"  # a replay never changes the task
 
@@ -181,5 +184,10 @@ def test_bulk_replay_shows_the_estimate_first_and_respects_the_cap(
         queued = client.post(url, params)
     assert queued.status_code == 302
     snapshots = {first.validations.get().pk, second.validations.get().pk}
-    assert {args[0] for args in sent} == snapshots
-    assert all(args[1:] == ["terse", None, operator.pk] for args in sent)
+    requests = ReplayRequest.objects.all()
+    assert {r.original_id for r in requests} == snapshots
+    assert all((r.template, r.model, r.requested_by) == ("terse", "", operator) for r in requests)
+    assert sorted(args[0] for args in sent) == sorted(r.pk for r in requests)
+    # The page lists them with their state and polls while any is pending (issue 22).
+    listed = client.get(url).content.decode()
+    assert listed.count('data-state="queued"') == 2 and 'hx-trigger="every 2s"' in listed

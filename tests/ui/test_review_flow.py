@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from evidence_app.models import ValidationSnapshot
+from evidence_app.models import ReplayRequest, ValidationSnapshot
 from evidence_app.views import nice_step, verdict_changes
 from tasks_app.models import Task
 from tasks_app.states import TaskStatus as S
@@ -186,11 +186,17 @@ def test_replay_with_an_unknown_model_is_refused_before_queueing(
 def test_replay_page_waits_without_reload_and_lists_differences(
     client: Any, operator: Any, requester: Any
 ) -> None:
+    """V9, issue 22: while the newest replay request is queued the page polls; once its
+    replay is stored the poll stops and the differences are listed; a failed request
+    says so, with its reason, where it said "queued"."""
     task = make_reviewable_task(requester)
     original = task.validations.get()
     client.force_login(operator)
-    waiting = client.get(reverse("ops_validation", args=[original.pk]), {"waiting": 0})
-    assert 'hx-trigger="every 1s"' in waiting.content.decode()
+    request = ReplayRequest.objects.create(original=original, requested_by=operator)
+    url = reverse("ops_validation", args=[original.pk])
+    fragment = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "side-by-side"}
+    waiting = client.get(url).content.decode()
+    assert 'hx-trigger="every 1s"' in waiting and "The replay is queued" in waiting
     replay = ValidationSnapshot.objects.create(
         task=task,
         attempt_index=1,
@@ -200,13 +206,15 @@ def test_replay_page_waits_without_reload_and_lists_differences(
         score=0.9,
         result={"status": "accepted", "issues": []},
     )
-    done = client.get(
-        reverse("ops_validation", args=[original.pk]),
-        {"waiting": 0},
-        HTTP_HX_REQUEST="true",
-        HTTP_HX_TARGET="side-by-side",
-    ).content.decode()
+    ReplayRequest.objects.filter(pk=request.pk).update(state="succeeded", result=replay)
+    done = client.get(url, **fragment).content.decode()
     assert "every 1s" not in done and 'id="replay-changes"' in done
+    ReplayRequest.objects.create(
+        original=original, state="failed", error="DomainError: no template 'retired'"
+    )
+    failed = client.get(url, **fragment).content.decode()
+    assert "every 1s" not in failed and 'data-state="failed"' in failed
+    assert "The replay failed" in failed and "no template &#x27;retired&#x27;" in failed
     changes = verdict_changes(original, replay)
     assert changes[0] == "Status: Insufficient evidence → Accepted"
     assert "Reason no longer given: The section number is not in the evidence." in changes
