@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install run prod test drills chaos lint fmt clean migrate bench judge-bench
+.PHONY: install run prod test smoke drills chaos lint fmt clean migrate bench judge-bench
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "Python >= 3.12 is required (see .python-version); found " + sys.version.split()[0])'
@@ -36,6 +36,11 @@ prod: install
 
 test: install
 	@bin/test
+
+# What a newcomer does, checked (docs/operations.md "Tests and CI"): make run on a free
+# port and a throwaway data folder, the demo settles, a replay through the page, /ready.
+smoke: install
+	@$(BIN)/python bin/smoke.py
 
 # Benchmarks (bench/README.md): PostgreSQL from DATABASE_URL (default: local db "bench",
 # created and migrated) and Redis from CELERY_BROKER_URL (default: redis db 5).
