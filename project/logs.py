@@ -9,7 +9,11 @@ A context (``contextvars``) holds ``request_id``, ``task_id``, ``attempt`` and `
   ``task_id``/``attempt_index`` arguments (``task_prerun``); the attempt runner binds the
   attempt number once it has claimed one;
 - every log record gets the bound ids (``ContextFilter``); ``LOG_FORMAT=json`` writes one
-  JSON object per line (``JsonFormatter``), text mode appends ``[task=… attempt=…]``.
+  JSON object per line (``JsonFormatter``), text mode appends ``[task=… attempt=…]``;
+- a periodic job (one in the beat schedule) is quiet at INFO unless it did something:
+  its start line, and Celery's "Sending due task", "received" and "succeeded" lines for
+  it (``QuietPeriodicJobs``), are DEBUG; its finish line is INFO, with what it returned,
+  only when it returned something non-empty or did not succeed.
 
 Every binding is scoped: ``bound`` (a request, a job: a fresh set of ids) and
 ``extended`` (more ids for a block) restore what was bound before when they end, and
@@ -39,6 +43,7 @@ from django.http import HttpRequest, HttpResponse
 __all__ = [
     "ContextFilter",
     "JsonFormatter",
+    "QuietPeriodicJobs",
     "RequestContextMiddleware",
     "bind",
     "bound",
@@ -228,13 +233,28 @@ def on_job_start(
         _context.set(MappingProxyType(_present(values))),
         _scoped.set(True),
     )
-    job_log.log(_level(task), "job started", extra={"event": "job_started"})
+    level = logging.DEBUG if _is_periodic(task) else logging.INFO
+    job_log.log(level, "job started", extra={"event": "job_started"})
 
 
 def on_job_end(
-    task_id: str | None = None, task: Any = None, state: str | None = None, **_: Any
+    task_id: str | None = None,
+    task: Any = None,
+    state: str | None = None,
+    retval: Any = None,
+    **_: Any,
 ) -> None:
-    job_log.log(_level(task), "job finished (%s)", state or "done", extra={"event": "job_finished"})
+    """``task_postrun``: log the job's end and close its scope. A periodic job that
+    succeeded says what it did (its result) at INFO, or nothing at INFO if it found
+    nothing to do."""
+    state = state or "done"
+    extra = {"event": "job_finished"}
+    if not _is_periodic(task) or state != "SUCCESS":
+        job_log.info("job finished (%s)", state, extra=extra)
+    elif did_something(retval):
+        job_log.info("job finished (%s): %s", state, _summary(retval), extra=extra)
+    else:
+        job_log.debug("job finished (%s): nothing to do", state, extra=extra)
     tokens = _job_tokens.pop((str(task_id), threading.get_ident()), None)
     if tokens is None:
         return
@@ -246,9 +266,74 @@ def on_job_end(
         _scoped.set(False)
 
 
-def _level(task: Any) -> int:
-    """The heartbeat job runs every few seconds: its start/finish lines are debug."""
-    return logging.DEBUG if getattr(task, "name", "") == "project.queue_heartbeat" else logging.INFO
+def periodic_jobs(app: Any = None) -> frozenset[str]:
+    """The names of the jobs Celery beat sends: the tasks of the ``beat_schedule`` of
+    ``app`` (default: the current app, the project's; project/celery.py,
+    project/heartbeats.py)."""
+    if app is None:
+        from celery import current_app
+
+        app = current_app
+    return frozenset(entry["task"] for entry in (app.conf.beat_schedule or {}).values())
+
+
+def _is_periodic(task: Any) -> bool:
+    app = getattr(task, "app", None)
+    return app is not None and getattr(task, "name", None) in periodic_jobs(app)
+
+
+def did_something(result: Any) -> bool:
+    """Whether a job's result reports work done: not None, 0, an empty collection, or a
+    mapping whose values are all of those (the reaper's ``{"requeued": [], ...}``)."""
+    if isinstance(result, Mapping):
+        return any(did_something(value) for value in result.values())
+    if isinstance(result, str):
+        return bool(result)
+    if isinstance(result, list | tuple | set | frozenset):
+        return len(result) > 0
+    return result is not None and result is not False and result != 0
+
+
+def _summary(result: Any) -> str:
+    """A result for the log line: a mapping's non-empty entries only."""
+    if isinstance(result, Mapping):
+        return " ".join(f"{k}={v!r}" for k, v in result.items() if did_something(v))
+    return repr(result)
+
+
+class QuietPeriodicJobs(logging.Filter):
+    """For Celery's loggers (``celery.beat``, ``celery.worker.strategy``,
+    ``celery.app.trace``; settings.LOGGING): beat's "Sending due task", the worker's
+    "received" and the trace's "succeeded" INFO lines about a periodic job become DEBUG
+    lines (kept when the logger's level lets DEBUG through). A periodic job says what it
+    did in its own finish line (``on_job_end``); its failures, retries and WARNING/ERROR
+    lines are untouched."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO:
+            return True
+        name = _celery_job_name(record)
+        if name is None or name not in periodic_jobs():
+            return True
+        record.levelno, record.levelname = logging.DEBUG, logging.getLevelName(logging.DEBUG)
+        return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+
+
+def _celery_job_name(record: logging.LogRecord) -> str | None:
+    """The job a Celery "Sending due task" / "received" / "succeeded" record is about."""
+    from celery.app import trace
+
+    if record.msg in (trace.LOG_RECEIVED, trace.LOG_SUCCESS):
+        data = getattr(record, "data", None)
+        return data.get("name") if isinstance(data, Mapping) else None
+    if (
+        isinstance(record.msg, str)
+        and record.msg.startswith("Scheduler: Sending due task")
+        and isinstance(record.args, tuple)
+        and len(record.args) == 2
+    ):
+        return str(record.args[1])
+    return None
 
 
 _signatures: dict[Any, inspect.Signature] = {}

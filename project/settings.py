@@ -373,6 +373,8 @@ LOGGING = {
             "callback": _not_kombu_hostname_notice,
         },
         "context": {"()": "project.logs.ContextFilter"},
+        # Celery's per-job INFO lines about periodic jobs are DEBUG (docs/operations.md).
+        "quiet_periodic_jobs": {"()": "project.logs.QuietPeriodicJobs"},
     },
     "formatters": {
         "text": {"format": "%(asctime)s %(levelname)s %(name)s%(context)s: %(message)s"},
@@ -385,7 +387,13 @@ LOGGING = {
             "formatter": LOG_FORMAT,
         }
     },
-    "loggers": {"kombu.connection": {"filters": ["kombu_hostname"]}},
+    "loggers": {
+        "kombu.connection": {"filters": ["kombu_hostname"]},
+        **{
+            name: {"filters": ["quiet_periodic_jobs"]}
+            for name in ("celery.beat", "celery.worker.strategy", "celery.app.trace")
+        },
+    },
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
 

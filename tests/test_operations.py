@@ -291,3 +291,113 @@ def test_no_task_id_outlives_the_job_or_request_that_bound_it(
     assert by_message[f"task {created.pk} created"]["task_id"] == created.pk
     made = response.json()["id"]
     assert by_message[f"task {made} created"]["task_id"] == made
+
+
+# --- A console worth reading: periodic jobs are quiet at INFO unless they did something ---
+
+_JOB_LOGGERS = ("evidentia.job", "celery.app.trace", "celery.worker.strategy", "celery.beat")
+
+
+def _job_lines(caplog: pytest.LogCaptureFixture, level: int = logging.INFO) -> list[str]:
+    return [
+        f"{r.levelname} {r.name}: {r.getMessage()}"
+        for r in caplog.records
+        if r.levelno >= level and r.name.startswith(_JOB_LOGGERS)
+    ]
+
+
+def _celery_announces(name: str) -> None:
+    """What beat and the worker log around one job: "Sending due task", "received"."""
+    from celery.app import trace
+
+    context = {"id": "job-1", "name": name, "args": "()", "kwargs": "{}", "eta": None}
+    logging.getLogger("celery.beat").info("Scheduler: Sending due task %s (%s)", "entry", name)
+    logging.getLogger("celery.worker.strategy").info(
+        trace.LOG_RECEIVED, context, extra={"data": context}
+    )
+
+
+def test_periodic_jobs_that_found_nothing_to_do_log_nothing_at_info(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every job of the beat schedule, run with nothing to do: no INFO line from our job
+    logging nor Celery's ("Sending due task", "received", "succeeded"); at DEBUG they
+    are all still there."""
+    import project.heartbeats  # noqa: F401 - registers the jobs (autodiscovery is lazy)
+    import tasks_app.jobs  # noqa: F401
+    from project.celery import app
+
+    schedule = app.conf.beat_schedule
+    with caplog.at_level(logging.INFO):
+        for entry in schedule.values():
+            _celery_announces(entry["task"])
+            app.tasks[entry["task"]].apply(args=entry.get("args", ()))
+    assert _job_lines(caplog) == []
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG):
+        _celery_announces("tasks_app.relay_outbox")
+        app.tasks["tasks_app.relay_outbox"].apply()
+    debug = "\n".join(_job_lines(caplog, logging.DEBUG))
+    assert _job_lines(caplog) == []
+    for line in (
+        "DEBUG celery.beat: Scheduler: Sending due task entry (tasks_app.relay_outbox)",
+        "DEBUG celery.worker.strategy: Task tasks_app.relay_outbox[job-1] received",
+        "DEBUG evidentia.job: job started",
+        "succeeded in",
+        "DEBUG evidentia.job: job finished (SUCCESS): nothing to do",
+    ):
+        assert line in debug, debug
+
+
+def test_a_periodic_job_that_did_something_logs_one_info_line_saying_what(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    from tasks_app import jobs, outbox
+
+    monkeypatch.setattr(outbox, "outbox_relay", lambda: 3)
+    monkeypatch.setattr(
+        jobs,
+        "attempt_reap",
+        lambda: types.SimpleNamespace(requeued=[7], failed=[], reenqueued=[], revalidated=[8]),
+    )
+    with caplog.at_level(logging.INFO):
+        _celery_announces("tasks_app.relay_outbox")
+        jobs.relay_outbox_job.apply()
+        jobs.reap_attempts_job.apply()
+    assert _job_lines(caplog) == [
+        "INFO evidentia.job: job finished (SUCCESS): 3",
+        "INFO evidentia.job: job finished (SUCCESS): requeued=[7] revalidated=[8]",
+    ]
+
+
+def test_a_failing_periodic_job_keeps_its_error_and_other_jobs_keep_their_info_lines(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tasks_app import jobs, outbox
+
+    def broken() -> int:
+        raise RuntimeError("outbox table is gone")
+
+    monkeypatch.setattr(outbox, "outbox_relay", broken)
+    with caplog.at_level(logging.INFO):
+        jobs.relay_outbox_job.apply()
+        _celery_announces("tasks_app.run_attempt")
+        jobs.run_attempt_job.apply(args=[987654])  # no such task: "duplicate"
+    lines = _job_lines(caplog)
+    assert any(
+        line.startswith("ERROR celery.app.trace: Task tasks_app.relay_outbox[")
+        and "raised unexpected: RuntimeError('outbox table is gone')" in line
+        for line in lines
+    ), lines
+    assert "INFO evidentia.job: job finished (FAILURE)" in lines
+    assert "INFO celery.beat: Scheduler: Sending due task entry (tasks_app.run_attempt)" in lines
+    assert "INFO celery.worker.strategy: Task tasks_app.run_attempt[job-1] received" in lines
+    assert lines.count("INFO evidentia.job: job started") == 1  # the attempt job's
+    assert any(
+        line.startswith("INFO celery.app.trace: Task tasks_app.run_attempt[")
+        and "succeeded in" in line
+        for line in lines
+    ), lines
+    assert "INFO evidentia.job: job finished (SUCCESS)" in lines
