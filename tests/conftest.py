@@ -63,6 +63,16 @@ def _project_celery_app_is_current() -> None:
     app.set_current()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_metric_tallies() -> None:
+    """/metrics keeps running totals by row id per process. SQLite hands out the ids of
+    rows an earlier test rolled back again, so a collector that saw them would skip this
+    test's rows: each test starts with totals read from its own database."""
+    from project.metrics import collector
+
+    collector._tallies = None
+
+
 @pytest.fixture
 def requester(db: Any) -> Any:
     return factories.UserFactory(username="alice")

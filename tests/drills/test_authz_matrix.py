@@ -23,6 +23,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from evidence_app.models import ReplayRequest
 from project.api import api
 from tasks_app.auth import api_token_create
 from tasks_app.models import WebhookDelivery, WebhookEndpoint
@@ -64,6 +65,7 @@ API_MATRIX: dict[str, dict[str, int]] = {
     "GET /api/v1/validations/{validation_id}": OWNED,
     # Operators only, checked before the lookup: the same 403 whether the id exists or not.
     "POST /api/v1/validations/{validation_id}/replay": row(401, 403, 403, 403, 202),
+    "GET /api/v1/replays/{replay_id}": OPERATORS_ONLY,
     "POST /api/v1/documents": row(401, 403, 403, 403, 201),
     "GET /api/v1/documents": OPERATORS_ONLY,
     "GET /api/v1/documents/{document_id}": OPERATORS_ONLY,
@@ -233,6 +235,7 @@ def fresh_objects(world: World) -> dict[str, Any]:
         "evidence_id": run.tool_evidence.order_by("sequence").first().pk,
         "validation_id": task.validations.get().pk,
         "snapshot_id": task.validations.get().pk,
+        "replay_id": ReplayRequest.objects.create(original=snapshot).pk,
         "document_id": KnowledgeDocumentFactory().pk,
         "token_id": api_token_create(user=world.users["requester"], name="revoke-me")[0].pk,
         "section": "request",
