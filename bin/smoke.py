@@ -150,7 +150,11 @@ def main() -> int:
     step(f"make run on port {port}, data in {data} (log: {log_path})")
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            ["make", "run"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            ["make", "run"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)

@@ -254,10 +254,16 @@ def _streamed_attempt(task_id: int, attempt_index: int) -> Task:
     return task
 
 
+# The largest value of an integer column on every database we run on.
+_MAX_DURATION_MS = 2**31 - 1
+
+
 def _duration_ms(started: datetime, finished: datetime | None) -> int | None:
+    """The run's duration as the agent's own times give it, within what the column holds
+    (an agent may report a start centuries ago: stored as the largest duration)."""
     if finished is None:
         return None
-    return max(int((finished - started).total_seconds() * 1000), 0)
+    return min(max(int((finished - started).total_seconds() * 1000), 0), _MAX_DURATION_MS)
 
 
 def _create_run(task: Task, attempt_index: int, key: str, fields: RunFields, index: int) -> Run:

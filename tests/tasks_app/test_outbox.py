@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from evidence_app.models import ReplayRequest
 from project.broker import held_job_ids
 from project.celery import app as celery_app
 from project.celery import configure
@@ -336,7 +337,9 @@ def test_same_idempotency_key_on_replay_queues_one_job(
     assert responses[1].json() == responses[0].json()
     assert responses[1].headers.get("Idempotent-Replayed") == "true"
     rows = list(OutboxJob.objects.all())
-    assert [(r.name, r.args[0]) for r in rows] == [("evidence_app.replay_validation", snapshot.pk)]
+    queued = ReplayRequest.objects.get()
+    assert queued.original_id == snapshot.pk
+    assert [(r.name, r.args) for r in rows] == [("evidence_app.replay_validation", [queued.pk])]
 
 
 OTLP_ENDPOINT = "/api/v1/otlp/v1/traces"
