@@ -8,7 +8,9 @@ class EvidenceAppConfig(AppConfig):
     verbose_name = "Evidence and validation"
 
     def ready(self) -> None:
+        from evidence_app import operations
         from evidence_app.validator.offline_judge import offline_judge_model
         from project.llm.registry import register_offline_model
 
         register_offline_model("offline:judge", offline_judge_model)
+        operations.register()

@@ -199,51 +199,6 @@ def consumed_queues(consumer: object) -> list[str]:
         return sorted(consumer.app.amqp.queues.consume_from or {})  # type: ignore[attr-defined]
 
 
-def recover_at_start(consumer: object = None) -> None:
-    """A worker that starts (after an outage or a crashed deployment, say) recovers at
-    once instead of after a beat interval (issue 17), in a thread so the worker is ready
-    meanwhile: every worker publishes the jobs recorded in the outbox while the broker
-    was down; a worker that consumes ``maintenance`` then runs one reaper sweep, which
-    recovers attempts whose lease expired and re-sends lost attempt and validation jobs.
-    The sweep is the periodic one: a lease still valid is left alone."""
-    import logging
-    import threading
-
-    log = logging.getLogger(__name__)
-    sweep = queue_name(MAINTENANCE) in consumed_queues(consumer) if consumer else False
-
-    def recover() -> None:
-        from django.db import close_old_connections, connection
-
-        from tasks_app.outbox import outbox_relay
-
-        try:
-            close_old_connections()
-            outbox_relay()
-        except Exception as exc:  # the database is down: the periodic relay retries
-            log.warning("outbox relay at worker start failed: %s", exc)
-        try:
-            if sweep:
-                from tasks_app.attempts import attempt_reap
-
-                close_old_connections()
-                report = attempt_reap()
-                log.info(
-                    "reaper sweep at worker start: %d re-queued, %d failed, %d attempt jobs "
-                    "and %d validation jobs re-sent",
-                    len(report.requeued),
-                    len(report.failed),
-                    len(report.reenqueued),
-                    len(report.revalidated),
-                )
-        except Exception as exc:  # the periodic reaper retries
-            log.warning("reaper sweep at worker start failed: %s", exc)
-        finally:
-            connection.close()
-
-    threading.Thread(target=recover, name="evidentia-recover-at-start", daemon=True).start()
-
-
 def _connect_operations_signals() -> None:
     """Heartbeats (project.heartbeats) and log context (project.logs), issue 18. Handlers
     import lazily: this module is imported before Django is set up."""
@@ -252,7 +207,6 @@ def _connect_operations_signals() -> None:
         from project.heartbeats import start_worker_heartbeat
 
         start_worker_heartbeat(sender)
-        recover_at_start(sender)
 
     def worker_shutdown(**kwargs: object) -> None:
         from project.heartbeats import stop_worker_heartbeat

@@ -1,4 +1,5 @@
-"""Readiness checks: database, broker, migrations, workers per queue, beat (issue 18).
+"""Readiness checks (issue 18): the database, migrations and broker here; the apps
+register theirs (tasks_app: workers per queue, beat) in ``AppConfig.ready``.
 
 Each check returns a ``Check`` (name, ok, detail) and never raises. ``/ready``,
 ``manage.py check_health`` and the operator overview run the same ``run_checks()``.
@@ -9,18 +10,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
-from django.utils import timezone
 
-from project.celery import worker_queues
-
-__all__ = ["Check", "run_checks"]
+__all__ = ["Check", "register_check", "run_checks"]
 
 
 @dataclass(frozen=True)
@@ -80,39 +77,6 @@ def check_broker() -> tuple[bool, str]:
     return True, f"{_safe_url(url)} reachable"
 
 
-def check_workers() -> tuple[bool, str]:
-    from tasks_app.models import ServiceHeartbeat
-
-    cutoff = timezone.now() - timedelta(seconds=settings.OPS_WORKER_MAX_AGE_SECONDS)
-    rows = ServiceHeartbeat.objects.filter(
-        kind=ServiceHeartbeat.Kind.WORKER, seen_at__gte=cutoff
-    ).values_list("name", "queues")
-    consumers: dict[str, list[str]] = {q: [] for q in worker_queues()}
-    for name, queues in rows:
-        for queue in queues or []:
-            if queue in consumers:
-                consumers[queue].append(name)
-    missing = [q for q, names in consumers.items() if not names]
-    if missing:
-        return False, (
-            f"no worker consuming {', '.join(missing)} seen in the last "
-            f"{settings.OPS_WORKER_MAX_AGE_SECONDS} s"
-        )
-    return True, "; ".join(f"{q}: {len(n)} worker(s)" for q, n in consumers.items())
-
-
-def check_beat() -> tuple[bool, str]:
-    from tasks_app.models import ServiceHeartbeat
-
-    row = ServiceHeartbeat.objects.filter(kind=ServiceHeartbeat.Kind.BEAT).first()
-    if row is None:
-        return False, "beat has never run"
-    age = (timezone.now() - row.seen_at).total_seconds()
-    if age > settings.OPS_BEAT_MAX_AGE_SECONDS:
-        return False, f"beat last ran {age:.0f} s ago (limit {settings.OPS_BEAT_MAX_AGE_SECONDS} s)"
-    return True, f"beat last ran {age:.0f} s ago"
-
-
 def _safe_url(url: str) -> str:
     """The broker URL without its password."""
     from kombu.utils.url import maybe_sanitize_url
@@ -120,30 +84,48 @@ def _safe_url(url: str) -> str:
     return str(maybe_sanitize_url(url))
 
 
-CHECKS: tuple[tuple[str, Callable[[], tuple[bool, str]]], ...] = (
-    ("database", check_database),
-    ("migrations", check_migrations),
-    ("broker", check_broker),
-    ("workers", check_workers),
-    ("beat", check_beat),
-)
-# Checks that read the database are pointless once it is down.
-NEEDS_DATABASE = {"migrations", "workers", "beat"}
+@dataclass(frozen=True)
+class _Registered:
+    check: Callable[[], tuple[bool, str]]
+    needs_database: bool
+    when: Callable[[], bool]
+
+
+# The checks of this module; the apps add theirs (workers, beat) in AppConfig.ready.
+_checks: dict[str, _Registered] = {}
+
+
+def register_check(
+    name: str,
+    check: Callable[[], tuple[bool, str]],
+    *,
+    needs_database: bool = True,
+    when: Callable[[], bool] = lambda: True,
+) -> None:
+    """Add (or replace, by name) a readiness check, run after those registered before
+    it; one that ``needs_database`` is skipped as failed while the database is down, one
+    whose ``when`` says False is left out."""
+    _checks[name] = _Registered(check, needs_database, when)
+
+
+register_check("database", check_database, needs_database=False)
+register_check("migrations", check_migrations)
+register_check("broker", check_broker, needs_database=False)
 
 
 def run_checks() -> list[Check]:
     """Every readiness check, in order; a failure names its check and says why."""
     results: list[Check] = []
     database_ok = True
-    for name, check in CHECKS:
-        if name == "beat" and not settings.OPS_REQUIRE_BEAT:
+    for name, registered in list(_checks.items()):
+        if not registered.when():
             continue
         started = time.monotonic()
-        if name in NEEDS_DATABASE and not database_ok:
+        if registered.needs_database and not database_ok:
             ok, detail = False, "skipped: the database is unreachable"
         else:
             try:
-                ok, detail = check()
+                ok, detail = registered.check()
             except DatabaseError as exc:
                 ok, detail = False, f"{type(exc).__name__}: {_first_line(exc)}"
                 connection.close()  # a broken connection must not poison the next request

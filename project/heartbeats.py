@@ -10,7 +10,8 @@
 - That heartbeat job, taken off queue *q* by a worker, writes a ``queue`` row for *q*:
   proof that something really consumes it (delayed by a backlog, hence informational).
 
-``project.health`` reads the rows; ``/metrics`` reports their ages.
+Where the rows are kept is registered by an app (``register_store``); that app's
+readiness checks read them and ``/metrics`` reports their ages.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from celery import shared_task
@@ -35,10 +37,19 @@ _stop = threading.Event()
 _beat_process = {"active": False, "last": 0.0}
 
 
-def _record(kind: str, name: str, queues: list[str] | None = None, **detail: Any) -> None:
-    from tasks_app.services import heartbeat_record
+# Where heartbeats are written: the app that keeps them registers its functions in
+# AppConfig.ready (tasks_app: ServiceHeartbeat rows).
+_store: dict[str, Callable[..., Any]] = {}
 
-    heartbeat_record(kind=kind, name=name, queues=queues or [], detail=detail)
+
+def register_store(*, record: Callable[..., Any], forget: Callable[..., Any]) -> None:
+    """``record(kind=, name=, queues=, detail=)`` writes a heartbeat, ``forget(kind=,
+    name=)`` removes one."""
+    _store.update(record=record, forget=forget)
+
+
+def _record(kind: str, name: str, queues: list[str] | None = None, **detail: Any) -> None:
+    _store["record"](kind=kind, name=name, queues=queues or [], detail=detail)
 
 
 def worker_job_ids() -> list[str]:
@@ -85,9 +96,7 @@ def stop_worker_heartbeat(**_: Any) -> None:
     if name is None:
         return
     try:
-        from tasks_app.services import heartbeat_forget
-
-        heartbeat_forget(kind="worker", name=name)
+        _store["forget"](kind="worker", name=name)
     except Exception:
         log.warning("worker heartbeat row could not be removed", exc_info=True)
     finally:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
@@ -38,12 +38,20 @@ from prometheus_client.core import (
 
 from project.celery import worker_queues
 
-__all__ = ["render_metrics", "registry"]
+__all__ = [
+    "MetricSource",
+    "Tally",
+    "histogram",
+    "latency_aggregates",
+    "register_source",
+    "registry",
+    "render_metrics",
+    "usage_families",
+]
 
 PREFIX = "evidentia"
 # Latency buckets in seconds (model calls run from milliseconds to minutes).
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
-REAPER_REASON = "attempt lease expired"
 
 
 @dataclass
@@ -84,7 +92,7 @@ class Tally:
             return dict(self.totals)
 
 
-def _latency_aggregates(column: str) -> dict[str, Any]:
+def latency_aggregates(column: str) -> dict[str, Any]:
     """count, sum and one cumulative count per bucket of a milliseconds column."""
     aggregates: dict[str, Any] = {
         "count": Count("pk", filter=Q(**{f"{column}__isnull": False})),
@@ -95,76 +103,53 @@ def _latency_aggregates(column: str) -> dict[str, Any]:
     return aggregates
 
 
-def _tallies() -> dict[str, Tally]:
-    from evidence_app.models import ValidationSnapshot
-    from tasks_app.models import LLMRequestSnapshot, TaskEvent
+@dataclass(frozen=True)
+class MetricSource:
+    """What one app shows on /metrics: ``tallies`` makes its running totals (once per
+    process), ``families`` builds its metric families from them on each scrape. The
+    apps register theirs in ``AppConfig.ready`` (``register_source``): this module reads
+    no app's tables itself."""
 
-    return {
-        "transitions": Tally(TaskEvent, "at", ("from_status", "to_status"), {"n": Count("pk")}),
-        "reaper": Tally(
-            TaskEvent,
-            "at",
-            ("to_status",),
-            {"n": Count("pk")},
-            where=Q(from_status="running", reason__startswith=REAPER_REASON),
-        ),
-        "validations": Tally(
-            ValidationSnapshot,
-            "created_at",
-            ("kind", "status", "model_name"),
-            {
-                "n": Count("pk"),
-                "retries": Sum("schema_retry_count"),
-                "chunked": Count("pk", filter=~Q(chunk_verdicts=[])),
-                "tokens_in": Sum("input_tokens"),
-                "tokens_out": Sum("output_tokens"),
-                "cost_usd": Sum("cost"),
-                "unpriced": Count("pk", filter=Q(cost__isnull=True)),
-                **_latency_aggregates("latency_ms"),
-            },
-        ),
-        "agent_requests": Tally(
-            LLMRequestSnapshot,
-            "created_at",
-            ("model_name",),
-            {
-                "n": Count("pk"),
-                "tokens_in": Sum("input_tokens"),
-                "tokens_out": Sum("output_tokens"),
-                "cost_usd": Sum("cost"),
-                "unpriced": Count("pk", filter=Q(cost__isnull=True)),
-                **_latency_aggregates("latency_ms"),
-            },
-        ),
-    }
+    name: str
+    families: Callable[[dict[str, Tally]], Iterable[Metric]]
+    tallies: Callable[[], dict[str, Tally]] = dict
+
+
+_sources: dict[str, MetricSource] = {}
+
+
+def register_source(source: MetricSource) -> None:
+    """Add (or replace, by name) a source of metric families; scraped in the order
+    registered, after the broker's."""
+    _sources[source.name] = source
 
 
 class DatabaseCollector:
     """The prometheus-client collector: every family, built on each scrape."""
 
     def __init__(self) -> None:
-        self._tallies: dict[str, Tally] | None = None
+        self._tallies: dict[str, dict[str, Tally]] = {}
         self._lock = threading.Lock()
 
-    def tallies(self) -> dict[str, Tally]:
+    def tallies(self, source: MetricSource) -> dict[str, Tally]:
         with self._lock:
-            if self._tallies is None:
-                self._tallies = _tallies()
-            return self._tallies
+            if source.name not in self._tallies:
+                self._tallies[source.name] = source.tallies()
+            return self._tallies[source.name]
+
+    def reset(self) -> None:
+        """Forget every running total: the next scrape counts each table afresh."""
+        with self._lock:
+            self._tallies.clear()
 
     def describe(self) -> list[Metric]:
         return []  # families are dynamic; do not collect at registration time
 
     def collect(self) -> Iterator[Metric]:
         started = time.monotonic()
-        tallies = self.tallies()
-        yield from _gauges()
-        yield from _transitions(tallies["transitions"].refresh(), tallies["reaper"].refresh())
-        yield from _validations(tallies["validations"].refresh())
-        yield from _agent_requests(tallies["agent_requests"].refresh())
         yield from _queues()
-        yield from _heartbeats()
-        yield from _webhooks()
+        for source in list(_sources.values()):
+            yield from source.families(self.tallies(source))
         scrape = GaugeMetricFamily(
             f"{PREFIX}_metrics_scrape_seconds", "Time this process spent building the metrics."
         )
@@ -172,109 +157,13 @@ class DatabaseCollector:
         yield scrape
 
 
-def _gauges() -> Iterable[Metric]:
-    from tasks_app.models import Task
-    from tasks_app.states import TaskStatus
-
-    tasks = GaugeMetricFamily(f"{PREFIX}_tasks", "Tasks by status.", labels=["status"])
-    counts = dict(Task.objects.values_list("status").annotate(n=Count("pk")).order_by())
-    for status in TaskStatus.values:
-        tasks.add_metric([status], counts.get(status, 0))
-    yield tasks
-    fresh = timezone.now() - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
-    in_flight = GaugeMetricFamily(
-        f"{PREFIX}_jobs_in_flight",
-        "Attempts running under a live lease, and tasks waiting for or in validation.",
-        labels=["job"],
-    )
-    in_flight.add_metric(
-        ["attempt"],
-        Task.objects.filter(status=TaskStatus.RUNNING, heartbeat_at__gte=fresh).count(),
-    )
-    in_flight.add_metric(["validation"], counts.get(TaskStatus.VALIDATING, 0))
-    yield in_flight
-
-
-def _transitions(
-    transitions: dict[tuple[Any, ...], dict[str, Any]], reaper: dict
-) -> Iterable[Metric]:
-    family = CounterMetricFamily(
-        f"{PREFIX}_task_transitions",
-        "Task status changes by edge (rate() gives transitions per minute).",
-        labels=["from_status", "to_status"],
-    )
-    for (from_status, to_status), values in sorted(transitions.items()):
-        family.add_metric([from_status, to_status], values["n"])
-    yield family
-    actions = CounterMetricFamily(
-        f"{PREFIX}_reaper_actions",
-        "Attempts recovered after their worker died: requeued (back to open) by the reaper, "
-        "taken_over by a redelivered job (issue 17), or failed.",
-        labels=["action"],
-    )
-    by_target = {key[0]: values["n"] for key, values in reaper.items()}
-    actions.add_metric(["requeued"], by_target.get("open", 0))
-    actions.add_metric(["taken_over"], by_target.get("running", 0))
-    actions.add_metric(["failed"], by_target.get("failed", 0))
-    yield actions
-
-
-def _histogram(family: HistogramMetricFamily, labels: list[str], values: dict[str, Any]) -> None:
+def histogram(family: HistogramMetricFamily, labels: list[str], values: dict[str, Any]) -> None:
     buckets = [(str(bound), values.get(f"le_{i}", 0)) for i, bound in enumerate(LATENCY_BUCKETS)]
     buckets.append(("+Inf", values.get("count", 0)))
     family.add_metric(labels, buckets, (values.get("sum_ms") or 0) / 1000)
 
 
-def _validations(totals: dict[tuple[Any, ...], dict[str, Any]]) -> Iterable[Metric]:
-    verdicts = CounterMetricFamily(
-        f"{PREFIX}_validations",
-        "Validator verdicts by kind (validation/replay), status and model.",
-        labels=["kind", "status", "model"],
-    )
-    retries = CounterMetricFamily(
-        f"{PREFIX}_validation_schema_retries", "Schema retries (O1) by model.", labels=["model"]
-    )
-    chunked = CounterMetricFamily(
-        f"{PREFIX}_validations_chunked",
-        "Validations judged in evidence parts (V11) by model.",
-        labels=["model"],
-    )
-    latency = HistogramMetricFamily(
-        f"{PREFIX}_validation_latency_seconds",
-        "Model time of a whole validation (all its requests) by model.",
-        labels=["model"],
-    )
-    by_model: dict[str, dict[str, Any]] = {}
-    for (kind, status, model), values in sorted(totals.items()):
-        verdicts.add_metric([kind, status, model], values["n"])
-        merged = by_model.setdefault(model, {})
-        for name, value in values.items():
-            merged[name] = merged.get(name, 0) + (value or 0)
-    for model, values in sorted(by_model.items()):
-        retries.add_metric([model], values.get("retries", 0))
-        chunked.add_metric([model], values.get("chunked", 0))
-        _histogram(latency, [model], values)
-    yield verdicts
-    yield retries
-    yield chunked
-    yield latency
-    yield from _usage("validator", by_model)
-
-
-def _agent_requests(totals: dict[tuple[Any, ...], dict[str, Any]]) -> Iterable[Metric]:
-    latency = HistogramMetricFamily(
-        f"{PREFIX}_model_request_latency_seconds",
-        "Latency of each agent model request by model.",
-        labels=["role", "model"],
-    )
-    by_model = {key[0]: values for key, values in totals.items()}
-    for model, values in sorted(by_model.items()):
-        _histogram(latency, ["agent", model], values)
-    yield latency
-    yield from _usage("agent", by_model)
-
-
-def _usage(role: str, by_model: dict[str, dict[str, Any]]) -> Iterable[Metric]:
+def usage_families(role: str, by_model: dict[str, dict[str, Any]]) -> Iterable[Metric]:
     tokens = CounterMetricFamily(
         f"{PREFIX}_model_tokens",
         "Tokens by role (agent/validator), model and direction (input/output).",
@@ -341,83 +230,6 @@ def _queues() -> Iterable[Metric]:
     up.add_metric([], 0 if any(v is None for v in depths.values()) else 1)
     yield depth
     yield up
-
-
-def _heartbeats() -> Iterable[Metric]:
-    from tasks_app.models import ServiceHeartbeat
-
-    now = timezone.now()
-    rows = list(ServiceHeartbeat.objects.values_list("kind", "name", "queues", "seen_at"))
-    ages = GaugeMetricFamily(
-        f"{PREFIX}_heartbeat_age_seconds",
-        "Seconds since a worker, beat or queue round trip was last seen.",
-        labels=["kind", "name"],
-    )
-    consumers = GaugeMetricFamily(
-        f"{PREFIX}_queue_consumers",
-        "Workers consuming each queue seen within OPS_WORKER_MAX_AGE_SECONDS.",
-        labels=["queue"],
-    )
-    live: dict[str, int] = {queue: 0 for queue in worker_queues()}
-    for kind, name, queues, seen_at in rows:
-        age = (now - seen_at).total_seconds()
-        ages.add_metric([kind, name], age)
-        if kind == "worker" and age <= settings.OPS_WORKER_MAX_AGE_SECONDS:
-            for queue in queues or []:
-                if queue in live:
-                    live[queue] += 1
-    for queue, n in live.items():
-        consumers.add_metric([queue], n)
-    yield ages
-    yield consumers
-
-
-def webhook_deliveries_by_outcome() -> dict[str, int]:
-    """Webhook delivery attempts by outcome (delivered, retry, gave_up; issue 14): one
-    grouped count over the append-only attempt table."""
-    from tasks_app.models import WebhookDeliveryAttempt
-
-    rows = (
-        WebhookDeliveryAttempt.objects.order_by()
-        .values_list("outcome")
-        .annotate(n=Count("id"))
-        .values_list("outcome", "n")
-    )
-    return {outcome or "unknown": n for outcome, n in rows}
-
-
-def webhook_deliveries_by_status() -> dict[str, int]:
-    """Webhook deliveries (one event for one endpoint) by current status."""
-    from tasks_app.models import DeliveryStatus, WebhookDelivery
-
-    counts = {status: 0 for status in DeliveryStatus.values}
-    rows = (
-        WebhookDelivery.objects.order_by()
-        .values_list("status")
-        .annotate(n=Count("id"))
-        .values_list("status", "n")
-    )
-    counts.update(dict(rows))
-    return counts
-
-
-def _webhooks() -> Iterable[Metric]:
-    attempts = CounterMetricFamily(
-        f"{PREFIX}_webhook_delivery_attempts",
-        "Webhook delivery attempts by outcome (delivered, retry, gave_up).",
-        labels=["outcome"],
-    )
-    for outcome, n in sorted(webhook_deliveries_by_outcome().items()):
-        attempts.add_metric([outcome], n)
-    yield attempts
-    deliveries = GaugeMetricFamily(
-        f"{PREFIX}_webhook_deliveries",
-        "Webhook deliveries by status (pending, delivered, failed).",
-        labels=["status"],
-    )
-    for status, n in sorted(webhook_deliveries_by_status().items()):
-        deliveries.add_metric([status], n)
-    yield deliveries
 
 
 class _MergedCollector:

@@ -70,7 +70,7 @@ def _fresh_metric_tallies() -> None:
     test's rows: each test starts with totals read from its own database."""
     from project.metrics import collector
 
-    collector._tallies = None
+    collector.reset()
 
 
 @pytest.fixture
