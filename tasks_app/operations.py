@@ -1,6 +1,7 @@
-"""What tasks_app registers into the project's operations infrastructure when Django
-starts (``TasksAppConfig.ready``): its families on /metrics, the worker and beat checks
-of /ready, where heartbeats are written, and the recovery a worker runs when it starts.
+"""What tasks_app connects when Django starts (``TasksAppConfig.ready``): the webhook
+events that follow a status change, and what it registers into the project's
+operations infrastructure: its families on /metrics, the worker and beat checks of
+/ready, where heartbeats are written, and the recovery a worker runs when it starts.
 ``project/`` reads none of this app's tables itself."""
 
 from __future__ import annotations
@@ -46,7 +47,9 @@ from tasks_app.models import (
 )
 from tasks_app.outbox import outbox_relay
 from tasks_app.services import heartbeat_forget, heartbeat_record
+from tasks_app.signals import task_transitioned
 from tasks_app.states import TaskStatus
+from tasks_app.webhooks import webhook_events_for_transition
 
 log = logging.getLogger(__name__)
 
@@ -294,7 +297,27 @@ def _recover(sweep: bool) -> None:
         connection.close()
 
 
+def _webhook_events(
+    sender: object,
+    *,
+    task: Task,
+    from_status: str,
+    to_status: str,
+    actor_kind: str,
+    reason: str,
+    **_: object,
+) -> None:
+    webhook_events_for_transition(
+        task=task,
+        from_status=from_status,
+        to_status=to_status,
+        actor_kind=actor_kind,
+        reason=reason,
+    )
+
+
 def register() -> None:
+    task_transitioned.connect(_webhook_events, dispatch_uid="evidentia-webhook-events")
     register_source(MetricSource("tasks_app", _families, _tallies))
     health.register_check("workers", check_workers)
     health.register_check("beat", check_beat, when=lambda: settings.OPS_REQUIRE_BEAT)

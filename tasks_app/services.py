@@ -43,6 +43,7 @@ from tasks_app.models import (
     ValidationPolicy,
 )
 from tasks_app.outbox import outbox_send
+from tasks_app.signals import task_transitioned
 from tasks_app.states import TaskStatus
 
 if TYPE_CHECKING:
@@ -262,12 +263,10 @@ def task_transition(
     )
     if on_applied is not None:
         on_applied(task)
-    # Webhook deliveries (issue 14) are written here, in the same transaction, so no
-    # status change can skip its events and a rolled-back one sends none; after
-    # on_applied, whose verdict validation.completed carries.
-    from tasks_app.webhooks import webhook_events_for_transition
-
-    webhook_events_for_transition(
+    # What follows the change subscribes to it (webhook events, issue 14); in this
+    # transaction and after on_applied, whose verdict a subscriber may read.
+    task_transitioned.send(
+        sender=Task,
         task=task,
         from_status=from_status,
         to_status=to_status,

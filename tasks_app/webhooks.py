@@ -199,7 +199,7 @@ def webhook_events_for_transition(
     *, task: Task, from_status: str, to_status: str, actor_kind: str, reason: str
 ) -> list[WebhookDelivery]:
     """Write the deliveries a status change causes, in the caller's transaction, and send
-    their jobs after commit. Called by ``task_transition`` only."""
+    their jobs after commit. Connected to ``task_transitioned`` (tasks_app.operations)."""
     from tasks_app.external import revision_feedback, validation_summary
 
     event_types: list[str] = []
