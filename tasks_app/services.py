@@ -179,22 +179,13 @@ def task_transition(
     # serialised here, so the second one sees the first one's result and is judged on it.
     task = _lock_task(task_id)
     from_status = task.status
-    if lease_token is not None and task.lease_token != lease_token:
-        raise StaleAction(f"Task {task_id}: the attempt lease was taken over; result discarded.")
-    if expected_version is not None and task.version != expected_version:
-        raise StaleAction(
-            f"Task {task_id} changed since you loaded it (now '{from_status}'). Reload and retry."
-        )
-    if expected_attempt is not None and task.attempt_count != expected_attempt:
-        raise StaleAction(
-            f"Task {task_id} is at attempt {task.attempt_count}, not {expected_attempt}."
-        )
-    if expected_from is not None:
-        allowed = {expected_from} if isinstance(expected_from, str) else set(expected_from)
-        if from_status not in allowed:
-            raise StaleAction(
-                f"Task {task_id} is '{from_status}', not {' or '.join(sorted(allowed))}."
-            )
+    _refuse_stale(
+        task,
+        lease_token=lease_token,
+        expected_version=expected_version,
+        expected_attempt=expected_attempt,
+        expected_from=expected_from,
+    )
     if not states.can_transition(from_status, to_status):
         raise IllegalTransition(task_id=task_id, from_status=from_status, to_status=to_status)
 
@@ -210,40 +201,10 @@ def task_transition(
         setattr(task, field, value)
         changed.append(field)
     if to_status not in states.USER_ACTION_STATUSES:
-        # A claim only means something while a person is expected to act.
-        if task.claimed_by_id is not None:
-            _claim_event(
-                task,
-                kind=ClaimEventKind.RELEASED,
-                actor=actor,
-                actor_kind=actor_kind,
-                reason=f"the task moved to {to_status}",
-                task_status=from_status,
-            )
-        task.claimed_by = None
-        task.claimed_at = None
-        changed += ["claimed_by", "claimed_at"]
-    if to_status == TaskStatus.RUNNING:
-        # The next attempt starts, under a lease of its own: its worker holds the token,
-        # refreshes the heartbeat, and every result write is fenced by the token (X1).
-        # running -> running is a takeover of the same attempt (issue 17): a new lease
-        # fences the previous worker out; the attempt number stays.
-        if from_status != TaskStatus.RUNNING and not task.attempt_interrupted:
-            task.attempt_count = task.attempt_count + 1
-        task.attempt_interrupted = False
-        task.lease_token = secrets.token_hex(16)
-        task.heartbeat_at = timezone.now()
-        changed += ["attempt_count", "attempt_interrupted", "lease_token", "heartbeat_at"]
-    else:
-        # No attempt runs any more (the answer is with the validator, or the task moved
-        # on): release the lease so a late worker is fenced out.
-        task.lease_token = ""
-        task.heartbeat_at = None
-        changed += ["lease_token", "heartbeat_at"]
-        if rerun or task.attempt_interrupted:
-            # Only an attempt re-queued after its worker died is re-run (issue 17).
-            task.attempt_interrupted = rerun and from_status == TaskStatus.RUNNING
-            changed.append("attempt_interrupted")
+        changed += _release_review_claim(
+            task, from_status=from_status, actor=actor, actor_kind=actor_kind
+        )
+    changed += _move_lease(task, from_status=from_status, rerun=rerun)
     if from_status == TaskStatus.VALIDATING and to_status != TaskStatus.VALIDATING:
         # The validation (if any) is over: the next attempt's validation claims afresh.
         task.validation_claimed_at = None
@@ -287,6 +248,77 @@ def task_transition(
         },
     )
     return task
+
+
+def _refuse_stale(
+    task: Task,
+    *,
+    lease_token: str | None,
+    expected_version: int | None,
+    expected_attempt: int | None,
+    expected_from: str | set[str] | frozenset[str] | None,
+) -> None:
+    """StaleAction when the locked row is not what the caller's change was based on."""
+    if lease_token is not None and task.lease_token != lease_token:
+        raise StaleAction(f"Task {task.pk}: the attempt lease was taken over; result discarded.")
+    if expected_version is not None and task.version != expected_version:
+        raise StaleAction(
+            f"Task {task.pk} changed since you loaded it (now '{task.status}'). Reload and retry."
+        )
+    if expected_attempt is not None and task.attempt_count != expected_attempt:
+        raise StaleAction(
+            f"Task {task.pk} is at attempt {task.attempt_count}, not {expected_attempt}."
+        )
+    if expected_from is not None:
+        allowed = {expected_from} if isinstance(expected_from, str) else set(expected_from)
+        if task.status not in allowed:
+            raise StaleAction(
+                f"Task {task.pk} is '{task.status}', not {' or '.join(sorted(allowed))}."
+            )
+
+
+def _release_review_claim(
+    task: Task, *, from_status: str, actor: Any, actor_kind: str
+) -> list[str]:
+    """A claim only means something while a person is expected to act: end it (with a
+    ``ClaimEvent`` when there was one). Returns the fields changed."""
+    if task.claimed_by_id is not None:
+        _claim_event(
+            task,
+            kind=ClaimEventKind.RELEASED,
+            actor=actor,
+            actor_kind=actor_kind,
+            reason=f"the task moved to {task.status}",
+            task_status=from_status,
+        )
+    task.claimed_by = None
+    task.claimed_at = None
+    return ["claimed_by", "claimed_at"]
+
+
+def _move_lease(task: Task, *, from_status: str, rerun: bool) -> list[str]:
+    """The attempt's lease after the change (X1, issue 17); returns the fields changed."""
+    if task.status == TaskStatus.RUNNING:
+        # The next attempt starts, under a lease of its own: its worker holds the token,
+        # refreshes the heartbeat, and every result write is fenced by the token (X1).
+        # running -> running is a takeover of the same attempt (issue 17): a new lease
+        # fences the previous worker out; the attempt number stays.
+        if from_status != TaskStatus.RUNNING and not task.attempt_interrupted:
+            task.attempt_count = task.attempt_count + 1
+        task.attempt_interrupted = False
+        task.lease_token = secrets.token_hex(16)
+        task.heartbeat_at = timezone.now()
+        return ["attempt_count", "attempt_interrupted", "lease_token", "heartbeat_at"]
+    # No attempt runs any more (the answer is with the validator, or the task moved on):
+    # release the lease so a late worker is fenced out.
+    task.lease_token = ""
+    task.heartbeat_at = None
+    changed = ["lease_token", "heartbeat_at"]
+    if rerun or task.attempt_interrupted:
+        # Only an attempt re-queued after its worker died is re-run (issue 17).
+        task.attempt_interrupted = rerun and from_status == TaskStatus.RUNNING
+        changed.append("attempt_interrupted")
+    return changed
 
 
 @functools.cache
