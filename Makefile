@@ -4,24 +4,52 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 PIP_QUIET := --quiet --disable-pip-version-check
+# Every Python dependency, direct and transitive, pinned with hashes for any platform
+# (README "Development"): make install installs exactly this file, make lock rewrites it.
+LOCK := requirements.lock
+# uv resolves the lock and installs it; pip brings uv in from the lock (hashes checked).
+UV_VERSION := 0.13.9
+# make lock upgrades everything; LOCK_ARGS="--upgrade-package NAME" upgrades one package,
+# LOCK_ARGS= only adds what pyproject.toml asks for and keeps the other pins.
+LOCK_ARGS ?= --upgrade
+# What the lock is resolved from (pyproject.toml's dependencies and test extra, uv's version):
+# make lock writes its digest at the top of the lock; make install refuses a lock made from
+# other inputs (run make lock).
+LOCK_DIGEST = $(BIN)/python -c 'import hashlib, json, tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print(hashlib.sha256(json.dumps([p["dependencies"], p["optional-dependencies"]["test"], "uv==$(UV_VERSION)"]).encode()).hexdigest())'
 
-.PHONY: install run prod test smoke drills chaos lint fmt clean migrate bench judge-bench
+.PHONY: install lock run prod test smoke drills chaos lint fmt clean migrate bench judge-bench
 
-$(STAMP): pyproject.toml
+$(STAMP): $(LOCK) pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "Python >= 3.12 is required (see .python-version); found " + sys.version.split()[0])'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "Installing dependencies into $(VENV) ..."
-	@$(BIN)/pip install $(PIP_QUIET) --upgrade pip 2>&1 | grep -v "is ignored" || true
-	@# The dependencies only: the project itself is not built or installed (no editable-install
-	@# banner); a .pth file puts this folder on the venv's path, so celery, gunicorn and
-	@# worker processes started from anywhere import the code you are editing.
-	@$(BIN)/python -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print("\n".join(p["dependencies"] + p["optional-dependencies"]["test"]))' > $(VENV)/requirements.txt
-	@$(BIN)/pip install $(PIP_QUIET) -r $(VENV)/requirements.txt 2>&1 | grep -v "is ignored" || true
+	@grep -qx "# inputs-sha256: $$($(LOCK_DIGEST))" $(LOCK) || { echo "$(LOCK) was not made from pyproject.toml's dependencies and uv $(UV_VERSION): run make lock and commit $(LOCK)" >&2; exit 1; }
+	@# uv itself, from the lock's uv entry with its hashes (pip's "is ignored" notes are noise).
+	@test "$$($(BIN)/uv --version 2>/dev/null)" = "uv $(UV_VERSION)" || { \
+	  awk '/^uv==/ {p = 1; print; next} p && /^ / {print; next} {p = 0}' $(LOCK) > $(VENV)/uv-requirement.txt && \
+	  { $(BIN)/pip install $(PIP_QUIET) --require-hashes --no-deps -r $(VENV)/uv-requirement.txt 2>&1 | grep -v "is ignored" || true; }; }
+	@# Exactly the lock (hashes checked; packages not in it are removed). The dependencies
+	@# only: the project itself is not built or installed (no editable-install banner); a .pth
+	@# file puts this folder on the venv's path, so celery, gunicorn and worker processes
+	@# started from anywhere import the code you are editing.
+	@$(BIN)/uv pip sync --quiet --require-hashes --python $(BIN)/python $(LOCK)
 	@$(BIN)/python -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "evidentia-checkout.pth").write_text(str(pathlib.Path.cwd()) + "\n")'
 	@$(BIN)/python -c 'import importlib.util as u, sys; m = [n for n in ("django", "ninja", "celery", "pydantic_ai", "pytest_django", "playwright") if u.find_spec(n) is None]; sys.exit("dependency install failed, missing: " + ", ".join(m) if m else 0)'
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+# Re-resolve pyproject.toml's dependencies (and the test extra) to the newest versions they
+# allow, for any platform, and rewrite the lock; commit it. A newcomer never needs this.
+lock:
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test "$$($(BIN)/uv --version 2>/dev/null)" = "uv $(UV_VERSION)" || { $(BIN)/pip install $(PIP_QUIET) uv==$(UV_VERSION) 2>&1 | grep -v "is ignored" || true; }
+	@if [ -f $(LOCK) ]; then cp $(LOCK) $(VENV)/lock.tmp; else : > $(VENV)/lock.tmp; fi
+	@# uv and pip are locked too, so the venv holds nothing unpinned.
+	@printf 'uv==$(UV_VERSION)\npip\n' | $(BIN)/uv pip compile --quiet --python $(BIN)/python pyproject.toml - --extra test --universal --python-version 3.12 --generate-hashes --custom-compile-command "make lock" $(LOCK_ARGS) -o $(VENV)/lock.tmp
+	@{ echo "# inputs-sha256: $$($(LOCK_DIGEST))"; cat $(VENV)/lock.tmp; } > $(LOCK)
+	@rm -f $(VENV)/lock.tmp
+	@echo "$(LOCK): $$(grep -c '^[A-Za-z0-9]' $(LOCK)) packages; review git diff $(LOCK), then make install and commit it"
 
 migrate: install
 	$(BIN)/python manage.py migrate --no-input
