@@ -16,10 +16,10 @@ from django.contrib.auth.models import Group
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from evidence_app.models import ToolEvidence, ValidationSnapshot, content_digest
+from evidence_app.models import ValidationSnapshot
 from evidence_app.validator.schema import claim_summary
 from project.roles import REVIEWERS
-from tasks_app.models import Run, RunMessage, Task, TaskEvent
+from tasks_app.models import Run, RunMessage, Task, TaskEvent, ToolEvidence, content_digest
 from tasks_app.states import TaskStatus
 
 WORDS = (

@@ -18,10 +18,10 @@ from django.contrib.auth import get_user_model
 
 from bench import data
 from bench.common import Figure, Target, result
-from evidence_app.models import ToolEvidence as EvidenceRow
 from evidence_app.packets import build_packet
 from evidence_app.render import render_packet
 from tasks_app.models import Task
+from tasks_app.models import ToolEvidence as EvidenceRow
 
 OWNER = "bench_packets"
 MB = 1_000_000

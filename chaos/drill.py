@@ -491,8 +491,15 @@ class Drill:
     ) -> None:
         from django.db.models import Count
 
-        from evidence_app.models import ToolEvidence, ValidationSnapshot
-        from tasks_app.models import RUN_LEASE_EXPIRED, RUN_TAKEN_OVER, Run, Task, TaskEvent
+        from evidence_app.models import ValidationSnapshot
+        from tasks_app.models import (
+            RUN_LEASE_EXPIRED,
+            RUN_TAKEN_OVER,
+            Run,
+            Task,
+            TaskEvent,
+            ToolEvidence,
+        )
 
         ids = self.task_ids(tags)
         result.tasks = len(tags)

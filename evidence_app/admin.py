@@ -5,32 +5,8 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from evidence_app.models import ToolEvidence, ValidationSnapshot
+from evidence_app.models import ValidationSnapshot
 from project.admin import ReadOnlyAdmin
-
-
-@admin.register(ToolEvidence)
-class ToolEvidenceAdmin(ReadOnlyAdmin):
-    list_display = (
-        "id",
-        "task",
-        "attempt_index",
-        "run",
-        "sequence",
-        "tool_name",
-        "content_chars",
-        "is_error",
-        "created_at",
-    )
-    list_filter = ("tool_name", "is_error")
-
-    def get_queryset(self, request: HttpRequest) -> Any:
-        qs = super().get_queryset(request)
-        if request.resolver_match and (request.resolver_match.url_name or "").endswith(
-            "changelist"
-        ):
-            return qs.defer("content", "event_payload")
-        return qs
 
 
 @admin.register(ValidationSnapshot)

@@ -15,7 +15,7 @@ from ninja import Query, Router
 from ninja.errors import ValidationError
 
 from evidence_app.agreement import agreement_stats
-from evidence_app.models import ReplayRequest, ToolEvidence, ValidationSnapshot
+from evidence_app.models import ReplayRequest, ValidationSnapshot
 from evidence_app.schemas import (
     AgreementOut,
     EvidenceFormatQuery,
@@ -36,6 +36,7 @@ from project.pagination import LimitOffset100, paginate
 from project.roles import require_operator
 from project.schemas import error_responses
 from tasks_app.idempotency import idempotency_header, run_idempotent
+from tasks_app.models import ToolEvidence
 from tasks_app.selectors import get_visible_run, require_visible_task
 
 router = Router(tags=["evidence"])

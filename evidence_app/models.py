@@ -1,18 +1,15 @@
-"""Stored tool evidence and validation snapshots (E1, E2, V7, V9)."""
+"""Validation snapshots, replay requests and validation failures (V7, V9); the tool
+evidence they judge is stored by tasks_app (``tasks_app.models.ToolEvidence``)."""
 
 from __future__ import annotations
-
-import hashlib
-from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from tasks_app.models import Run, Task
+from tasks_app.models import Task
 
 __all__ = [
-    "ToolEvidence",
     "ValidationSnapshot",
     "ValidationStatus",
     "FailureCategory",
@@ -20,57 +17,6 @@ __all__ = [
     "ReplayState",
     "ValidationFailure",
 ]
-
-
-def content_digest(tool_name: str, content: str) -> str:
-    """Identity of a tool result for de-duplication (E5): same tool, same content."""
-    return hashlib.sha256(f"{tool_name}\x00{content}".encode()).hexdigest()
-
-
-class ToolEvidenceQuerySet(models.QuerySet["ToolEvidence"]):
-    def without_content(self) -> ToolEvidenceQuerySet:
-        """List rows without the (possibly multi-megabyte) content column."""
-        return self.defer("content", "event_payload")
-
-
-class ToolEvidence(models.Model):
-    """One tool result, written the moment the tool returns (E2)."""
-
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_evidence")
-    # Denormalised so packet building and the UI need one indexed query per attempt.
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="tool_evidence")
-    attempt_index = models.PositiveIntegerField()
-    # Order of the result within its run.
-    sequence = models.PositiveIntegerField()
-    tool_name = models.CharField(max_length=100)
-    tool_call_id = models.CharField(max_length=200, blank=True, default="")
-    arguments = models.JSONField(default=dict, blank=True)
-    content = models.TextField(blank=True, default="")
-    content_chars = models.PositiveIntegerField(default=0)
-    content_sha256 = models.CharField(max_length=64, default="")
-    is_error = models.BooleanField(default=False)
-    url = models.CharField(max_length=2000, blank=True, default="")
-    title = models.CharField(max_length=500, blank=True, default="")
-    event_payload = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    objects = ToolEvidenceQuerySet.as_manager()
-
-    class Meta:
-        ordering = ["run", "sequence"]
-        indexes = [models.Index(fields=["task", "attempt_index"], name="evidence_task_attempt")]
-        constraints = [
-            # A redelivered job cannot store the same result twice.
-            models.UniqueConstraint(fields=["run", "sequence"], name="evidence_run_sequence_unique")
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.tool_name} #{self.sequence} (run {self.run_id})"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        self.content_chars = len(self.content)
-        self.content_sha256 = content_digest(self.tool_name, self.content)
-        super().save(*args, **kwargs)
 
 
 class ValidationStatus(models.TextChoices):

@@ -1,5 +1,6 @@
-"""What evidence_app registers into the project's operations infrastructure when Django
-starts (``EvidenceAppConfig.ready``): the validator's families on /metrics."""
+"""What evidence_app registers when Django starts (``EvidenceAppConfig.ready``): the
+validator tasks_app sends answers to (``tasks_app.verdicts``), and the validator's
+families on /metrics."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.db.models import Count, Q, Sum
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 
 from evidence_app.models import ValidationSnapshot
+from evidence_app.verdicts import StoredVerdicts
 from project.metrics import (
     PREFIX,
     MetricSource,
@@ -19,6 +21,7 @@ from project.metrics import (
     register_source,
     usage_families,
 )
+from tasks_app.verdicts import register_validator
 
 
 def _tallies() -> dict[str, Tally]:
@@ -82,4 +85,5 @@ def _validations(totals: dict[tuple[Any, ...], dict[str, Any]]) -> Iterable[Metr
 
 
 def register() -> None:
+    register_validator(StoredVerdicts())
     register_source(MetricSource("evidence_app", _families, _tallies))

@@ -11,9 +11,15 @@ from typing import Any, NamedTuple
 from django.db.models.fields.json import KeyTextTransform
 from pydantic import BaseModel, Field
 
-from evidence_app import models as evidence_models
 from project.db import MARKER_ID, MARKER_INDEX, Prepared
-from tasks_app.models import RUN_ABANDONED_BY_DEAD_WORKER, Run, RunKind, RunMessage, Task
+from tasks_app.models import (
+    RUN_ABANDONED_BY_DEAD_WORKER,
+    Run,
+    RunKind,
+    RunMessage,
+    Task,
+)
+from tasks_app.models import ToolEvidence as StoredToolEvidence
 
 
 class ToolEvidence(BaseModel):
@@ -139,7 +145,7 @@ def _prepared() -> tuple[Prepared, Prepared, Prepared]:
         .values_list(*_RUN_FIELDS)
     )
     evidence = (
-        evidence_models.ToolEvidence.objects.filter(task_id=MARKER_ID, attempt_index=MARKER_INDEX)
+        StoredToolEvidence.objects.filter(task_id=MARKER_ID, attempt_index=MARKER_INDEX)
         .order_by("run_id", "sequence")
         .values_list(*_EVIDENCE_FIELDS)
     )

@@ -15,19 +15,13 @@ from django.db.models.functions import JSONObject, Substr, TruncDate
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from evidence_app.models import (
-    ReplayRequest,
-    SnapshotKind,
-    ToolEvidence,
-    ValidationSnapshot,
-    ValidationStatus,
-)
+from evidence_app.models import ReplayRequest, SnapshotKind, ValidationSnapshot, ValidationStatus
 from evidence_app.packets import build_packet
 from evidence_app.render import render_packet
 from evidence_app.validator.citations import find_quote
 from evidence_app.validator.schema import stored_result
 from project.costs import CostTotal
-from tasks_app.models import Run, RunKind, Task
+from tasks_app.models import Run, RunKind, Task, ToolEvidence
 
 
 def rendered_attempt_evidence(task: Task, attempt_index: int) -> str:

@@ -22,6 +22,7 @@ from tasks_app.models import (
     Task,
     TaskEvent,
     TaskStatusCount,
+    ToolEvidence,
     WebhookDelivery,
     WebhookDeliveryAttempt,
     WebhookEndpoint,
@@ -226,3 +227,27 @@ class WebhookDeliveryAdmin(ReadOnlyAdmin):
 class TaskStatusCountAdmin(ReadOnlyAdmin):
     list_display = ("status", "shard", "n")
     list_filter = ("status",)
+
+
+@admin.register(ToolEvidence)
+class ToolEvidenceAdmin(ReadOnlyAdmin):
+    list_display = (
+        "id",
+        "task",
+        "attempt_index",
+        "run",
+        "sequence",
+        "tool_name",
+        "content_chars",
+        "is_error",
+        "created_at",
+    )
+    list_filter = ("tool_name", "is_error")
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        qs = super().get_queryset(request)
+        if request.resolver_match and (request.resolver_match.url_name or "").endswith(
+            "changelist"
+        ):
+            return qs.defer("content", "event_payload")
+        return qs

@@ -53,6 +53,7 @@ from tasks_app.models import (
 )
 from tasks_app.outbox import outbox_waiting_job_ids
 from tasks_app.states import RUNNABLE_STATUSES, TaskStatus
+from tasks_app.verdicts import validator
 
 log = logging.getLogger(__name__)
 
@@ -240,21 +241,14 @@ def _revision_context(task: Task, attempt_index: int) -> str:
     and the requester's revise comments since."""
     if attempt_index <= 1:
         return ""
-    from evidence_app.models import ValidationSnapshot, ValidationStatus
-
     previous = attempt_index - 1
-    snapshot = (
-        ValidationSnapshot.objects.originals()
-        .filter(task=task, attempt_index=previous)
-        .order_by("-created_at", "-id")
-        .first()
-    )
+    verdict = validator().verdict(task.pk, previous)
     validator_result = None
-    if snapshot is not None and snapshot.status == ValidationStatus.REJECTED:
-        validator_result = dict(snapshot.result or {})
-        validator_result.setdefault("status", snapshot.status)
-        if snapshot.failure_category and not validator_result.get("failure_category"):
-            validator_result["failure_category"] = snapshot.failure_category
+    if verdict is not None and verdict.rejected:
+        validator_result = dict(verdict.result)
+        validator_result.setdefault("status", verdict.status)
+        if verdict.failure_category and not validator_result.get("failure_category"):
+            validator_result["failure_category"] = verdict.failure_category
     comments = list(
         Feedback.objects.filter(
             task=task, action=FeedbackAction.REVISE, attempt_index__gte=previous
@@ -659,8 +653,6 @@ def _resend_stale_validations(*, cutoff: datetime, now: datetime, held: _HeldJob
     the first one was lost (broker down at commit, or the message dropped). A second
     copy never calls the model twice (the validation claims first); ``resent_at`` sends
     at most one per lease period."""
-    from evidence_app.models import ValidationSnapshot
-
     waiting = list(
         Task.objects.filter(_quiet_since(cutoff), status=TaskStatus.VALIDATING).values_list(
             "pk", "updated_at", "resent_at", "attempt_count", "job_id"
@@ -670,11 +662,7 @@ def _resend_stale_validations(*, cutoff: datetime, now: datetime, held: _HeldJob
     for task_id, updated_at, resent_at, attempt_index, job_id in waiting:
         if held.holds(job_id):
             continue  # still queued or running: never a second copy (issue 16)
-        if (
-            ValidationSnapshot.objects.originals()
-            .filter(task_id=task_id, attempt_index=attempt_index)
-            .exists()
-        ):
+        if validator().verdict(task_id, attempt_index) is not None:
             continue
         with db_turn(), transaction.atomic():
             new_id = _resend_marked(

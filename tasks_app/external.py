@@ -29,7 +29,6 @@ from django.db.models import Max
 from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evidence_app.models import ToolEvidence
 from project.errors import DomainError
 from project.schemas import NO_NUL, Text
 from tasks_app import services
@@ -42,8 +41,10 @@ from tasks_app.models import (
     RunStatus,
     Task,
     TaskAgent,
+    ToolEvidence,
 )
 from tasks_app.states import RUNNABLE_STATUSES, TaskStatus
+from tasks_app.verdicts import validator
 
 KEY_PATTERN = r"^[A-Za-z0-9_.:-]+$"
 MAX_RUNS = 200
@@ -562,25 +563,17 @@ def external_attempt_finish(
 
 def validation_summary(task: Task, attempt_index: int) -> dict[str, Any] | None:
     """The latest original verdict on ``attempt_index``: the V1 fields, categorized."""
-    from evidence_app.models import ValidationSnapshot
-
-    snapshot = (
-        ValidationSnapshot.objects.originals()
-        .without_bodies()
-        .filter(task_id=task.pk, attempt_index=attempt_index)
-        .order_by("-created_at", "-id")
-        .first()
-    )
-    if snapshot is None:
+    verdict = validator().verdict(task.pk, attempt_index)
+    if verdict is None:
         return None
-    result = snapshot.result if isinstance(snapshot.result, dict) else {}
+    result = verdict.result
     return {
-        "id": snapshot.pk,
-        "attempt_index": snapshot.attempt_index,
-        "status": snapshot.status,
-        "passed": snapshot.passed,
-        "score": snapshot.score,
-        "failure_category": snapshot.failure_category or None,
+        "id": verdict.id,
+        "attempt_index": verdict.attempt_index,
+        "status": verdict.status,
+        "passed": verdict.passed,
+        "score": verdict.score,
+        "failure_category": verdict.failure_category or None,
         "issues": result.get("issues") or [],
         "missing_requirements": result.get("missing_requirements") or [],
         "evidence_gaps": result.get("evidence_gaps") or [],

@@ -418,6 +418,59 @@ class LLMRequestSnapshot(models.Model):
         return f"run {self.run_id} request {self.iteration} ({self.model_name})"
 
 
+def content_digest(tool_name: str, content: str) -> str:
+    """Identity of a tool result for de-duplication (E5): same tool, same content."""
+    return hashlib.sha256(f"{tool_name}\x00{content}".encode()).hexdigest()
+
+
+class ToolEvidenceQuerySet(models.QuerySet["ToolEvidence"]):
+    def without_content(self) -> ToolEvidenceQuerySet:
+        """List rows without the (possibly multi-megabyte) content column."""
+        return self.defer("content", "event_payload")
+
+
+class ToolEvidence(models.Model):
+    """One tool result, written the moment the tool returns (E2)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_evidence")
+    # Denormalised so packet building and the UI need one indexed query per attempt.
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="tool_evidence")
+    attempt_index = models.PositiveIntegerField()
+    # Order of the result within its run.
+    sequence = models.PositiveIntegerField()
+    tool_name = models.CharField(max_length=100)
+    tool_call_id = models.CharField(max_length=200, blank=True, default="")
+    arguments = models.JSONField(default=dict, blank=True)
+    content = models.TextField(blank=True, default="")
+    content_chars = models.PositiveIntegerField(default=0)
+    content_sha256 = models.CharField(max_length=64, default="")
+    is_error = models.BooleanField(default=False)
+    url = models.CharField(max_length=2000, blank=True, default="")
+    title = models.CharField(max_length=500, blank=True, default="")
+    event_payload = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ToolEvidenceQuerySet.as_manager()
+
+    class Meta:
+        # Created by evidence_app and moved here with its table (migration 0016).
+        db_table = "evidence_app_toolevidence"
+        ordering = ["run", "sequence"]
+        indexes = [models.Index(fields=["task", "attempt_index"], name="evidence_task_attempt")]
+        constraints = [
+            # A redelivered job cannot store the same result twice.
+            models.UniqueConstraint(fields=["run", "sequence"], name="evidence_run_sequence_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} #{self.sequence} (run {self.run_id})"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.content_chars = len(self.content)
+        self.content_sha256 = content_digest(self.tool_name, self.content)
+        super().save(*args, **kwargs)
+
+
 class ServiceHeartbeat(models.Model):
     """Liveness of a background process, written by the process itself (issue 18).
 

@@ -45,6 +45,7 @@ from tasks_app.models import (
 from tasks_app.outbox import outbox_send
 from tasks_app.signals import task_transitioned
 from tasks_app.states import TaskStatus
+from tasks_app.verdicts import validator
 
 if TYPE_CHECKING:
     from tasks_app.agents.recorder import Fence
@@ -129,16 +130,8 @@ def validation_enqueue(
     task_id: int, attempt_index: int, *, job_id: str = "", countdown: float = 0
 ) -> str:
     """Queue the validation of ``attempt_index`` once the current transaction commits
-    (no earlier than ``countdown`` seconds from now)."""
-    from evidence_app.jobs import validate_attempt_job
-
-    return job_send_on_commit(
-        validate_attempt_job,
-        (task_id, attempt_index),
-        task_id=task_id,
-        job_id=job_id,
-        countdown=countdown,
-    )
+    (no earlier than ``countdown`` seconds from now), through the registered validator."""
+    return validator().enqueue(task_id, attempt_index, job_id=job_id, countdown=countdown)
 
 
 @transaction.atomic
@@ -501,22 +494,14 @@ def task_apply_feedback(
             f"Task {task_id} is claimed by {locked.claimed_by}; take over the claim first."
         )
 
-    from evidence_app.models import ValidationSnapshot, ValidationStatus
-
-    last_validation = (
-        ValidationSnapshot.objects.originals()
-        .filter(task_id=task_id)
-        .order_by("-created_at", "-id")
-        .only("status")
-        .first()
-    )
+    last_validation = validator().verdict(task_id)
     validator_status = last_validation.status if last_validation else ""
     updates: dict[str, Any] = {}
     if action == FeedbackAction.SATISFIED:
         # V3: a person closing an answer the validator did not accept is a force-accept.
         updates["validation_outcome"] = (
             ValidationOutcome.ACCEPTED
-            if validator_status == ValidationStatus.ACCEPTED
+            if last_validation is not None and last_validation.passed
             else ValidationOutcome.FORCE_ACCEPTED
         )
     # The feedback row first: the transition's webhook payload (issue 14) carries the

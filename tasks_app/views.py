@@ -20,7 +20,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from evidence_app.models import SnapshotKind, ToolEvidence, ValidationSnapshot
+from evidence_app.models import SnapshotKind, ValidationSnapshot
 from evidence_app.selectors import (
     answer_segments,
     citation_excerpts,
@@ -50,6 +50,7 @@ from tasks_app.models import (
     RunMessage,
     Task,
     TaskEvent,
+    ToolEvidence,
 )
 from tasks_app.selectors import can_act, count_of, status_counts, visible_task
 from tasks_app.states import TaskStatus

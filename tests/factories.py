@@ -3,8 +3,8 @@ from __future__ import annotations
 import factory
 from django.contrib.auth import get_user_model
 
-from evidence_app.models import ToolEvidence, ValidationSnapshot
-from tasks_app.models import KnowledgeDocument, Run, RunMessage, Task
+from evidence_app.models import ValidationSnapshot
+from tasks_app.models import KnowledgeDocument, Run, RunMessage, Task, ToolEvidence
 
 
 class UserFactory(factory.django.DjangoModelFactory):

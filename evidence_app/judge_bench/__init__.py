@@ -22,10 +22,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from evidence_app.models import ToolEvidence
 from evidence_app.validator.citations import normalised
 from evidence_app.validator.schema import STATUSES
-from tasks_app.models import Run, Task
+from tasks_app.models import Run, Task, ToolEvidence
 
 CASES_PATH = Path(__file__).resolve().parent / "cases.json"
 HANDBOOK = Path(settings.BASE_DIR) / "demo" / "handbook"

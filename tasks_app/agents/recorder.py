@@ -37,12 +37,19 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models import Model, ModelRequestParameters
 
-from evidence_app.models import ToolEvidence, content_digest
 from project.costs import CURRENCY, CostTotal, price_request
 from tasks_app import services
 from tasks_app.agents.db import db_turn
 from tasks_app.agents.tools import ToolOutput
-from tasks_app.models import LLMRequestSnapshot, Run, RunMessage, RunStatus, Task
+from tasks_app.models import (
+    LLMRequestSnapshot,
+    Run,
+    RunMessage,
+    RunStatus,
+    Task,
+    ToolEvidence,
+    content_digest,
+)
 from tasks_app.states import TaskStatus
 
 

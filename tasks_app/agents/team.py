@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection
 
-from evidence_app.selectors import rendered_attempt_evidence
 from tasks_app.agents import prompts
 from tasks_app.agents.loop import AgentLoop, AgentResult
 from tasks_app.agents.plans import PlanNode, TeamPlan
 from tasks_app.agents.recorder import Fence, LeaseLost
 from tasks_app.agents.tools import DEFAULT_TOOLS
 from tasks_app.models import RunKind, Task
+from tasks_app.verdicts import validator
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ def _run_synthesis(
     default_model: str,
 ) -> AgentResult:
     # The packet so far holds only the team runs (graph order), every tool result in full.
-    rendered = rendered_attempt_evidence(task, attempt_index)
+    rendered = validator().rendered_evidence(task, attempt_index)
     budget = plan.synthesis_max_tool_iterations
     loop = AgentLoop(
         model_name=plan.model or default_model,

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evidence_app.models import ToolEvidence
 from evidence_app.services import validation_run
+from tasks_app.models import ToolEvidence
 from tests.evidence_app.validation_helpers import validating_task
 
 pytestmark = pytest.mark.django_db

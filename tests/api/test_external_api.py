@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evidence_app.models import ToolEvidence
 from tasks_app import services
 from tasks_app.models import (
     IdempotencyKey,
@@ -18,6 +17,7 @@ from tasks_app.models import (
     RunMessage,
     Task,
     TaskEvent,
+    ToolEvidence,
     WebhookDelivery,
     WebhookEndpoint,
 )

@@ -9,8 +9,8 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from evidence_app.models import ToolEvidence, ValidationSnapshot
-from tasks_app.models import Run, Task
+from evidence_app.models import ValidationSnapshot
+from tasks_app.models import Run, Task, ToolEvidence
 from tasks_app.states import TaskStatus as S
 
 pytestmark = pytest.mark.django_db

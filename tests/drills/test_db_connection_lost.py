@@ -22,8 +22,7 @@ import pytest
 from celery import Celery
 from django.db import connection
 
-from evidence_app.models import ToolEvidence
-from tasks_app.models import Run, RunStatus, Task, TaskEvent
+from tasks_app.models import Run, RunStatus, Task, TaskEvent, ToolEvidence
 from tasks_app.states import TaskStatus as S
 from tests.drills.support import Worker, database_url, redis_url, report, wait_for
 from tests.drills.test_worker_kill import worker_env

@@ -27,9 +27,9 @@ from pathlib import Path
 import pytest
 from celery import Celery
 
-from evidence_app.models import ToolEvidence, ValidationSnapshot
+from evidence_app.models import ValidationSnapshot
 from project.celery import ATTEMPTS, VALIDATION, WEBHOOKS
-from tasks_app.models import Run, RunMessage, RunStatus, Task, TaskEvent
+from tasks_app.models import Run, RunMessage, RunStatus, Task, TaskEvent, ToolEvidence
 from tasks_app.states import TaskStatus as S
 from tests.drills.support import Worker, database_url, redis_url, report, wait_for
 from tests.factories import KnowledgeDocumentFactory, TaskFactory

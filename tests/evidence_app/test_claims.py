@@ -14,14 +14,14 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from evidence_app.jobs import validate_attempt_job
-from evidence_app.models import ToolEvidence, ValidationSnapshot
+from evidence_app.models import ValidationSnapshot
 from evidence_app.services import validation_run
 from evidence_app.validator.citations import CitableResult, find_quote, verify_citation
 from evidence_app.validator.reconcile import reconcile
 from evidence_app.validator.schema import Citation, ValidationResult, claim_summary
 from tasks_app.jobs import run_attempt_job
 from tasks_app.knowledge import import_folder
-from tasks_app.models import Task
+from tasks_app.models import Task, ToolEvidence
 from tests.evidence_app.validation_helpers import ScriptedJudge, validating_task
 from tests.factories import TaskFactory
 

@@ -10,7 +10,6 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo
 
-from evidence_app.models import ToolEvidence
 from tasks_app.agents.loop import (
     FINISH_BUDGET,
     FINISH_FINALIZED,
@@ -18,7 +17,7 @@ from tasks_app.agents.loop import (
     AgentLoop,
 )
 from tasks_app.agents.tools import DEFAULT_TOOLS
-from tasks_app.models import LLMRequestSnapshot, Run, RunMessage
+from tasks_app.models import LLMRequestSnapshot, Run, RunMessage, ToolEvidence
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 
 pytestmark = pytest.mark.django_db

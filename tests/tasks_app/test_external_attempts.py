@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from evidence_app.models import ToolEvidence, ValidationSnapshot
+from evidence_app.models import ValidationSnapshot
 from evidence_app.packets import build_packet
 from evidence_app.render import render_packet
 from tasks_app import services
@@ -26,7 +26,7 @@ from tasks_app.external import (
     external_attempt_submit,
     revision_feedback,
 )
-from tasks_app.models import Run, RunMessage, Task, TaskEvent
+from tasks_app.models import Run, RunMessage, Task, TaskEvent, ToolEvidence
 from tasks_app.states import TaskStatus as S
 
 pytestmark = [pytest.mark.django_db(transaction=False), pytest.mark.postgres]

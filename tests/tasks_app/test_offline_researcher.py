@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from evidence_app.models import ToolEvidence
 from tasks_app.agents import prompts
 from tasks_app.agents.loop import AgentLoop
 from tasks_app.agents.offline_researcher import NOTHING_FOUND
 from tasks_app.agents.tools import DEFAULT_TOOLS
 from tasks_app.knowledge import import_folder
-from tasks_app.models import LLMRequestSnapshot, RunMessage
+from tasks_app.models import LLMRequestSnapshot, RunMessage, ToolEvidence
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 
 pytestmark = pytest.mark.django_db

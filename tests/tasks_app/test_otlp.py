@@ -22,11 +22,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from evidence_app.models import ToolEvidence, ValidationSnapshot
+from evidence_app.models import ValidationSnapshot
 from project.celery import app as celery_app
 from tasks_app.auth import api_token_create
 from tasks_app.jobs import otlp_sweep_job
-from tasks_app.models import OtlpSpan, OtlpTrace, Run, Task
+from tasks_app.models import OtlpSpan, OtlpTrace, Run, Task, ToolEvidence
 from tasks_app.otlp.ingest import otlp_due_traces
 from tasks_app.states import TaskStatus as S
 from tests import factories

@@ -20,7 +20,7 @@ from django.db import connection
 from django.utils import timezone
 
 from evidence_app.jobs import validate_attempt_job
-from evidence_app.models import ToolEvidence, ValidationSnapshot
+from evidence_app.models import ValidationSnapshot
 from evidence_app.packets import build_packet
 from project.celery import app as celery_app
 from tasks_app import services
@@ -28,7 +28,7 @@ from tasks_app.agents.loop import AgentResult
 from tasks_app.agents.recorder import LeaseLost
 from tasks_app.attempts import Heartbeat, attempt_claim, attempt_finish, attempt_reap
 from tasks_app.jobs import run_attempt_job
-from tasks_app.models import Run, RunStatus, Task, TaskEvent
+from tasks_app.models import Run, RunStatus, Task, TaskEvent, ToolEvidence
 from tasks_app.states import TaskStatus as S
 from tests.factories import (
     KnowledgeDocumentFactory,

@@ -13,12 +13,11 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo
 
-from evidence_app.models import ToolEvidence
 from evidence_app.packets import build_packet
 from project.errors import InvalidInput
 from tasks_app.agents.plans import TeamPlan, parse_plan
 from tasks_app.agents.team import run_team
-from tasks_app.models import Run
+from tasks_app.models import Run, ToolEvidence
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 
 

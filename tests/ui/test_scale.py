@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from evidence_app.models import ToolEvidence, ValidationSnapshot
-from tasks_app.models import Run, RunMessage, Task
+from evidence_app.models import ValidationSnapshot
+from tasks_app.models import Run, RunMessage, Task, ToolEvidence
 from tasks_app.states import TaskStatus as S
 from tests.ui.conftest import make_reviewable_task
 
