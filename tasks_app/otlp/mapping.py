@@ -190,13 +190,6 @@ def _last_assistant_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
-def _descendants(spans: list[StoredSpan]) -> dict[str, list[StoredSpan]]:
-    children: dict[str, list[StoredSpan]] = {}
-    for span in spans:
-        children.setdefault(span.parent_span_id, []).append(span)
-    return children
-
-
 def find_root(spans: list[StoredSpan]) -> StoredSpan | None:
     """The root agent span, else the outermost span that has GenAI descendants."""
     by_id = {s.span_id: s for s in spans}
