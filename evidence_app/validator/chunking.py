@@ -157,42 +157,28 @@ def _claim_quote(gap: str, answer: str) -> str | None:
     return None
 
 
-def combine(verdicts: list[ValidationResult], *, answer: str) -> ValidationResult:
-    """One verdict from the verdicts of every part (rules in the module docstring)."""
-    if not verdicts:
-        return ValidationResult.validator_error("No evidence part was judged.")
-    errors = [v for v in verdicts if v.status == "validator_error"]
-    if errors:
-        return ValidationResult.validator_error(
-            "Part verdicts incomplete: " + "; ".join(i for v in errors for i in v.issues)
-        )
-    rejected = [v for v in verdicts if v.status == "rejected"]
-    if rejected:
-        first = rejected[0]
-        return ValidationResult(
-            status="rejected",
-            score=min(v.score for v in rejected if v.score is not None)
-            if any(v.score is not None for v in rejected)
-            else None,
-            issues=_unique(i for v in rejected for i in v.issues),
-            missing_requirements=_unique(m for v in rejected for m in v.missing_requirements),
-            evidence_gaps=_unique(g for v in rejected for g in v.evidence_gaps),
-            recommended_revision_prompt=" ".join(
-                _unique(v.recommended_revision_prompt for v in rejected)
-            ).strip(),
-            failure_category=first.failure_category or "unsupported_claim",
-            reasoning=f"Rejected in {len(rejected)} of {len(verdicts)} evidence part(s). "
-            + " ".join(_unique(v.reasoning for v in rejected)),
-        )
-    accepted = [v for v in verdicts if v.status == "accepted"]
-    if accepted:
-        return accepted[0].model_copy(
-            update={
-                "reasoning": f"Accepted on evidence part(s) alone ({len(accepted)} of "
-                f"{len(verdicts)}). " + accepted[0].reasoning
-            }
-        )
-    # Every part is insufficient: a claim gap survives only if no part supports it.
+def _combined_rejection(rejected: list[ValidationResult], parts: int) -> ValidationResult:
+    """The rejecting parts' verdicts merged into one rejection (of ``parts`` parts)."""
+    first = rejected[0]
+    scores = [v.score for v in rejected if v.score is not None]
+    return ValidationResult(
+        status="rejected",
+        score=min(scores) if scores else None,
+        issues=_unique(i for v in rejected for i in v.issues),
+        missing_requirements=_unique(m for v in rejected for m in v.missing_requirements),
+        evidence_gaps=_unique(g for v in rejected for g in v.evidence_gaps),
+        recommended_revision_prompt=" ".join(
+            _unique(v.recommended_revision_prompt for v in rejected)
+        ).strip(),
+        failure_category=first.failure_category or "unsupported_claim",
+        reasoning=f"Rejected in {len(rejected)} of {parts} evidence part(s). "
+        + " ".join(_unique(v.reasoning for v in rejected)),
+    )
+
+
+def _remaining_gaps(verdicts: list[ValidationResult], answer: str) -> list[str]:
+    """The gaps left when every part is insufficient: a gap quoting a claim of the answer
+    only if every part lists that claim, any other gap from every part."""
     per_part_claims = []
     other_gaps: list[str] = []
     first_text: dict[str, str] = {}
@@ -207,12 +193,23 @@ def combine(verdicts: list[ValidationResult], *, answer: str) -> ValidationResul
                 first_text.setdefault(quote, gap)
         per_part_claims.append(claims)
     unsupported = set.intersection(*per_part_claims) if per_part_claims else set()
-    gaps = _unique([first_text[q] for q in sorted(unsupported)] + other_gaps)
+    return _unique([first_text[q] for q in sorted(unsupported)] + other_gaps)
+
+
+def _missing_everywhere(verdicts: list[ValidationResult]) -> list[str]:
+    """The missing requirements every part reports (as each part words them)."""
     missing_sets = [{_norm(m) for m in v.missing_requirements} for v in verdicts]
     missing_everywhere = set.intersection(*missing_sets) if missing_sets else set()
-    missing = _unique(
+    return _unique(
         m for v in verdicts for m in v.missing_requirements if _norm(m) in missing_everywhere
     )
+
+
+def _combined_insufficient(verdicts: list[ValidationResult], answer: str) -> ValidationResult:
+    """The verdict when every part is insufficient: ``insufficient_evidence`` with the
+    gaps and missing requirements no part makes up for, else ``accepted``."""
+    gaps = _remaining_gaps(verdicts, answer)
+    missing = _missing_everywhere(verdicts)
     scores = [v.score for v in verdicts if v.score is not None]
     if not gaps and not missing:
         return ValidationResult(
@@ -230,6 +227,30 @@ def combine(verdicts: list[ValidationResult], *, answer: str) -> ValidationResul
         reasoning=f"Judged in {len(verdicts)} evidence parts; {len(gaps)} gap(s) remain after "
         "combining them.",
     )
+
+
+def combine(verdicts: list[ValidationResult], *, answer: str) -> ValidationResult:
+    """One verdict from the verdicts of every part (rules in the module docstring)."""
+    if not verdicts:
+        return ValidationResult.validator_error("No evidence part was judged.")
+    errors = [v for v in verdicts if v.status == "validator_error"]
+    if errors:
+        return ValidationResult.validator_error(
+            "Part verdicts incomplete: " + "; ".join(i for v in errors for i in v.issues)
+        )
+    rejected = [v for v in verdicts if v.status == "rejected"]
+    if rejected:
+        return _combined_rejection(rejected, len(verdicts))
+    accepted = [v for v in verdicts if v.status == "accepted"]
+    if accepted:
+        return accepted[0].model_copy(
+            update={
+                "reasoning": f"Accepted on evidence part(s) alone ({len(accepted)} of "
+                f"{len(verdicts)}). " + accepted[0].reasoning
+            }
+        )
+    # Every part is insufficient: a claim gap survives only if no part supports it.
+    return _combined_insufficient(verdicts, answer)
 
 
 _MET_RANK = {"no": 0, "partly": 1, "yes": 2}
