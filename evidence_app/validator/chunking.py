@@ -256,56 +256,64 @@ def combine(verdicts: list[ValidationResult], *, answer: str) -> ValidationResul
 _MET_RANK = {"no": 0, "partly": 1, "yes": 2}
 
 
-def combine_claims(
+def _claims_by_text(
     verdicts: list[ValidationResult],
-) -> tuple[list[Claim], list[Requirement]]:
-    """Per-claim and per-requirement combination of verified part verdicts."""
-    order: list[str] = []
+) -> tuple[dict[str, list[Claim]], list[dict[str, str]]]:
+    """Every part's claims grouped by normalised text (first seen first), and per part
+    its claim ids mapped to that text."""
     by_key: dict[str, list[Claim]] = {}
     part_ids: list[dict[str, str]] = []  # per part: claim id -> key
     for verdict in verdicts:
         ids: dict[str, str] = {}
         for claim in verdict.claims:
             key = normalised(claim.text)
-            if key not in by_key:
-                order.append(key)
-                by_key[key] = []
-            by_key[key].append(claim)
+            by_key.setdefault(key, []).append(claim)
             ids[claim.id] = key
         part_ids.append(ids)
-    new_id = {key: str(i) for i, key in enumerate(order, start=1)}
-    claims: list[Claim] = []
-    for key in order:
-        seen = by_key[key]
-        chosen: list[Claim] = []
-        verdict_name = "unsupported"
-        for name, verified_only in (
-            ("contradicted", True),
-            ("supported", True),
-            ("contradicted", False),
-            ("supported", False),
-        ):
-            chosen = [
-                c for c in seen if c.verdict == name and (c.verified_citations or not verified_only)
-            ]
-            if chosen:
-                verdict_name = name
-                break
-        source = chosen or seen
-        citations = [
-            cit
-            for c in source
-            for cit in (c.verified_citations if chosen and c.verified_citations else c.citations)
+    return by_key, part_ids
+
+
+def _strongest(seen: list[Claim]) -> tuple[str, list[Claim]]:
+    """The verdict the parts' versions of one claim combine to, and the versions that
+    gave it: verified contradiction, verified support, then unverified ones."""
+    for name, verified_only in (
+        ("contradicted", True),
+        ("supported", True),
+        ("contradicted", False),
+        ("supported", False),
+    ):
+        chosen = [
+            c for c in seen if c.verdict == name and (c.verified_citations or not verified_only)
         ]
-        claims.append(
-            Claim(
-                id=new_id[key],
-                text=seen[0].text,
-                verdict=verdict_name,  # type: ignore[arg-type]
-                citations=citations,
-                note=" ".join(_unique(c.note for c in source)),
-            )
-        )
+        if chosen:
+            return name, chosen
+    return "unsupported", []
+
+
+def _combined_claim(claim_id: str, seen: list[Claim]) -> Claim:
+    """One claim from the parts' versions of it, with the chosen versions' citations
+    (their verified ones when they have any) and notes."""
+    verdict_name, chosen = _strongest(seen)
+    source = chosen or seen
+    citations = [
+        cit
+        for c in source
+        for cit in (c.verified_citations if chosen and c.verified_citations else c.citations)
+    ]
+    return Claim(
+        id=claim_id,
+        text=seen[0].text,
+        verdict=verdict_name,  # type: ignore[arg-type]
+        citations=citations,
+        note=" ".join(_unique(c.note for c in source)),
+    )
+
+
+def _combined_requirements(
+    verdicts: list[ValidationResult], part_ids: list[dict[str, str]], new_id: dict[str, str]
+) -> list[Requirement]:
+    """Each requirement (by normalised text) as well met as the best part met it, with the
+    combined ids of the claims of every part that met it that well."""
     requirements: dict[str, Requirement] = {}
     for verdict, ids in zip(verdicts, part_ids, strict=True):
         for requirement in verdict.requirements:
@@ -316,7 +324,17 @@ def combine_claims(
                 requirements[key] = requirement.model_copy(update={"claim_ids": mapped})
             elif _MET_RANK[requirement.met] == _MET_RANK[current.met]:
                 current.claim_ids = _unique([*current.claim_ids, *mapped])
-    return claims, list(requirements.values())
+    return list(requirements.values())
+
+
+def combine_claims(
+    verdicts: list[ValidationResult],
+) -> tuple[list[Claim], list[Requirement]]:
+    """Per-claim and per-requirement combination of verified part verdicts."""
+    by_key, part_ids = _claims_by_text(verdicts)
+    new_id = {key: str(i) for i, key in enumerate(by_key, start=1)}
+    claims = [_combined_claim(new_id[key], seen) for key, seen in by_key.items()]
+    return claims, _combined_requirements(verdicts, part_ids, new_id)
 
 
 def combine_verified(verdicts: list[ValidationResult], *, answer: str) -> ValidationResult:
