@@ -235,9 +235,8 @@ def validation_context(
     }
 
 
-def verdict_changes(a: ValidationSnapshot, b: ValidationSnapshot) -> list[str]:
-    """What differs between an original verdict and its replay, in sentences: status,
-    category, score, each claim's verdict and the reasons given (issue 13, V9)."""
+def _summary_changes(a: ValidationSnapshot, b: ValidationSnapshot) -> list[str]:
+    """The changes of status, failure category and score between two verdicts."""
     out: list[str] = []
     if a.status != b.status:
         out.append(f"Status: {a.get_status_display()} → {b.get_status_display()}")
@@ -249,12 +248,17 @@ def verdict_changes(a: ValidationSnapshot, b: ValidationSnapshot) -> list[str]:
     if a.score != b.score:
         before, after = ("–" if v is None else f"{v:.2f}" for v in (a.score, b.score))
         out.append(f"Score: {before} → {after}")
-    ra, rb = a.result or {}, b.result or {}
+    return out
+
+
+def _claim_changes(ra: dict[str, Any], rb: dict[str, Any]) -> list[str]:
+    """The claims of both results whose verdict changed, in the second result's order."""
     claims_a = {
         str(c.get("text", "")): c.get("verdict")
         for c in ra.get("claims") or []
         if isinstance(c, dict)
     }
+    out: list[str] = []
     for claim in rb.get("claims") or []:
         if not isinstance(claim, dict):
             continue
@@ -262,11 +266,24 @@ def verdict_changes(a: ValidationSnapshot, b: ValidationSnapshot) -> list[str]:
         earlier = claims_a.get(text)
         if earlier is not None and earlier != verdict:
             out.append(f"Claim “{text[:120]}”: {earlier} → {verdict}")
+    return out
+
+
+def _reason_changes(ra: dict[str, Any], rb: dict[str, Any]) -> list[str]:
+    """The reasons (issues and reconciliation notes) given only by the second result,
+    then those given only by the first."""
     reasons_a = {str(x) for k in ("issues", "reconciliation") for x in ra.get(k) or []}
     reasons_b = {str(x) for k in ("issues", "reconciliation") for x in rb.get(k) or []}
-    out += [f"New reason: {r}" for r in sorted(reasons_b - reasons_a)]
-    out += [f"Reason no longer given: {r}" for r in sorted(reasons_a - reasons_b)]
-    return out
+    return [f"New reason: {r}" for r in sorted(reasons_b - reasons_a)] + [
+        f"Reason no longer given: {r}" for r in sorted(reasons_a - reasons_b)
+    ]
+
+
+def verdict_changes(a: ValidationSnapshot, b: ValidationSnapshot) -> list[str]:
+    """What differs between an original verdict and its replay, in sentences: status,
+    category, score, each claim's verdict and the reasons given (issue 13, V9)."""
+    ra, rb = a.result or {}, b.result or {}
+    return _summary_changes(a, b) + _claim_changes(ra, rb) + _reason_changes(ra, rb)
 
 
 @operator_required
