@@ -30,7 +30,12 @@ from evidence_app.selectors import (
     latest_replay_request,
     recent_replay_requests,
 )
-from evidence_app.services import replay_candidates, replay_estimate, replay_request
+from evidence_app.services import (
+    ReplayEstimate,
+    replay_candidates,
+    replay_estimate,
+    replay_request,
+)
 from evidence_app.validator.templates import list_templates
 from project.diffs import DIFF_MAX_LINES, diff_lines
 from project.health import run_checks
@@ -517,6 +522,57 @@ def ops_charts(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _bulk_candidates(filters: dict[str, Any]) -> list[ValidationSnapshot]:
+    """The validations the bulk replay form's filters select, newest first."""
+    days = filters["since_days"]
+    since = timezone.now() - timedelta(days=days) if days else None
+    return replay_candidates(
+        task_ids=filters["task_ids"] or None,
+        task_statuses=filters["task_statuses"] or None,
+        validator_statuses=filters["validator_statuses"] or None,
+        since=since,
+    )
+
+
+def _queue_bulk_replay(
+    request: HttpRequest,
+    candidates: list[ValidationSnapshot],
+    *,
+    template: str | None,
+    model: str | None,
+    estimate: ReplayEstimate | None,
+    cap: int,
+) -> bool:
+    """Queue a replay of every candidate, all or none, and say so in a message; False,
+    with the reason as an error message, when there are none or more than ``cap``."""
+    if not candidates:
+        messages.error(request, "Nothing to replay: no validation matches these filters.")
+        return False
+    if len(candidates) > cap:
+        messages.error(
+            request,
+            f"{len(candidates)} tasks match, more than REPLAY_BULK_MAX_TASKS ({cap}). "
+            "Narrow the filters.",
+        )
+        return False
+    with transaction.atomic():  # all queued or none; published after the commit
+        for candidate in candidates:
+            replay_request(
+                snapshot=candidate,
+                template=template,
+                model=model,
+                requested_by=request.user,
+            )
+    messages.success(
+        request,
+        f"Queued {len(candidates)} replays (~{estimate.input_tokens if estimate else 0:,} "
+        f"input tokens, estimated input cost {estimate.cost if estimate else 'unknown'}). "
+        "Each shows beside its original when the worker has run it; 'Your replays' "
+        "below says where each stands.",
+    )
+    return True
+
+
 @operator_required
 def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
     """Replay the latest validation of many tasks (V9): the estimated input size is
@@ -537,13 +593,7 @@ def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
     if not form.is_bound or not form.is_valid():
         return render_page(request, "evidence_app/ops_bulk_replay.html", context)
     f = form.cleaned_data
-    since = timezone.now() - timedelta(days=f["since_days"]) if f["since_days"] else None
-    candidates = replay_candidates(
-        task_ids=f["task_ids"] or None,
-        task_statuses=f["task_statuses"] or None,
-        validator_statuses=f["validator_statuses"] or None,
-        since=since,
-    )
+    candidates = _bulk_candidates(f)
     template = f["template"] or None
     model_choice = f["model"].strip() or None
     estimate = (
@@ -560,30 +610,15 @@ def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
         query=data.urlencode(),
     )
     if request.method == "POST":
-        if not candidates:
-            messages.error(request, "Nothing to replay: no validation matches these filters.")
-        elif len(candidates) > cap:
-            messages.error(
-                request,
-                f"{len(candidates)} tasks match, more than REPLAY_BULK_MAX_TASKS ({cap}). "
-                "Narrow the filters.",
-            )
-        else:
-            with transaction.atomic():  # all queued or none; published after the commit
-                for candidate in candidates:
-                    replay_request(
-                        snapshot=candidate,
-                        template=template,
-                        model=model_choice,
-                        requested_by=request.user,
-                    )
-            messages.success(
-                request,
-                f"Queued {len(candidates)} replays (~{estimate.input_tokens if estimate else 0:,} "
-                f"input tokens, estimated input cost {estimate.cost if estimate else 'unknown'}). "
-                "Each shows beside its original when the worker has run it; 'Your replays' "
-                "below says where each stands.",
-            )
+        queued = _queue_bulk_replay(
+            request,
+            candidates,
+            template=template,
+            model=model_choice,
+            estimate=estimate,
+            cap=cap,
+        )
+        if queued:
             return redirect(reverse("ops_bulk_replay") + "?" + data.urlencode())
         return render_page(request, "evidence_app/ops_bulk_replay.html", context, status=409)
     return render_page(request, "evidence_app/ops_bulk_replay.html", context)
