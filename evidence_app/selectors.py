@@ -3,7 +3,6 @@ the cost of a task, its attempts and the system per day (issue 18)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -425,13 +424,6 @@ def cost_per_accepted_answer(*, days: int = 14) -> tuple[CostTotal, int, CostTot
         unknown=total.unknown,
     )
     return total, accepted, per
-
-
-def by_day(rows: list[DailyCost]) -> dict[date, list[DailyCost]]:
-    grouped: dict[date, list[DailyCost]] = defaultdict(list)
-    for row in rows:
-        grouped[row.day].append(row)
-    return dict(grouped)
 
 
 def latest_replay_request(original: ValidationSnapshot) -> ReplayRequest | None:

@@ -30,7 +30,12 @@ from evidence_app.selectors import (
     latest_replay_request,
     recent_replay_requests,
 )
-from evidence_app.services import replay_candidates, replay_estimate, replay_request
+from evidence_app.services import (
+    ReplayEstimate,
+    replay_candidates,
+    replay_estimate,
+    replay_request,
+)
 from evidence_app.validator.templates import list_templates
 from project.diffs import DIFF_MAX_LINES, diff_lines
 from project.health import run_checks
@@ -235,9 +240,8 @@ def validation_context(
     }
 
 
-def verdict_changes(a: ValidationSnapshot, b: ValidationSnapshot) -> list[str]:
-    """What differs between an original verdict and its replay, in sentences: status,
-    category, score, each claim's verdict and the reasons given (issue 13, V9)."""
+def _summary_changes(a: ValidationSnapshot, b: ValidationSnapshot) -> list[str]:
+    """The changes of status, failure category and score between two verdicts."""
     out: list[str] = []
     if a.status != b.status:
         out.append(f"Status: {a.get_status_display()} → {b.get_status_display()}")
@@ -249,12 +253,17 @@ def verdict_changes(a: ValidationSnapshot, b: ValidationSnapshot) -> list[str]:
     if a.score != b.score:
         before, after = ("–" if v is None else f"{v:.2f}" for v in (a.score, b.score))
         out.append(f"Score: {before} → {after}")
-    ra, rb = a.result or {}, b.result or {}
+    return out
+
+
+def _claim_changes(ra: dict[str, Any], rb: dict[str, Any]) -> list[str]:
+    """The claims of both results whose verdict changed, in the second result's order."""
     claims_a = {
         str(c.get("text", "")): c.get("verdict")
         for c in ra.get("claims") or []
         if isinstance(c, dict)
     }
+    out: list[str] = []
     for claim in rb.get("claims") or []:
         if not isinstance(claim, dict):
             continue
@@ -262,11 +271,24 @@ def verdict_changes(a: ValidationSnapshot, b: ValidationSnapshot) -> list[str]:
         earlier = claims_a.get(text)
         if earlier is not None and earlier != verdict:
             out.append(f"Claim “{text[:120]}”: {earlier} → {verdict}")
+    return out
+
+
+def _reason_changes(ra: dict[str, Any], rb: dict[str, Any]) -> list[str]:
+    """The reasons (issues and reconciliation notes) given only by the second result,
+    then those given only by the first."""
     reasons_a = {str(x) for k in ("issues", "reconciliation") for x in ra.get(k) or []}
     reasons_b = {str(x) for k in ("issues", "reconciliation") for x in rb.get(k) or []}
-    out += [f"New reason: {r}" for r in sorted(reasons_b - reasons_a)]
-    out += [f"Reason no longer given: {r}" for r in sorted(reasons_a - reasons_b)]
-    return out
+    return [f"New reason: {r}" for r in sorted(reasons_b - reasons_a)] + [
+        f"Reason no longer given: {r}" for r in sorted(reasons_a - reasons_b)
+    ]
+
+
+def verdict_changes(a: ValidationSnapshot, b: ValidationSnapshot) -> list[str]:
+    """What differs between an original verdict and its replay, in sentences: status,
+    category, score, each claim's verdict and the reasons given (issue 13, V9)."""
+    ra, rb = a.result or {}, b.result or {}
+    return _summary_changes(a, b) + _claim_changes(ra, rb) + _reason_changes(ra, rb)
 
 
 @operator_required
@@ -500,6 +522,57 @@ def ops_charts(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _bulk_candidates(filters: dict[str, Any]) -> list[ValidationSnapshot]:
+    """The validations the bulk replay form's filters select, newest first."""
+    days = filters["since_days"]
+    since = timezone.now() - timedelta(days=days) if days else None
+    return replay_candidates(
+        task_ids=filters["task_ids"] or None,
+        task_statuses=filters["task_statuses"] or None,
+        validator_statuses=filters["validator_statuses"] or None,
+        since=since,
+    )
+
+
+def _queue_bulk_replay(
+    request: HttpRequest,
+    candidates: list[ValidationSnapshot],
+    *,
+    template: str | None,
+    model: str | None,
+    estimate: ReplayEstimate | None,
+    cap: int,
+) -> bool:
+    """Queue a replay of every candidate, all or none, and say so in a message; False,
+    with the reason as an error message, when there are none or more than ``cap``."""
+    if not candidates:
+        messages.error(request, "Nothing to replay: no validation matches these filters.")
+        return False
+    if len(candidates) > cap:
+        messages.error(
+            request,
+            f"{len(candidates)} tasks match, more than REPLAY_BULK_MAX_TASKS ({cap}). "
+            "Narrow the filters.",
+        )
+        return False
+    with transaction.atomic():  # all queued or none; published after the commit
+        for candidate in candidates:
+            replay_request(
+                snapshot=candidate,
+                template=template,
+                model=model,
+                requested_by=request.user,
+            )
+    messages.success(
+        request,
+        f"Queued {len(candidates)} replays (~{estimate.input_tokens if estimate else 0:,} "
+        f"input tokens, estimated input cost {estimate.cost if estimate else 'unknown'}). "
+        "Each shows beside its original when the worker has run it; 'Your replays' "
+        "below says where each stands.",
+    )
+    return True
+
+
 @operator_required
 def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
     """Replay the latest validation of many tasks (V9): the estimated input size is
@@ -520,13 +593,7 @@ def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
     if not form.is_bound or not form.is_valid():
         return render_page(request, "evidence_app/ops_bulk_replay.html", context)
     f = form.cleaned_data
-    since = timezone.now() - timedelta(days=f["since_days"]) if f["since_days"] else None
-    candidates = replay_candidates(
-        task_ids=f["task_ids"] or None,
-        task_statuses=f["task_statuses"] or None,
-        validator_statuses=f["validator_statuses"] or None,
-        since=since,
-    )
+    candidates = _bulk_candidates(f)
     template = f["template"] or None
     model_choice = f["model"].strip() or None
     estimate = (
@@ -543,30 +610,15 @@ def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
         query=data.urlencode(),
     )
     if request.method == "POST":
-        if not candidates:
-            messages.error(request, "Nothing to replay: no validation matches these filters.")
-        elif len(candidates) > cap:
-            messages.error(
-                request,
-                f"{len(candidates)} tasks match, more than REPLAY_BULK_MAX_TASKS ({cap}). "
-                "Narrow the filters.",
-            )
-        else:
-            with transaction.atomic():  # all queued or none; published after the commit
-                for candidate in candidates:
-                    replay_request(
-                        snapshot=candidate,
-                        template=template,
-                        model=model_choice,
-                        requested_by=request.user,
-                    )
-            messages.success(
-                request,
-                f"Queued {len(candidates)} replays (~{estimate.input_tokens if estimate else 0:,} "
-                f"input tokens, estimated input cost {estimate.cost if estimate else 'unknown'}). "
-                "Each shows beside its original when the worker has run it; 'Your replays' "
-                "below says where each stands.",
-            )
+        queued = _queue_bulk_replay(
+            request,
+            candidates,
+            template=template,
+            model=model_choice,
+            estimate=estimate,
+            cap=cap,
+        )
+        if queued:
             return redirect(reverse("ops_bulk_replay") + "?" + data.urlencode())
         return render_page(request, "evidence_app/ops_bulk_replay.html", context, status=409)
     return render_page(request, "evidence_app/ops_bulk_replay.html", context)

@@ -18,10 +18,6 @@ KB_RESULTS = 8
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
 
 
-def _matches(text: str, stems: set[str]) -> bool:
-    return any(stem(w) in stems for w in _WORD.findall(text.lower()))
-
-
 def marked_segments(text: str, stems: set[str]) -> list[tuple[str, bool]]:
     """``text`` as (piece, is_match) pairs; the template escapes each piece and wraps
     matches in <mark>, so document text is never marked safe."""

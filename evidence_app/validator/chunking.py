@@ -157,42 +157,28 @@ def _claim_quote(gap: str, answer: str) -> str | None:
     return None
 
 
-def combine(verdicts: list[ValidationResult], *, answer: str) -> ValidationResult:
-    """One verdict from the verdicts of every part (rules in the module docstring)."""
-    if not verdicts:
-        return ValidationResult.validator_error("No evidence part was judged.")
-    errors = [v for v in verdicts if v.status == "validator_error"]
-    if errors:
-        return ValidationResult.validator_error(
-            "Part verdicts incomplete: " + "; ".join(i for v in errors for i in v.issues)
-        )
-    rejected = [v for v in verdicts if v.status == "rejected"]
-    if rejected:
-        first = rejected[0]
-        return ValidationResult(
-            status="rejected",
-            score=min(v.score for v in rejected if v.score is not None)
-            if any(v.score is not None for v in rejected)
-            else None,
-            issues=_unique(i for v in rejected for i in v.issues),
-            missing_requirements=_unique(m for v in rejected for m in v.missing_requirements),
-            evidence_gaps=_unique(g for v in rejected for g in v.evidence_gaps),
-            recommended_revision_prompt=" ".join(
-                _unique(v.recommended_revision_prompt for v in rejected)
-            ).strip(),
-            failure_category=first.failure_category or "unsupported_claim",
-            reasoning=f"Rejected in {len(rejected)} of {len(verdicts)} evidence part(s). "
-            + " ".join(_unique(v.reasoning for v in rejected)),
-        )
-    accepted = [v for v in verdicts if v.status == "accepted"]
-    if accepted:
-        return accepted[0].model_copy(
-            update={
-                "reasoning": f"Accepted on evidence part(s) alone ({len(accepted)} of "
-                f"{len(verdicts)}). " + accepted[0].reasoning
-            }
-        )
-    # Every part is insufficient: a claim gap survives only if no part supports it.
+def _combined_rejection(rejected: list[ValidationResult], parts: int) -> ValidationResult:
+    """The rejecting parts' verdicts merged into one rejection (of ``parts`` parts)."""
+    first = rejected[0]
+    scores = [v.score for v in rejected if v.score is not None]
+    return ValidationResult(
+        status="rejected",
+        score=min(scores) if scores else None,
+        issues=_unique(i for v in rejected for i in v.issues),
+        missing_requirements=_unique(m for v in rejected for m in v.missing_requirements),
+        evidence_gaps=_unique(g for v in rejected for g in v.evidence_gaps),
+        recommended_revision_prompt=" ".join(
+            _unique(v.recommended_revision_prompt for v in rejected)
+        ).strip(),
+        failure_category=first.failure_category or "unsupported_claim",
+        reasoning=f"Rejected in {len(rejected)} of {parts} evidence part(s). "
+        + " ".join(_unique(v.reasoning for v in rejected)),
+    )
+
+
+def _remaining_gaps(verdicts: list[ValidationResult], answer: str) -> list[str]:
+    """The gaps left when every part is insufficient: a gap quoting a claim of the answer
+    only if every part lists that claim, any other gap from every part."""
     per_part_claims = []
     other_gaps: list[str] = []
     first_text: dict[str, str] = {}
@@ -207,12 +193,23 @@ def combine(verdicts: list[ValidationResult], *, answer: str) -> ValidationResul
                 first_text.setdefault(quote, gap)
         per_part_claims.append(claims)
     unsupported = set.intersection(*per_part_claims) if per_part_claims else set()
-    gaps = _unique([first_text[q] for q in sorted(unsupported)] + other_gaps)
+    return _unique([first_text[q] for q in sorted(unsupported)] + other_gaps)
+
+
+def _missing_everywhere(verdicts: list[ValidationResult]) -> list[str]:
+    """The missing requirements every part reports (as each part words them)."""
     missing_sets = [{_norm(m) for m in v.missing_requirements} for v in verdicts]
     missing_everywhere = set.intersection(*missing_sets) if missing_sets else set()
-    missing = _unique(
+    return _unique(
         m for v in verdicts for m in v.missing_requirements if _norm(m) in missing_everywhere
     )
+
+
+def _combined_insufficient(verdicts: list[ValidationResult], answer: str) -> ValidationResult:
+    """The verdict when every part is insufficient: ``insufficient_evidence`` with the
+    gaps and missing requirements no part makes up for, else ``accepted``."""
+    gaps = _remaining_gaps(verdicts, answer)
+    missing = _missing_everywhere(verdicts)
     scores = [v.score for v in verdicts if v.score is not None]
     if not gaps and not missing:
         return ValidationResult(
@@ -232,59 +229,91 @@ def combine(verdicts: list[ValidationResult], *, answer: str) -> ValidationResul
     )
 
 
+def combine(verdicts: list[ValidationResult], *, answer: str) -> ValidationResult:
+    """One verdict from the verdicts of every part (rules in the module docstring)."""
+    if not verdicts:
+        return ValidationResult.validator_error("No evidence part was judged.")
+    errors = [v for v in verdicts if v.status == "validator_error"]
+    if errors:
+        return ValidationResult.validator_error(
+            "Part verdicts incomplete: " + "; ".join(i for v in errors for i in v.issues)
+        )
+    rejected = [v for v in verdicts if v.status == "rejected"]
+    if rejected:
+        return _combined_rejection(rejected, len(verdicts))
+    accepted = [v for v in verdicts if v.status == "accepted"]
+    if accepted:
+        return accepted[0].model_copy(
+            update={
+                "reasoning": f"Accepted on evidence part(s) alone ({len(accepted)} of "
+                f"{len(verdicts)}). " + accepted[0].reasoning
+            }
+        )
+    # Every part is insufficient: a claim gap survives only if no part supports it.
+    return _combined_insufficient(verdicts, answer)
+
+
 _MET_RANK = {"no": 0, "partly": 1, "yes": 2}
 
 
-def combine_claims(
+def _claims_by_text(
     verdicts: list[ValidationResult],
-) -> tuple[list[Claim], list[Requirement]]:
-    """Per-claim and per-requirement combination of verified part verdicts."""
-    order: list[str] = []
+) -> tuple[dict[str, list[Claim]], list[dict[str, str]]]:
+    """Every part's claims grouped by normalised text (first seen first), and per part
+    its claim ids mapped to that text."""
     by_key: dict[str, list[Claim]] = {}
     part_ids: list[dict[str, str]] = []  # per part: claim id -> key
     for verdict in verdicts:
         ids: dict[str, str] = {}
         for claim in verdict.claims:
             key = normalised(claim.text)
-            if key not in by_key:
-                order.append(key)
-                by_key[key] = []
-            by_key[key].append(claim)
+            by_key.setdefault(key, []).append(claim)
             ids[claim.id] = key
         part_ids.append(ids)
-    new_id = {key: str(i) for i, key in enumerate(order, start=1)}
-    claims: list[Claim] = []
-    for key in order:
-        seen = by_key[key]
-        chosen: list[Claim] = []
-        verdict_name = "unsupported"
-        for name, verified_only in (
-            ("contradicted", True),
-            ("supported", True),
-            ("contradicted", False),
-            ("supported", False),
-        ):
-            chosen = [
-                c for c in seen if c.verdict == name and (c.verified_citations or not verified_only)
-            ]
-            if chosen:
-                verdict_name = name
-                break
-        source = chosen or seen
-        citations = [
-            cit
-            for c in source
-            for cit in (c.verified_citations if chosen and c.verified_citations else c.citations)
+    return by_key, part_ids
+
+
+def _strongest(seen: list[Claim]) -> tuple[str, list[Claim]]:
+    """The verdict the parts' versions of one claim combine to, and the versions that
+    gave it: verified contradiction, verified support, then unverified ones."""
+    for name, verified_only in (
+        ("contradicted", True),
+        ("supported", True),
+        ("contradicted", False),
+        ("supported", False),
+    ):
+        chosen = [
+            c for c in seen if c.verdict == name and (c.verified_citations or not verified_only)
         ]
-        claims.append(
-            Claim(
-                id=new_id[key],
-                text=seen[0].text,
-                verdict=verdict_name,  # type: ignore[arg-type]
-                citations=citations,
-                note=" ".join(_unique(c.note for c in source)),
-            )
-        )
+        if chosen:
+            return name, chosen
+    return "unsupported", []
+
+
+def _combined_claim(claim_id: str, seen: list[Claim]) -> Claim:
+    """One claim from the parts' versions of it, with the chosen versions' citations
+    (their verified ones when they have any) and notes."""
+    verdict_name, chosen = _strongest(seen)
+    source = chosen or seen
+    citations = [
+        cit
+        for c in source
+        for cit in (c.verified_citations if chosen and c.verified_citations else c.citations)
+    ]
+    return Claim(
+        id=claim_id,
+        text=seen[0].text,
+        verdict=verdict_name,  # type: ignore[arg-type]
+        citations=citations,
+        note=" ".join(_unique(c.note for c in source)),
+    )
+
+
+def _combined_requirements(
+    verdicts: list[ValidationResult], part_ids: list[dict[str, str]], new_id: dict[str, str]
+) -> list[Requirement]:
+    """Each requirement (by normalised text) as well met as the best part met it, with the
+    combined ids of the claims of every part that met it that well."""
     requirements: dict[str, Requirement] = {}
     for verdict, ids in zip(verdicts, part_ids, strict=True):
         for requirement in verdict.requirements:
@@ -295,7 +324,17 @@ def combine_claims(
                 requirements[key] = requirement.model_copy(update={"claim_ids": mapped})
             elif _MET_RANK[requirement.met] == _MET_RANK[current.met]:
                 current.claim_ids = _unique([*current.claim_ids, *mapped])
-    return claims, list(requirements.values())
+    return list(requirements.values())
+
+
+def combine_claims(
+    verdicts: list[ValidationResult],
+) -> tuple[list[Claim], list[Requirement]]:
+    """Per-claim and per-requirement combination of verified part verdicts."""
+    by_key, part_ids = _claims_by_text(verdicts)
+    new_id = {key: str(i) for i, key in enumerate(by_key, start=1)}
+    claims = [_combined_claim(new_id[key], seen) for key, seen in by_key.items()]
+    return claims, _combined_requirements(verdicts, part_ids, new_id)
 
 
 def combine_verified(verdicts: list[ValidationResult], *, answer: str) -> ValidationResult:

@@ -23,6 +23,7 @@ from pydantic_ai.messages import (
     ModelResponse,
     TextPart,
     ToolCallPart,
+    ToolReturnPart,
 )
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
@@ -313,7 +314,92 @@ def _what(part: str) -> str:
     return f"the answer to: {part}" if part else "it"
 
 
+def _search_calls(request: str, comments: list[str]) -> ModelResponse:
+    """One ``search_knowledge`` call with the request's key words; on a revision, one more
+    per revise comment with the comment's own terms."""
+    queries = [" ".join(keywords(request, limit=8)) or request[:200]]
+    queries += [" ".join(keywords(c, limit=8)) for c in comments if keywords(c)]
+    return ModelResponse(
+        parts=[
+            ToolCallPart("search_knowledge", {"query": query}, tool_call_id=f"call_search_{i}")
+            for i, query in enumerate(queries, start=1)
+        ]
+    )
+
+
+def _hits(returns: list[ToolReturnPart]) -> list[str]:
+    """The document ids worth reading: the best hits of each search (the request's, then
+    each comment's)."""
+    hits: list[str] = []
+    for part in returns:
+        if part.tool_name == "search_knowledge":
+            own = [h for h in _DOC_HIT_RE.findall(part.model_response_str())]
+            hits += [h for h in own if h not in hits][:MAX_READS]
+    return hits
+
+
+def _read_calls(hits: list[str], comments: list[str]) -> ModelResponse:
+    """``read_document`` calls for the hits (``MAX_READS`` more per revise comment)."""
+    return ModelResponse(
+        parts=[
+            ToolCallPart(
+                "read_document",
+                {"document_id": int(doc_id)},
+                tool_call_id=f"call_read_{doc_id}",
+            )
+            for doc_id in hits[: MAX_READS * (1 + len(comments))]
+        ]
+    )
+
+
+def _answer_from_tools(
+    request: str, comments: list[str], offered: set[str], returns: list[ToolReturnPart]
+) -> ModelResponse:
+    """The answer from what was read (documents first; search snippets if nothing was
+    read), or that nothing was found when read_document was offered but nothing read."""
+    reads = [p for p in returns if p.tool_name != "search_knowledge"]
+    if not reads and "read_document" in offered:
+        return ModelResponse(parts=[TextPart(NOTHING_FOUND)])
+    sources = [(p.model_response_str(), "") for p in (reads or returns)]
+    return ModelResponse(parts=[TextPart(answer_parts(request, sources, comments))])
+
+
+def _with_tools(
+    request: str,
+    comments: list[str],
+    offered: set[str],
+    calls: list[ToolCallPart],
+    returns: list[ToolReturnPart],
+) -> ModelResponse:
+    """The next step when tools are offered: search, then read the hits, then answer."""
+    searched = any(c.tool_name == "search_knowledge" for c in calls)
+    if not searched and "search_knowledge" in offered:
+        return _search_calls(request, comments)
+    read_ids = {
+        str(c.args_as_dict().get("document_id")) for c in calls if c.tool_name == "read_document"
+    }
+    if not read_ids and "read_document" in offered:
+        hits = _hits(returns)
+        if hits:
+            return _read_calls(hits, comments)
+    return _answer_from_tools(request, comments, offered, returns)
+
+
+def _prompt_evidence(prompt: str) -> list[tuple[str, str]]:
+    """The evidence in a no-tools prompt: its evidence blocks, else the prompt itself
+    without its request section."""
+    sources = evidence_sources(prompt)
+    if not sources:
+        evidence = prompt
+        if _SECTION_RE.search(prompt) and request_text(prompt) != prompt:
+            # Do not quote the request back to itself.
+            evidence = prompt.replace(request_text(prompt), "", 1)
+        sources = [(evidence, "")]
+    return sources
+
+
 def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """The researcher's next model response: tool calls, or its answer."""
     prompt = first_user_prompt(messages)
     request = focus_text(prompt)
     comments = revise_comments(prompt)
@@ -322,56 +408,9 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     returns = tool_returns(messages)
 
     if offered:
-        searched = any(c.tool_name == "search_knowledge" for c in calls)
-        if not searched and "search_knowledge" in offered:
-            # On a revision, a second search with the revise comments' own terms.
-            queries = [" ".join(keywords(request, limit=8)) or request[:200]]
-            queries += [" ".join(keywords(c, limit=8)) for c in comments if keywords(c)]
-            return ModelResponse(
-                parts=[
-                    ToolCallPart(
-                        "search_knowledge", {"query": query}, tool_call_id=f"call_search_{i}"
-                    )
-                    for i, query in enumerate(queries, start=1)
-                ]
-            )
-        read_ids = {
-            str(c.args_as_dict().get("document_id"))
-            for c in calls
-            if c.tool_name == "read_document"
-        }
-        if not read_ids and "read_document" in offered:
-            hits: list[str] = []
-            for part in returns:
-                if part.tool_name == "search_knowledge":
-                    # The best hits of each search (the request's, then each comment's).
-                    own = [h for h in _DOC_HIT_RE.findall(part.model_response_str())]
-                    hits += [h for h in own if h not in hits][:MAX_READS]
-            if hits:
-                return ModelResponse(
-                    parts=[
-                        ToolCallPart(
-                            "read_document",
-                            {"document_id": int(doc_id)},
-                            tool_call_id=f"call_read_{doc_id}",
-                        )
-                        for doc_id in hits[: MAX_READS * (1 + len(comments))]
-                    ]
-                )
-        # Answer from what was read (documents first; search snippets if nothing was read).
-        reads = [p for p in returns if p.tool_name != "search_knowledge"]
-        if not reads and "read_document" in offered:
-            return ModelResponse(parts=[TextPart(NOTHING_FOUND)])
-        sources = [(p.model_response_str(), "") for p in (reads or returns)]
-        return ModelResponse(parts=[TextPart(answer_parts(request, sources, comments))])
+        return _with_tools(request, comments, offered, calls, returns)
 
     # No tools offered: synthesis or finalization, the evidence is in the prompt.
-    sources = evidence_sources(prompt)
-    if not sources:
-        evidence = prompt
-        if _SECTION_RE.search(prompt) and request_text(prompt) != prompt:
-            # Do not quote the request back to itself.
-            evidence = prompt.replace(request_text(prompt), "", 1)
-        sources = [(evidence, "")]
+    sources = _prompt_evidence(prompt)
     sources += [(p.model_response_str(), "") for p in returns]
     return ModelResponse(parts=[TextPart(answer_parts(request, sources, comments))])

@@ -93,46 +93,53 @@ def _refused_task_ids(user: Any, records: list[SpanRecord]) -> dict[str, str]:
     return refused
 
 
-@transaction.atomic
-def otlp_ingest(
-    *, user: Any, records: list[SpanRecord], now: datetime | None = None
-) -> IngestResult:
-    """Store the spans of one export request in bulk; return what was rejected and which
-    traces now have their root span (to be assembled after the quiet period)."""
-    now = now or timezone.now()
-    result = IngestResult()
+def _attachable(
+    user: Any, records: list[SpanRecord], rejected: list[RejectedSpan]
+) -> list[SpanRecord]:
+    """The records this user may attach to the task they name (or that name none); the
+    others are appended to ``rejected`` with the reason."""
     refused_tasks = _refused_task_ids(user, records)
     usable: list[SpanRecord] = []
     for record in records:
         reason = refused_tasks.get(str(_task_id_of(record))) if _task_id_of(record) else None
         if reason:
-            result.rejected.append(RejectedSpan(record.trace_id, record.span_id, reason))
+            rejected.append(RejectedSpan(record.trace_id, record.span_id, reason))
         else:
             usable.append(record)
-    if not usable:
-        return result
+    return usable
 
-    trace_ids = sorted({r.trace_id for r in usable})
+
+def _locked_traces(user: Any, records: list[SpanRecord], now: datetime) -> dict[str, OtlpTrace]:
+    """The traces of ``records`` by trace id, the new ones created for ``user``, all
+    locked."""
+    trace_ids = sorted({r.trace_id for r in records})
     OtlpTrace.objects.bulk_create(
         [OtlpTrace(trace_id=t, owner=user, first_span_at=now, last_span_at=now) for t in trace_ids],
         ignore_conflicts=True,
     )
     # Row locks in a fixed order: two requests carrying spans of the same trace are
     # serialised here, so the late/complete decision sees the other's spans.
-    traces = {
+    return {
         t.trace_id: t
         for t in OtlpTrace.objects.select_for_update().filter(trace_id__in=trace_ids).order_by("id")
     }
+
+
+def _span_rows(
+    user: Any,
+    records: list[SpanRecord],
+    traces: dict[str, OtlpTrace],
+    now: datetime,
+    rejected: list[RejectedSpan],
+) -> tuple[list[tuple[Any, ...]], dict[str, list[SpanRecord]]]:
+    """The span rows to insert (``SPAN_COLUMNS``) and the records per trace; spans of
+    another account's trace are appended to ``rejected``."""
     rows: list[tuple[Any, ...]] = []
     per_trace: dict[str, list[SpanRecord]] = {}
-    for record in usable:
+    for record in records:
         trace = traces[record.trace_id]
         if trace.owner_id != user.pk:
-            result.rejected.append(
-                RejectedSpan(
-                    record.trace_id, record.span_id, "the trace belongs to another account"
-                )
-            )
+            rejected.append(RejectedSpan(record.trace_id, record.span_id, OTHER_ACCOUNT))
             continue
         per_trace.setdefault(record.trace_id, []).append(record)
         rows.append(
@@ -155,8 +162,17 @@ def otlp_ingest(
                 now,
             )
         )
-    inserted = _insert_spans(rows)
-    result.accepted = sum(inserted.values())
+    return rows, per_trace
+
+
+def _trace_changes(
+    per_trace: dict[str, list[SpanRecord]],
+    traces: dict[str, OtlpTrace],
+    inserted: dict[int, int],
+    ready: list[tuple[int, float]],
+) -> list[tuple[int, int, str, bool]]:
+    """Per trace (pk, spans inserted, root span id, final) for ``_update_traces``; the
+    collecting traces whose root has arrived are appended to ``ready`` with their wait."""
     quiet = float(settings.OTLP_TRACE_QUIET_SECONDS)
     changes: list[tuple[int, int, str, bool]] = []
     for trace_id, records_of_trace in per_trace.items():
@@ -169,8 +185,26 @@ def otlp_ingest(
         )
         changes.append((trace.pk, inserted.get(trace.pk, 0), root.span_id if root else "", final))
         if trace.state == OtlpTraceState.COLLECTING and (root is not None or trace.root_ended):
-            result.ready.append((trace.pk, 0.0 if (final or trace.final) else quiet))
-    _update_traces(changes, now)
+            ready.append((trace.pk, 0.0 if (final or trace.final) else quiet))
+    return changes
+
+
+@transaction.atomic
+def otlp_ingest(
+    *, user: Any, records: list[SpanRecord], now: datetime | None = None
+) -> IngestResult:
+    """Store the spans of one export request in bulk; return what was rejected and which
+    traces now have their root span (to be assembled after the quiet period)."""
+    now = now or timezone.now()
+    result = IngestResult()
+    usable = _attachable(user, records, result.rejected)
+    if not usable:
+        return result
+    traces = _locked_traces(user, usable, now)
+    rows, per_trace = _span_rows(user, usable, traces, now, result.rejected)
+    inserted = _insert_spans(rows)
+    result.accepted = sum(inserted.values())
+    _update_traces(_trace_changes(per_trace, traces, inserted, result.ready), now)
     return result
 
 

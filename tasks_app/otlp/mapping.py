@@ -190,13 +190,6 @@ def _last_assistant_text(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
-def _descendants(spans: list[StoredSpan]) -> dict[str, list[StoredSpan]]:
-    children: dict[str, list[StoredSpan]] = {}
-    for span in spans:
-        children.setdefault(span.parent_span_id, []).append(span)
-    return children
-
-
 def find_root(spans: list[StoredSpan]) -> StoredSpan | None:
     """The root agent span, else the outermost span that has GenAI descendants."""
     by_id = {s.span_id: s for s in spans}
@@ -270,8 +263,8 @@ def _int(value: Any) -> int:
         return 0
 
 
-def map_trace(spans: list[StoredSpan], *, value_length_limit: int | None = None) -> MappedTrace:
-    """The attempt a finished trace describes; ``UnusableTrace`` when it describes none."""
+def _root_span(spans: list[StoredSpan]) -> StoredSpan:
+    """The trace's root span; ``UnusableTrace`` when there are no spans or no GenAI ones."""
     if not spans:
         raise UnusableTrace("the trace has no spans")
     root = find_root(spans)
@@ -279,8 +272,11 @@ def map_trace(spans: list[StoredSpan], *, value_length_limit: int | None = None)
         raise UnusableTrace(
             "no GenAI span in the trace (gen_ai.operation.name invoke_agent, chat or execute_tool)"
         )
-    by_id = {s.span_id: s for s in spans}
-    ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
+    return root
+
+
+def _empty_runs(root: StoredSpan, ordered: list[StoredSpan]) -> dict[str, dict[str, Any]]:
+    """One run per agent span, the root's first (``main``), keyed by span id."""
     agents = [root] + [s for s in ordered if s.operation == AGENT and s.span_id != root.span_id]
     runs: dict[str, dict[str, Any]] = {}
     for index, agent in enumerate(agents):
@@ -295,6 +291,14 @@ def map_trace(spans: list[StoredSpan], *, value_length_limit: int | None = None)
             "tools": [],
             "other": [],
         }
+    return runs
+
+
+def _runs(spans: list[StoredSpan], root: StoredSpan) -> dict[str, dict[str, Any]]:
+    """The runs of the trace, each with its chat, tool and other spans in start order."""
+    by_id = {s.span_id: s for s in spans}
+    ordered = sorted(spans, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
+    runs = _empty_runs(root, ordered)
     for span in ordered:
         if span.span_id in runs:
             continue
@@ -305,98 +309,147 @@ def map_trace(spans: list[StoredSpan], *, value_length_limit: int | None = None)
             owner["tools"].append(span)
         else:
             owner["other"].append(span)
+    return runs
 
-    truncated: list[str] = []
-    run_inputs: list[RunIn] = []
-    all_chat_inputs: list[dict[str, Any]] = []
+
+@dataclass
+class _Chats:
+    """What the chat spans of one run give."""
+
+    messages: list[MessageIn] = field(default_factory=list)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    model: str = ""
+    # The inputs of its first chat span that has any, and its last assistant text.
+    first_inputs: list[dict[str, Any]] = field(default_factory=list)
+    last_output_text: str = ""
+
+
+def _map_chats(chats: list[StoredSpan]) -> _Chats:
+    """The messages, usage and model of one run's chat spans, in order."""
+    messages: list[MessageIn] = []
+    seen_inputs = 0
+    input_tokens = output_tokens = 0
+    model = ""
+    first_inputs: list[dict[str, Any]] = []
     last_output_text = ""
-    for run in runs.values():
-        agent_span: StoredSpan = run["span"]
-        messages: list[MessageIn] = []
-        seen_inputs = 0
-        input_tokens = output_tokens = 0
-        model = ""
-        for chat in run["chats"]:
-            inputs, outputs = _chat_messages(chat)
-            if not all_chat_inputs:
-                all_chat_inputs = inputs
-            # Each chat span repeats the conversation so far: keep only what is new.
-            for message in inputs[seen_inputs:] if len(inputs) >= seen_inputs else inputs:
-                messages.append(_message_in(message, chat.start_ns))
-            seen_inputs = len(inputs) + len(outputs)
-            for message in outputs:
-                messages.append(_message_in(message, chat.end_ns))
-            text = _last_assistant_text(outputs)
-            if text:
-                last_output_text = text
-            input_tokens += _int(chat.attributes.get("gen_ai.usage.input_tokens"))
-            output_tokens += _int(chat.attributes.get("gen_ai.usage.output_tokens"))
-            model = model or _model_name(chat)
-        tool_results = []
-        for tool in run["tools"]:
-            result = tool.attributes.get("gen_ai.tool.call.result")
-            cut = _truncated(tool, result, value_length_limit)
-            if cut:
-                truncated.append(str(tool.attributes.get("gen_ai.tool.call.id") or tool.span_id))
-            arguments = _json(tool.attributes.get("gen_ai.tool.call.arguments"))
-            tool_results.append(
-                ToolResultIn(
-                    tool_name=str(tool.attributes.get("gen_ai.tool.name") or tool.name)[:100],
-                    tool_call_id=str(tool.attributes.get("gen_ai.tool.call.id") or "")[:200],
-                    arguments=arguments if isinstance(arguments, dict) else {"value": arguments},
-                    content=_as_text(result),
-                    url="",
-                    title="",
-                    created_at=_time(tool.end_ns),
-                    is_error=tool.status_code == STATUS_ERROR,
-                    payload={
-                        "source": "otlp",
-                        "span_id": tool.span_id,
-                        "truncated_at_source": cut,
-                        **({"status_message": tool.status_message} if tool.status_message else {}),
-                    },
-                )
-            )
-        output = (
-            _last_assistant_text(_messages(agent_span.attributes.get("gen_ai.output.messages")))
-            or _as_text(_json(agent_span.attributes.get("final_result")))
-            or (_last_assistant_text([m.model_dump() for m in messages]) if messages else "")
-        )
-        if not input_tokens:
-            input_tokens = _int(agent_span.attributes.get("gen_ai.usage.input_tokens")) or _int(
-                agent_span.attributes.get("gen_ai.aggregated_usage.input_tokens")
-            )
-            output_tokens = _int(agent_span.attributes.get("gen_ai.usage.output_tokens")) or _int(
-                agent_span.attributes.get("gen_ai.aggregated_usage.output_tokens")
-            )
-        failed = agent_span.status_code == STATUS_ERROR
-        run_inputs.append(
-            RunIn(
-                key=run["key"],
-                kind=run["kind"],
-                node_id=run["node_id"],
-                node_role=run["node_role"],
-                model=model or _model_name(agent_span) or "otlp:unknown",
-                started_at=_time(agent_span.start_ns),
-                finished_at=_time(agent_span.end_ns),
-                status="failed" if failed else "completed",
-                finish_reason="error" if failed else "stop",
-                error=agent_span.status_message if failed else "",
-                output_text=output,
-                usage=UsageIn(input_tokens=input_tokens, output_tokens=output_tokens),
-                tool_iterations=len(tool_results),
-                messages=messages,
-                tool_results=tool_results,
-            )
-        )
-        if run["other"]:
-            run_inputs[-1].usage.details["otlp_other_spans"] = len(run["other"])
-        run["mapped"] = run_inputs[-1]
+    for chat in chats:
+        inputs, outputs = _chat_messages(chat)
+        if not first_inputs:
+            first_inputs = inputs
+        # Each chat span repeats the conversation so far: keep only what is new.
+        for message in inputs[seen_inputs:] if len(inputs) >= seen_inputs else inputs:
+            messages.append(_message_in(message, chat.start_ns))
+        seen_inputs = len(inputs) + len(outputs)
+        for message in outputs:
+            messages.append(_message_in(message, chat.end_ns))
+        text = _last_assistant_text(outputs)
+        if text:
+            last_output_text = text
+        input_tokens += _int(chat.attributes.get("gen_ai.usage.input_tokens"))
+        output_tokens += _int(chat.attributes.get("gen_ai.usage.output_tokens"))
+        model = model or _model_name(chat)
+    return _Chats(messages, input_tokens, output_tokens, model, first_inputs, last_output_text)
 
+
+def _tool_result(tool: StoredSpan, cut: bool) -> ToolResultIn:
+    """The tool result an ``execute_tool`` span records (``cut``: truncated by the exporter)."""
+    arguments = _json(tool.attributes.get("gen_ai.tool.call.arguments"))
+    return ToolResultIn(
+        tool_name=str(tool.attributes.get("gen_ai.tool.name") or tool.name)[:100],
+        tool_call_id=str(tool.attributes.get("gen_ai.tool.call.id") or "")[:200],
+        arguments=arguments if isinstance(arguments, dict) else {"value": arguments},
+        content=_as_text(tool.attributes.get("gen_ai.tool.call.result")),
+        url="",
+        title="",
+        created_at=_time(tool.end_ns),
+        is_error=tool.status_code == STATUS_ERROR,
+        payload={
+            "source": "otlp",
+            "span_id": tool.span_id,
+            "truncated_at_source": cut,
+            **({"status_message": tool.status_message} if tool.status_message else {}),
+        },
+    )
+
+
+def _map_tools(
+    tools: list[StoredSpan], value_length_limit: int | None, truncated: list[str]
+) -> list[ToolResultIn]:
+    """The tool results of one run's tool spans; the ids of those the exporter cut are
+    appended to ``truncated``."""
+    tool_results = []
+    for tool in tools:
+        cut = _truncated(tool, tool.attributes.get("gen_ai.tool.call.result"), value_length_limit)
+        if cut:
+            truncated.append(str(tool.attributes.get("gen_ai.tool.call.id") or tool.span_id))
+        tool_results.append(_tool_result(tool, cut))
+    return tool_results
+
+
+def _run_output(agent_span: StoredSpan, messages: list[MessageIn]) -> str:
+    """A run's answer: the agent span's last output message, else its final result, else
+    the last assistant message of its chats."""
+    return (
+        _last_assistant_text(_messages(agent_span.attributes.get("gen_ai.output.messages")))
+        or _as_text(_json(agent_span.attributes.get("final_result")))
+        or (_last_assistant_text([m.model_dump() for m in messages]) if messages else "")
+    )
+
+
+def _agent_usage(agent_span: StoredSpan) -> UsageIn:
+    """The usage an agent span reports itself (for runs whose chat spans report none)."""
+    return UsageIn(
+        input_tokens=_int(agent_span.attributes.get("gen_ai.usage.input_tokens"))
+        or _int(agent_span.attributes.get("gen_ai.aggregated_usage.input_tokens")),
+        output_tokens=_int(agent_span.attributes.get("gen_ai.usage.output_tokens"))
+        or _int(agent_span.attributes.get("gen_ai.aggregated_usage.output_tokens")),
+    )
+
+
+def _run_in(run: dict[str, Any], chats: _Chats, tool_results: list[ToolResultIn]) -> RunIn:
+    """The attempt's run for one agent span, from its mapped chats and tool results."""
+    agent_span: StoredSpan = run["span"]
+    usage = (
+        UsageIn(input_tokens=chats.input_tokens, output_tokens=chats.output_tokens)
+        if chats.input_tokens
+        else _agent_usage(agent_span)
+    )
+    if run["other"]:
+        usage.details["otlp_other_spans"] = len(run["other"])
+    failed = agent_span.status_code == STATUS_ERROR
+    return RunIn(
+        key=run["key"],
+        kind=run["kind"],
+        node_id=run["node_id"],
+        node_role=run["node_role"],
+        model=chats.model or _model_name(agent_span) or "otlp:unknown",
+        started_at=_time(agent_span.start_ns),
+        finished_at=_time(agent_span.end_ns),
+        status="failed" if failed else "completed",
+        finish_reason="error" if failed else "stop",
+        error=agent_span.status_message if failed else "",
+        output_text=_run_output(agent_span, chats.messages),
+        usage=usage,
+        tool_iterations=len(tool_results),
+        messages=chats.messages,
+        tool_results=tool_results,
+    )
+
+
+def _mapped_trace(
+    root: StoredSpan,
+    run_inputs: list[RunIn],
+    chat_inputs: list[dict[str, Any]],
+    last_output_text: str,
+    truncated: list[str],
+) -> MappedTrace:
+    """The trace's attempt with its request, answer and the task fields on the root span;
+    ``UnusableTrace`` when there is no answer."""
     root_inputs = _messages(root.attributes.get("gen_ai.input.messages")) or _messages(
         root.attributes.get("pydantic_ai.all_messages")
     )
-    request = _first_user_text(root_inputs) or _first_user_text(all_chat_inputs)
+    request = _first_user_text(root_inputs) or _first_user_text(chat_inputs)
     final_answer = run_inputs[0].output_text or last_output_text
     if not final_answer.strip():
         raise UnusableTrace("the trace has no final answer (no output message on its agent span)")
@@ -412,6 +465,22 @@ def map_trace(spans: list[StoredSpan], *, value_length_limit: int | None = None)
         attempt=attempt,
         truncated=truncated,
     )
+
+
+def map_trace(spans: list[StoredSpan], *, value_length_limit: int | None = None) -> MappedTrace:
+    """The attempt a finished trace describes; ``UnusableTrace`` when it describes none."""
+    root = _root_span(spans)
+    truncated: list[str] = []
+    run_inputs: list[RunIn] = []
+    chat_inputs: list[dict[str, Any]] = []
+    last_output_text = ""
+    for run in _runs(spans, root).values():
+        chats = _map_chats(run["chats"])
+        chat_inputs = chat_inputs or chats.first_inputs
+        last_output_text = chats.last_output_text or last_output_text
+        tool_results = _map_tools(run["tools"], value_length_limit, truncated)
+        run_inputs.append(_run_in(run, chats, tool_results))
+    return _mapped_trace(root, run_inputs, chat_inputs, last_output_text, truncated)
 
 
 def other_spans(spans: list[StoredSpan]) -> list[dict[str, Any]]:

@@ -250,6 +250,144 @@ def test_combine_rules() -> None:
     assert combine([rejected, error], answer=answer).status == "validator_error"
 
 
+def test_combine_keeps_every_part_s_findings_in_the_combined_verdict() -> None:
+    """V11: the combined verdict's fields: a rejection merges the rejecting parts' scores,
+    issues, gaps and prompts; an accepting part's verdict is kept with a note; when every
+    part is insufficient, only requirements every part misses and claims no part
+    supports remain, and the scores give the lowest (or, accepted, the highest)."""
+    answer = "Claim A is true. Claim B is true."
+    a_gap = 'Not supported by the evidence: "Claim A is true."'
+    b_gap = 'Not supported by the evidence: "claim  B is TRUE."'
+    one = ValidationResult(
+        status="rejected",
+        score=0.4,
+        issues=["wrong figure", "stale"],
+        evidence_gaps=[a_gap],
+        missing_requirements=["the date"],
+        recommended_revision_prompt="Fix the figure.",
+        reasoning="Part one contradicts.",
+    )
+    two = ValidationResult(
+        status="rejected",
+        score=0.2,
+        issues=["stale"],
+        failure_category="goal_missed",
+        recommended_revision_prompt="Fix the figure.",
+        reasoning="Part two contradicts.",
+    )
+    fine = ValidationResult(status="insufficient_evidence", score=0.9)
+    rejected = combine([fine, one, two], answer=answer)
+    assert (
+        rejected.model_dump()
+        == ValidationResult(
+            status="rejected",
+            score=0.2,
+            issues=["wrong figure", "stale"],
+            missing_requirements=["the date"],
+            evidence_gaps=[a_gap],
+            recommended_revision_prompt="Fix the figure.",
+            failure_category="unsupported_claim",
+            reasoning="Rejected in 2 of 3 evidence part(s). Part one contradicts. Part two "
+            "contradicts.",
+        ).model_dump()
+    )
+    assert combine([ValidationResult(status="rejected")], answer=answer).score is None
+
+    accepted = ValidationResult(status="accepted", score=0.8, reasoning="All there.")
+    kept = combine([fine, accepted, accepted], answer=answer)
+    assert (kept.status, kept.score) == ("accepted", 0.8)
+    assert kept.reasoning == "Accepted on evidence part(s) alone (2 of 3). All there."
+
+    first = ValidationResult(
+        status="insufficient_evidence",
+        score=0.5,
+        evidence_gaps=[b_gap, a_gap, "Sources disagree"],
+        missing_requirements=["The Date", "the place"],
+    )
+    second = ValidationResult(
+        status="insufficient_evidence",
+        score=0.3,
+        evidence_gaps=[a_gap, 'Not supported: "Claim B is true."', "Sources disagree"],
+        missing_requirements=["the  date"],
+    )
+    gaps = combine([first, second], answer=answer)
+    assert (
+        gaps.model_dump()
+        == ValidationResult(
+            status="insufficient_evidence",
+            score=0.3,
+            issues=["The Date", "the  date", a_gap, b_gap, "Sources disagree"],
+            missing_requirements=["The Date", "the  date"],
+            evidence_gaps=[a_gap, b_gap, "Sources disagree"],
+            reasoning="Judged in 2 evidence parts; 3 gap(s) remain after combining them.",
+        ).model_dump()
+    )
+    none_left = combine(
+        [ValidationResult(status="insufficient_evidence", score=0.5), fine], answer=answer
+    )
+    assert (none_left.status, none_left.score) == ("accepted", 0.9)
+    assert none_left.reasoning == "Every claim is supported by one of the 2 evidence parts."
+    assert combine([], answer=answer).issues == ["No evidence part was judged."]
+
+
+def test_combine_claims_prefers_verified_findings_and_the_best_requirement() -> None:
+    """Issue 12: per claim, a verified contradiction beats a verified support, which
+    beats unverified verdicts; the claim is renumbered in first-seen order and keeps the
+    chosen parts' citations (verified ones only, when verified) and notes; a requirement
+    keeps its best "met" and the claim ids of every part that met it as well."""
+    from evidence_app.validator.chunking import combine_claims
+    from evidence_app.validator.schema import Citation, Claim, Requirement
+
+    good = Citation(ref="R1", quote="q1", verified=True)
+    bad = Citation(ref="R2", quote="q2")
+    part1 = ValidationResult(
+        status="insufficient_evidence",
+        claims=[
+            Claim(id="1", text="The sky is blue.", verdict="supported", citations=[good, bad]),
+            Claim(id="2", text="Grass is red.", verdict="supported", citations=[bad], note="n1"),
+            Claim(id="3", text="Water is dry.", verdict="unsupported", note="n0"),
+        ],
+        requirements=[
+            Requirement(text="Colour of the sky", met="partly", claim_ids=["1"]),
+            Requirement(text="Grass colour", met="yes", claim_ids=["2", "9"]),
+        ],
+    )
+    part2 = ValidationResult(
+        status="insufficient_evidence",
+        claims=[
+            Claim(id="a", text="grass is  red.", verdict="contradicted", citations=[bad]),
+            Claim(id="b", text="The sky is blue.", verdict="contradicted", citations=[good]),
+            Claim(id="c", text="Water is dry.", verdict="unsupported", note="n2"),
+        ],
+        requirements=[
+            Requirement(text="colour of the  sky", met="yes", claim_ids=["b"]),
+            Requirement(text="Grass colour", met="yes", claim_ids=["a"]),
+            Requirement(text="Water", met="no", claim_ids=["c"]),
+        ],
+    )
+    claims, requirements = combine_claims([part1, part2])
+    assert [(c.id, c.text, c.verdict, c.note) for c in claims] == [
+        ("1", "The sky is blue.", "contradicted", ""),
+        ("2", "Grass is red.", "contradicted", ""),
+        ("3", "Water is dry.", "unsupported", "n0 n2"),
+    ]
+    assert [c.citations for c in claims] == [[good], [bad], []]
+    assert [(r.text, r.met, r.claim_ids) for r in requirements] == [
+        ("colour of the  sky", "yes", ["1"]),
+        ("Grass colour", "yes", ["2"]),
+        ("Water", "no", ["3"]),
+    ]
+    only_unverified = ValidationResult(
+        status="insufficient_evidence",
+        claims=[Claim(id="1", text="Grass is red.", verdict="supported", citations=[good, bad])],
+    )
+    grass = combine_claims([part1, only_unverified])[0][1]
+    assert (grass.verdict, grass.citations, grass.note) == ("supported", [good], "")
+    # Only unverified verdicts: the strongest one, with all its citations and notes.
+    water = combine_claims([part2, part1])[0][2]
+    assert (water.id, water.verdict, water.note) == ("3", "unsupported", "n2 n0")
+
+
 def _strip_wrappers(text: str) -> str:
     from project.external import WARNING
 

@@ -181,3 +181,80 @@ def test_team_synthesis_quotes_node_evidence_not_packet_structure() -> None:
     assert "1,750 EUR" in task.final_answer
     assert "search_knowledge(" not in task.final_answer
     assert " chars" not in task.final_answer
+
+
+def _step(prompt: str, offered: list[str], *rounds: tuple[list[Any], list[Any]]) -> Any:
+    """``respond`` called directly: the prompt, then per round the model's tool calls and
+    the tool results sent back."""
+    from types import SimpleNamespace
+
+    from pydantic_ai.messages import ModelRequest, ModelResponse, UserPromptPart
+
+    from tasks_app.agents.offline_researcher import respond
+
+    messages: list[Any] = [ModelRequest(parts=[UserPromptPart(prompt)])]
+    for calls, returns in rounds:
+        messages += [ModelResponse(parts=calls), ModelRequest(parts=returns)]
+    info = SimpleNamespace(function_tools=[SimpleNamespace(name=n) for n in offered])
+    return respond(messages, info)  # type: ignore[arg-type]
+
+
+def test_respond_on_a_revision_searches_and_reads_for_the_comment_too() -> None:
+    """A revise comment adds a search with its own terms and widens the reads; a tool
+    set without read_document answers from the search results; without any read it
+    says nothing was found; with no tools and no evidence blocks it answers from the
+    prompt without the request."""
+    from pydantic_ai.messages import ToolCallPart, ToolReturnPart
+
+    from tasks_app.agents.offline_researcher import NOT_STATED
+
+    request = "What is the annual training budget per employee?"
+    prompt = prompts.request_block(request, "") + prompts.revision_block(
+        previous_answer="",
+        validator_result=None,
+        revise_comments=["Also state the carry-over rule for unused budget."],
+    )
+    tools = ["search_knowledge", "read_document"]
+    first = _step(prompt, tools)
+    assert [(p.tool_name, p.args, p.tool_call_id) for p in first.parts] == [
+        ("search_knowledge", {"query": "annual training budget employee"}, "call_search_1"),
+        ("search_knowledge", {"query": "state carry-over rule unused budget"}, "call_search_2"),
+    ]
+    hits = ToolReturnPart(
+        "search_knowledge", "1. [doc 4] Budget\n2. [doc 5] Leave\n3. [doc 4] again\n", "s1"
+    )
+    more = ToolReturnPart("search_knowledge", "- [doc 6] Carry-over\n- [doc 5] Leave\n", "s2")
+    second = _step(prompt, tools, (first.parts, [hits, more]))
+    assert [p.args for p in second.parts] == [
+        {"document_id": 4},
+        {"document_id": 5},
+        {"document_id": 4},
+        {"document_id": 6},
+    ]
+    assert [p.tool_call_id for p in second.parts][-1] == "call_read_6"
+    read = ToolReturnPart(
+        "read_document",
+        "Title: Training Budget\nThe annual training budget per employee is 1,750 EUR. "
+        "Unused training budget does not carry over to the next year.",
+        "r1",
+    )
+    answer = _step(prompt, tools, (first.parts, [hits, more]), (second.parts, [read]))
+    assert '"The annual training budget per employee is 1,750 EUR."' in answer.parts[0].content
+    assert "Sources: Training Budget." in answer.parts[0].content
+
+    # Only search offered: the answer quotes the search results themselves.
+    snippet = ToolReturnPart(
+        "search_knowledge", "1. [doc 4] The annual training budget per employee is 1,750 EUR.", "s"
+    )
+    search_call = [ToolCallPart("search_knowledge", {"query": "x"}, tool_call_id="c")]
+    only_search = _step(
+        prompts.request_block(request, ""), ["search_knowledge"], (search_call, [snippet])
+    )
+    assert "1,750 EUR" in only_search.parts[0].content
+    # Searched, nothing to read: nothing found.
+    empty = ToolReturnPart("search_knowledge", "No documents matched.", "s")
+    nothing = _step(prompts.request_block(request, ""), tools, (search_call, [empty]))
+    assert nothing.parts[0].content == NOTHING_FOUND
+    # No tools, no evidence blocks: the prompt minus its request section is the evidence.
+    bare = _step(prompts.request_block(request, "") + "\n## Notes\n\nNothing here.\n", [])
+    assert bare.parts[0].content == NOT_STATED.format(what=f"the answer to: {request[:-1]}")

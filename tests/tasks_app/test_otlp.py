@@ -27,6 +27,7 @@ from project.celery import app as celery_app
 from tasks_app.auth import api_token_create
 from tasks_app.jobs import otlp_sweep_job
 from tasks_app.models import OtlpSpan, OtlpTrace, Run, Task, ToolEvidence
+from tasks_app.otlp.decode import SpanRecord
 from tasks_app.otlp.ingest import otlp_due_traces
 from tasks_app.states import TaskStatus as S
 from tests import factories
@@ -331,3 +332,70 @@ def test_spans_after_submission_are_kept_as_late_and_listed_on_the_task_page(
     html = page.get(f"/tasks/{task.pk}/").content.decode()
     assert "1 span arrived after this trace was submitted for validation" in html
     assert spans[0].name in html
+
+
+def _record(trace_id: str, span_id: str, parent: str = "", **attributes: Any) -> SpanRecord:
+    return SpanRecord(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent,
+        name="span",
+        kind=1,
+        start_ns=1,
+        end_ns=2,
+        attributes=dict(attributes),
+        events=[],
+        resource={},
+        scope="test",
+        status_code=0,
+        status_message="",
+    )
+
+
+@pytest.mark.django_db
+def test_ingest_rejects_what_it_cannot_attach_and_says_which_traces_are_ready(
+    requester: Any, other_requester: Any, settings: Any
+) -> None:
+    """otlp_ingest on records directly: each reason a span is rejected, a resent span
+    counted once, which traces are ready and after what wait, and a span of a submitted
+    trace stored as late."""
+    from tasks_app.otlp.ingest import otlp_ingest
+
+    settings.OTLP_TRACE_QUIET_SECONDS = 7
+    internal = factories.TaskFactory(owner=requester)
+    foreign = OtlpTrace.objects.create(trace_id="f" * 32, owner=other_requester)
+    records = [
+        _record("a" * 32, "1" * 16, **{"evidentia.task_id": "abc"}),
+        _record("a" * 32, "2" * 16, **{"evidentia.task_id": internal.pk}),
+        _record("f" * 32, "3" * 16),
+        _record("b" * 32, "4" * 16),  # root, not final: ready after the quiet period
+        _record("b" * 32, "5" * 16, "4" * 16),
+        _record("c" * 32, "6" * 16, **{"evidentia.final": "true"}),  # final: ready now
+        _record("d" * 32, "7" * 16, "9" * 16),  # no root yet: not ready
+    ]
+    result = otlp_ingest(user=requester, records=records)
+    assert sorted(r.reason for r in result.rejected) == [
+        "evidentia.task_id 'abc' is not a task id",
+        f"task {internal.pk} is not an external task (agent '{internal.agent}')",
+        "the trace belongs to another account",
+    ]
+    assert result.accepted == 4
+    traces = {t.trace_id[0]: t for t in OtlpTrace.objects.all()}
+    assert sorted(result.ready) == sorted([(traces["b"].pk, 7.0), (traces["c"].pk, 0.0)])
+    assert (traces["b"].span_count, traces["b"].root_span_id, traces["b"].final) == (
+        2,
+        "4" * 16,
+        False,
+    )
+    assert traces["c"].final and traces["c"].root_ended and not traces["d"].root_ended
+    assert foreign.spans.count() == 0
+
+    # The exporter resends a span; then the trace is submitted and a late span arrives.
+    again = otlp_ingest(user=requester, records=[_record("b" * 32, "5" * 16, "4" * 16)])
+    assert (again.accepted, again.rejected, again.ready) == (0, [], [(traces["b"].pk, 7.0)])
+    OtlpTrace.objects.filter(pk=traces["b"].pk).update(state="submitted")
+    late = otlp_ingest(user=requester, records=[_record("b" * 32, "8" * 16, "4" * 16)])
+    assert (late.accepted, late.ready) == (1, [])
+    traces["b"].refresh_from_db()
+    assert (traces["b"].span_count, traces["b"].late_span_count) == (2, 1)
+    assert OtlpSpan.objects.get(span_id="8" * 16).late

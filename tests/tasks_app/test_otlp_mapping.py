@@ -131,3 +131,74 @@ def test_a_trace_without_genai_spans_or_answer_is_unusable() -> None:
         map_trace(
             [span("6" * 16, "", "invoke_agent x", 0, **{"gen_ai.operation.name": "invoke_agent"})]
         )
+
+
+def test_a_failed_agent_with_usage_on_its_own_span_and_the_task_fields() -> None:
+    """An agent span that failed, with usage only in its aggregated counters, the task
+    fields on the resource, a chat span that repeats the conversation so far, and a span
+    that maps to nothing."""
+    root = span(
+        "7" * 16,
+        "",
+        "invoke_agent helper",
+        0,
+        **{
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.aggregated_usage.input_tokens": "12",
+            "gen_ai.aggregated_usage.output_tokens": 3,
+        },
+    )
+    root.status_code = 2
+    root.status_message = "quota exceeded"
+    root.resource = {
+        "evidentia.task_id": "42",
+        "evidentia.task.rules": {"cite": True},
+        "evidentia.validation_policy": "always",
+        "evidentia.final": "yes",
+    }
+    question = {"role": "user", "content": "Is it open?"}
+    answer = {"role": "assistant", "content": "Yes, until 6."}
+    first = span(
+        "8" * 16,
+        "7" * 16,
+        "chat m",
+        1,
+        **{
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([question]),
+            "gen_ai.output.messages": json.dumps([answer]),
+        },
+    )
+    again = span(
+        "9" * 16,
+        "7" * 16,
+        "chat m",
+        2,
+        **{
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps([question, answer, question]),
+            "gen_ai.output.messages": json.dumps([{"role": "assistant", "content": "Yes."}]),
+        },
+    )
+    other = span("a" * 16, "7" * 16, "GET /hours", 3)
+    mapped = map_trace([other, again, first, root])
+    (run,) = mapped.attempt.runs
+    assert [m.content for m in run.messages] == [
+        "Is it open?",
+        "Yes, until 6.",
+        "Is it open?",
+        "Yes.",
+    ]
+    assert (run.status, run.finish_reason, run.error) == ("failed", "error", "quota exceeded")
+    assert (run.usage.input_tokens, run.usage.output_tokens) == (12, 3)
+    assert run.usage.details == {"otlp_other_spans": 1}
+    assert run.model == "otlp:unknown" and run.output_text == "Yes."
+    assert (mapped.request, mapped.final_answer) == ("Is it open?", "Yes.")
+    assert (mapped.task_id, mapped.rules, mapped.validation_policy, mapped.final) == (
+        42,
+        '{"cite": true}',
+        "always",
+        True,
+    )
+    with pytest.raises(UnusableTrace, match="no spans"):
+        map_trace([])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -129,6 +130,86 @@ def test_fetch_url_refuses_a_redirect_to_a_private_address(monkeypatch: pytest.M
 def test_fetch_url_refuses_other_schemes() -> None:
     result = run_tool("fetch_url", {"url": "file:///etc/passwd"})
     assert result.is_error and "only http and https" in result.content
+
+
+def test_fetch_url_pins_each_hop_and_reports_what_went_wrong(
+    monkeypatch: pytest.MonkeyPatch, settings: Any
+) -> None:
+    """X8: a relative redirect is followed to its pinned address (port and IPv6 kept, Host
+    header as written); an HTML page served as text/plain still gives its title; a 404
+    is an error result; a redirect without Location, a loop, a transport error and a
+    slow body each raise with their own message."""
+    from tasks_app.agents.tools.registry import ToolError
+
+    fake_dns(
+        monkeypatch, {"public.example.com": "93.184.216.34", "six.example.com": "2606:4700::1"}
+    )
+    seen: list[tuple[str, str, str]] = []
+
+    def site(request: httpx.Request) -> httpx.Response:
+        seen.append((str(request.url), request.headers["Host"], request.extensions["sni_hostname"]))
+        if request.url.path == "/start":
+            return httpx.Response(302, headers={"Location": "http://six.example.com/next?x=1"})
+        if request.url.path == "/next":
+            return httpx.Response(301, headers={"Location": "/page"})
+        return httpx.Response(
+            404,
+            content=b"<!DOCTYPE html><title>Gone</title><p>No such page.</p>",
+            headers={"Content-Type": "text/plain"},
+        )
+
+    result = fetch_url("http://public.example.com:8080/start", transport=httpx.MockTransport(site))
+    assert seen == [
+        ("http://93.184.216.34:8080/start", "public.example.com:8080", "public.example.com"),
+        ("http://[2606:4700::1]/next?x=1", "six.example.com", "six.example.com"),
+        ("http://[2606:4700::1]/page", "six.example.com", "six.example.com"),
+    ]
+    assert result.url == "http://six.example.com/page" and result.title == "Gone"
+    assert result.is_error and result.payload == {
+        "status": 404,
+        "content_type": "text/plain",
+        "truncated": False,
+    }
+    assert result.content == (
+        "URL: http://six.example.com/page\nHTTP status: 404\nTitle: Gone\n\nNo such page."
+    )
+
+    def no_location(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(302)
+
+    with pytest.raises(ToolError, match="redirected without a Location header"):
+        fetch_url("http://public.example.com/", transport=httpx.MockTransport(no_location))
+
+    loops: list[str] = []
+
+    def loop(request: httpx.Request) -> httpx.Response:
+        loops.append(str(request.url))
+        return httpx.Response(302, headers={"Location": "/again"})
+
+    with pytest.raises(ToolError, match=r"too many redirects \(more than 5\)"):
+        fetch_url("http://public.example.com/", transport=httpx.MockTransport(loop))
+    assert len(loops) == 6
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused")
+
+    with pytest.raises(
+        ToolError,
+        match="fetching http://public.example.com/x failed: ConnectError: connection refused",
+    ):
+        fetch_url("http://public.example.com/x", transport=httpx.MockTransport(refuse))
+
+    def slow_body() -> Iterator[bytes]:
+        yield b"first"
+        time.sleep(0.05)
+        yield b"second"
+
+    def slow(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=slow_body())
+
+    settings.FETCH_URL_TIMEOUT_SECONDS = 0.01
+    with pytest.raises(ToolError, match="took longer than the time limit"):
+        fetch_url("http://public.example.com/slow", transport=httpx.MockTransport(slow))
 
 
 class _Page(BaseHTTPRequestHandler):

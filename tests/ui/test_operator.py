@@ -3,10 +3,12 @@ attempts, LLM request snapshots, replay side by side, agreement, status charts."
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from evidence_app.jobs import replay_validation_job
 from evidence_app.models import ReplayRequest, ValidationSnapshot
@@ -191,3 +193,31 @@ def test_bulk_replay_shows_the_estimate_first_and_respects_the_cap(
     # The page lists them with their state and polls while any is pending (issue 22).
     listed = client.get(url).content.decode()
     assert listed.count('data-state="queued"') == 2 and 'hx-trigger="every 2s"' in listed
+
+
+def test_bulk_replay_lists_refuses_nothing_and_narrows_by_age(
+    client: Any, operator: Any, requester: Any
+) -> None:
+    """V9: the poll gets only the list of replays; filters that do not parse show the
+    error and no preview; a replay of nothing is refused (409, said why); the age filter
+    keeps recent validations only."""
+    make_reviewable_task(requester)
+    ValidationSnapshot.objects.update(rendered_input_chars=4000)
+    client.force_login(operator)
+    url = reverse("ops_bulk_replay")
+    poll = client.get(url, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="replay-requests")
+    html = poll.content.decode()
+    assert html.lstrip().startswith('<section class="panel" id="replay-requests"')
+    assert "bulk-filters" not in html
+    wrong = client.get(url, {"task_ids": "7, x"}).content.decode()
+    assert "&#x27;x&#x27; is not a task id." in wrong and "bulk-preview" not in wrong
+    nothing = client.post(url, {"task_ids": "999999"})
+    assert nothing.status_code == 409
+    page = nothing.content.decode()
+    assert "Nothing to replay: no validation matches these filters." in page
+    assert "0 tasks match" in page and "Estimated input" not in page
+    recent = client.get(url, {"since_days": "1"}).content.decode()
+    assert "1 task match" in recent and "Estimated input" in recent
+    ValidationSnapshot.objects.update(created_at=timezone.now() - timedelta(days=3))
+    assert "0 tasks match" in client.get(url, {"since_days": "2"}).content.decode()
+    assert ReplayRequest.objects.count() == 0

@@ -220,6 +220,52 @@ def test_replay_page_waits_without_reload_and_lists_differences(
     assert "Reason no longer given: The section number is not in the evidence." in changes
 
 
+def test_verdict_changes_lists_category_score_claims_and_reasons() -> None:
+    """V9: each difference in a sentence, in order: status, category (none when unset),
+    score, a claim whose verdict changed (claims only in one verdict, and entries that
+    are not claims, are left out), then reasons added and dropped (issues and
+    reconciliation notes alike)."""
+    original = ValidationSnapshot(
+        status="insufficient_evidence",
+        failure_category="incomplete",
+        score=None,
+        result={
+            "claims": [
+                {"text": "Budget is 1,750 EUR.", "verdict": "unsupported"},
+                {"text": "Leave is 28 days.", "verdict": "supported"},
+                "not a claim",
+            ],
+            "issues": ["No source for the budget.", "Kept"],
+            "reconciliation": ["citation 1 unverified"],
+        },
+    )
+    replay = ValidationSnapshot(
+        status="rejected",
+        failure_category=None,
+        score=0.25,
+        result={
+            "claims": [
+                "not a claim",
+                {"text": "Leave is 28 days.", "verdict": "supported"},
+                {"text": "Budget is 1,750 EUR.", "verdict": "contradicted"},
+                {"text": "A new claim.", "verdict": "supported"},
+            ],
+            "issues": ["Kept", "Budget contradicted."],
+        },
+    )
+    assert verdict_changes(original, replay) == [
+        "Status: Insufficient evidence → Rejected",
+        "Category: Incomplete → none",
+        "Score: – → 0.25",
+        "Claim “Budget is 1,750 EUR.”: unsupported → contradicted",
+        "New reason: Budget contradicted.",
+        "Reason no longer given: No source for the budget.",
+        "Reason no longer given: citation 1 unverified",
+    ]
+    same = ValidationSnapshot(status="accepted", score=0.5, result=None)
+    assert verdict_changes(same, ValidationSnapshot(status="accepted", score=0.5)) == []
+
+
 @pytest.mark.parametrize(("top", "step"), [(1, 1), (4, 1), (18, 5), (37, 10), (180, 50)])
 def test_chart_ticks_are_round_numbers(top: int, step: int) -> None:
     assert nice_step(top) == step
