@@ -1,12 +1,13 @@
-"""Operator pages of the validator (U5, V5, V9, V10)."""
+"""Pages: the task pages and the review queue (a task with its verdicts and evidence:
+U1-U4), and the operator pages of the validator (U5, V5, V9, V10)."""
 
 from __future__ import annotations
 
 from django.urls import path
 
-from evidence_app import views
+from evidence_app import views, views_review, views_tasks
 
-urlpatterns = [
+ops_pages = [
     path("ops/", views.ops_index, name="ops_index"),
     path("ops/templates/", views.ops_templates, name="ops_templates"),
     path("ops/tasks/<int:task_id>/inputs/", views.ops_task_inputs, name="ops_task_inputs"),
@@ -17,3 +18,49 @@ urlpatterns = [
     path("ops/agreement/", views.ops_agreement, name="ops_agreement"),
     path("ops/charts/", views.ops_charts, name="ops_charts"),
 ]
+
+task_pages = [
+    path("", views_tasks.home, name="home"),
+    path("tasks/mine/", views_tasks.my_tasks, name="my_tasks"),
+    path("tasks/", views_tasks.task_list_all, name="task_list_all"),
+    path("tasks/new/", views_tasks.task_new, name="task_new"),
+    path("tasks/<int:task_id>/", views_tasks.task_detail, name="task_detail"),
+    path("tasks/<int:task_id>/progress/", views_tasks.task_progress, name="task_progress"),
+    path("tasks/<int:task_id>/feedback/", views_tasks.task_feedback, name="task_feedback"),
+    path("tasks/<int:task_id>/claim/", views_tasks.task_claim, name="task_claim"),
+    path("tasks/<int:task_id>/notes/", views_tasks.task_note, name="task_note"),
+    path(
+        "tasks/<int:task_id>/sections/<slug:section>/",
+        views_tasks.task_section,
+        name="task_section",
+    ),
+    path(
+        "tasks/<int:task_id>/validations/<int:snapshot_id>/<slug:section>/",
+        views_tasks.snapshot_section,
+        name="snapshot_section",
+    ),
+    path(
+        "tasks/<int:task_id>/validations/<int:snapshot_id>/download/input.txt",
+        views_tasks.snapshot_download,
+        name="snapshot_download",
+    ),
+    path(
+        "tasks/<int:task_id>/evidence/<int:evidence_id>/",
+        views_tasks.evidence_content,
+        name="evidence_content",
+    ),
+    path(
+        "tasks/<int:task_id>/validations/<int:snapshot_id>/claims/<str:claim_id>/",
+        views_tasks.claim_evidence,
+        name="claim_evidence",
+    ),
+    path(
+        "tasks/<int:task_id>/runs/<int:run_id>/transcript/",
+        views_tasks.run_transcript,
+        name="run_transcript",
+    ),
+    path("tasks/<int:task_id>/assign/", views_review.task_assign, name="task_assign"),
+    path("review/", views_review.review_queue, name="review_queue"),
+]
+
+urlpatterns = ops_pages + task_pages

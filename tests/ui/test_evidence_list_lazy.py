@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
+from evidence_app.views_tasks import EVIDENCE_INLINE_ITEMS
 from tasks_app.models import ToolEvidence
-from tasks_app.views import EVIDENCE_INLINE_ITEMS
 from tests.ui.conftest import make_reviewable_task
 
 pytestmark = pytest.mark.django_db

@@ -30,13 +30,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from evidence_app.forms import QUEUE_FILTER_KEYS, QueueFilterForm
 from evidence_app.models import FailureCategory, ValidationSnapshot, ValidationStatus
 from project.errors import DomainError
 from project.pagination import CountedPaginator
 from project.roles import REVIEWERS, is_reviewer
 from project.views import render_fragment, render_page, reviewer_required, wants_fragment
 from tasks_app import services
-from tasks_app.forms import QUEUE_FILTER_KEYS, QueueFilterForm
 from tasks_app.models import Task, TaskEvent, TaskStatusCount
 from tasks_app.selectors import status_counts, visible_task
 from tasks_app.states import TaskStatus

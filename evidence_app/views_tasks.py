@@ -20,12 +20,19 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from evidence_app.forms import FeedbackForm, NoteForm, TaskCreateForm
 from evidence_app.models import SnapshotKind, ValidationSnapshot
 from evidence_app.selectors import (
     answer_segments,
     citation_excerpts,
     evidence_labels_for_task,
     task_cost_of,
+)
+from evidence_app.views_review import (
+    queue_filters,
+    queue_position,
+    queue_response,
+    reviewer_choices,
 )
 from project.diffs import diff_lines
 from project.errors import DomainError
@@ -40,7 +47,6 @@ from project.views import (
     wants_fragment,
 )
 from tasks_app import services, states
-from tasks_app.forms import FeedbackForm, NoteForm, TaskCreateForm
 from tasks_app.models import (
     ClaimEvent,
     Feedback,
@@ -54,12 +60,6 @@ from tasks_app.models import (
 )
 from tasks_app.selectors import can_act, count_of, status_counts, visible_task
 from tasks_app.states import TaskStatus
-from tasks_app.views_review import (
-    queue_filters,
-    queue_position,
-    queue_response,
-    reviewer_choices,
-)
 
 POLLING_STATUSES = states.EXECUTION_ACTIVE_STATUSES | states.RUNNABLE_STATUSES
 TASKS_PER_PAGE = 50

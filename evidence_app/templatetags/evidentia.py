@@ -12,9 +12,9 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from evidence_app import rows
 from project.costs import CostTotal, format_cost
 from project.llm.registry import display_model_name
-from tasks_app import rows
 
 register = template.Library()
 
@@ -135,7 +135,7 @@ _STATUS_LABELS: dict[str, str] = {}
 
 @register.filter
 def rerun_note(count: int | None) -> str:
-    """``tasks_app.rows.rerun_note`` as a filter (the progress line)."""
+    """``evidence_app.rows.rerun_note`` as a filter (the progress line)."""
     return rows.rerun_note(count)
 
 
@@ -199,11 +199,11 @@ def claim_counts(claims: Any) -> dict[str, int]:
 
 @register.simple_tag
 def queue_rows(tasks: Any, **options: Any) -> SafeString:
-    """The review queue's rows (``tasks_app.rows``: built in Python, issue 16)."""
+    """The review queue's rows (``evidence_app.rows``: built in Python, issue 16)."""
     return rows.queue_rows(tasks, **options)
 
 
 @register.simple_tag
 def task_rows(tasks: Any, *, user: Any, scope: str) -> SafeString:
-    """The task list's rows (``tasks_app.rows``: built in Python, issue 16)."""
+    """The task list's rows (``evidence_app.rows``: built in Python, issue 16)."""
     return rows.task_rows(tasks, user=user, scope=scope)
