@@ -10,10 +10,17 @@ from ninja import Schema
 from pydantic import ConfigDict, Field
 
 from evidence_app.models import ValidationSnapshot
-from evidence_app.selectors import as_list, verdict
+from evidence_app.selectors import verdict
 from evidence_app.validator.schema import stored_result
 from evidence_app.validator.templates import list_templates
-from project.schemas import MODEL_NAME, WHITESPACE, ClaimSummaryOut, ClaimVerdictOut, RequirementOut
+from project.schemas import (
+    MODEL_NAME,
+    WHITESPACE,
+    ClaimSummaryOut,
+    ClaimVerdictOut,
+    RequirementOut,
+    as_list,
+)
 from tasks_app.models import ToolEvidence
 
 # The template names get_template accepts, surrounding blanks allowed, blank = default.

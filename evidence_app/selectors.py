@@ -20,6 +20,7 @@ from evidence_app.render import render_packet
 from evidence_app.validator.citations import find_quote
 from evidence_app.validator.schema import stored_result
 from project.costs import CostTotal
+from project.schemas import as_list
 from tasks_app.models import Run, RunKind, Task, ToolEvidence
 
 
@@ -118,12 +119,6 @@ def verdict(snapshot: ValidationSnapshot | None) -> dict[str, Any] | None:
         template_version=snapshot.template_version,
     )
     return data
-
-
-def as_list(value: Any) -> list[Any]:
-    if value is None:
-        return []
-    return value if isinstance(value, list) else [value]
 
 
 def _as_text_or_none(value: Any) -> str | None:

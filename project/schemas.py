@@ -63,6 +63,13 @@ class ErrorOut(Schema):
     )
 
 
+def as_list(value: Any) -> list[Any]:
+    """A stored JSON field that should be a list: [] for None, a lone value wrapped."""
+    if value is None:
+        return []
+    return value if isinstance(value, list) else [value]
+
+
 def error_responses(*codes: int) -> dict[int, type[ErrorOut]]:
     """The error statuses an endpoint documents; 400/401/413/422 apply to all."""
     return {code: ErrorOut for code in sorted({400, 401, 413, 422, *codes})}

@@ -14,14 +14,6 @@ from django.db.models import Q
 from ninja import FilterSchema, Schema
 from pydantic import ConfigDict, Field, field_validator
 
-from evidence_app.selectors import (
-    as_list,
-    latest_original,
-    task_cost,
-    validation_summary,
-    validation_summary_of_json,
-    verdict,
-)
 from project.roles import is_staff_role
 from project.schemas import (
     NOT_BLANK,
@@ -30,6 +22,7 @@ from project.schemas import (
     JsonBool,
     RequirementOut,
     Text,
+    as_list,
     json_integer,
     not_blank,
 )
@@ -38,6 +31,7 @@ from tasks_app.agents.plans import Plan
 from tasks_app.models import ClaimEvent, Run, Task
 from tasks_app.selectors import attempt_summaries
 from tasks_app.states import TaskStatus
+from tasks_app.verdicts import validator
 
 # --- Tasks ------------------------------------------------------------------------------
 
@@ -222,12 +216,8 @@ class TaskListItemOut(Schema):
 
     @staticmethod
     def resolve_latest_validation(task: Task) -> dict[str, Any] | None:
-        # Lists read the latest original validation with the task (as JSON on
-        # PostgreSQL) or prefetch it (tasks_app.selectors.tasks_for_list).
-        if hasattr(task, "latest_summary"):
-            return validation_summary_of_json(task.latest_summary)
-        latest = getattr(task, "latest_validations", None)
-        return validation_summary(latest[0] if latest else None)
+        # Lists attach it to each task (tasks_app.selectors.tasks_for_list).
+        return validator().list_summary(task)
 
 
 class CostOut(Schema):
@@ -284,7 +274,7 @@ class TaskOut(TaskListItemOut):
 
     @staticmethod
     def resolve_latest_validation(task: Task) -> dict[str, Any] | None:
-        return verdict(latest_original(task.pk))
+        return validator().verdict_detail(task.pk)
 
     @staticmethod
     def resolve_attempts(task: Task) -> list[dict[str, Any]]:
@@ -296,7 +286,7 @@ class TaskOut(TaskListItemOut):
         user = getattr(request, "auth", None) or getattr(request, "user", None)
         if user is None or not is_staff_role(user):
             return None
-        return task_cost(task).as_dict()
+        return validator().cost(task)
 
     @staticmethod
     def resolve_claim(task: Task) -> Task | None:

@@ -6,14 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Prefetch, Sum
+from django.db.models import Count, Sum
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
-from evidence_app.models import ValidationSnapshot
-from evidence_app.selectors import SUMMARY_FIELDS, latest_summary_json
 from project import roles
 from tasks_app.models import ClaimEvent, Run, Task, TaskEvent, TaskQuerySet, TaskStatusCount
+from tasks_app.verdicts import validator
 
 
 def visible_tasks(user: Any) -> TaskQuerySet:
@@ -75,19 +74,7 @@ def tasks_for_list(tasks: TaskQuerySet, *, ordering: str) -> TaskQuerySet:
     PostgreSQL the summary is a JSON column of the same query (``latest_summary``, issue
     16); elsewhere a one-item ``latest_validations`` list in one more query."""
     tie_breaker = "-id" if ordering.startswith("-") else "id"
-    listed = tasks.for_list()
-    if connection.vendor == "postgresql":
-        listed = listed.annotate(latest_summary=latest_summary_json())
-    else:
-        # A sliced prefetch: Django picks each task's first row with a window function.
-        latest = (
-            ValidationSnapshot.objects.originals()
-            .only(*SUMMARY_FIELDS)
-            .order_by("-created_at", "-id")[:1]
-        )
-        listed = listed.prefetch_related(
-            Prefetch("validations", queryset=latest, to_attr="latest_validations")
-        )
+    listed = validator().with_list_summaries(tasks.for_list())
     return listed.order_by(ordering, tie_breaker)
 
 
@@ -99,12 +86,7 @@ def attempt_summaries(task: Task) -> list[dict[str, Any]]:
         "id", "attempt_index"
     ):
         runs_by_attempt.setdefault(attempt_index, []).append(run_id)
-    validation_by_attempt: dict[int, tuple[int, str]] = {}
-    originals = ValidationSnapshot.objects.originals().filter(task_id=task.pk)
-    for snap_id, attempt_index, status in originals.order_by("created_at", "id").values_list(
-        "id", "attempt_index", "status"
-    ):
-        validation_by_attempt[attempt_index] = (snap_id, status)  # the latest one wins
+    validation_by_attempt = validator().attempt_verdicts(task.pk)
     indexes = sorted(
         set(range(1, task.attempt_count + 1)) | set(runs_by_attempt) | set(validation_by_attempt)
     )

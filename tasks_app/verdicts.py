@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from django.core.exceptions import ImproperlyConfigured
 
 if TYPE_CHECKING:
-    from tasks_app.models import Task
+    from tasks_app.models import Task, TaskQuerySet
 
 REJECTED = "rejected"
 
@@ -53,6 +53,30 @@ class Validator(Protocol):
 
     def rendered_evidence(self, task: Task, attempt_index: int) -> str:
         """The attempt's evidence as the validator reads it: full, unabridged (E4)."""
+        ...
+
+    def with_list_summaries(self, tasks: TaskQuerySet) -> TaskQuerySet:
+        """``tasks`` with each one's latest original verdict summary attached, for a
+        list page in a constant number of queries (``list_summary`` reads it)."""
+        ...
+
+    def list_summary(self, task: Task) -> dict[str, Any] | None:
+        """The summary ``with_list_summaries`` attached to ``task`` (the API's
+        ``ValidationSummaryOut``), or None."""
+        ...
+
+    def verdict_detail(self, task_id: int) -> dict[str, Any] | None:
+        """The task's latest original verdict with what a person needs to decide (the
+        API's ``VerdictOut``), or None."""
+        ...
+
+    def attempt_verdicts(self, task_id: int) -> dict[int, tuple[int, str]]:
+        """(id, status) of the latest original verdict of each attempt that has one."""
+        ...
+
+    def cost(self, task: Task) -> dict[str, Any]:
+        """What the task cost (agent runs, validations, replays; the API's
+        ``TaskCostOut``)."""
         ...
 
 
