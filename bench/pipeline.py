@@ -37,7 +37,7 @@ from django.db import close_old_connections
 from bench.common import Figure, Target, result, summary_ms
 from bench.models import AGENT, JUDGE
 from bench.procstat import cpu_seconds, descendants
-from project.celery import PURPOSES
+from project.queues import PURPOSES
 from tasks_app import services
 from tasks_app.models import KnowledgeDocument, Task, TaskEvent
 from tasks_app.states import TaskStatus

@@ -51,7 +51,8 @@ class Held:
 def held_jobs(queues: list[str] | None = None) -> Held | None:
     """The jobs the broker holds in ``queues`` (default: all of ours) plus every
     delivered, unacknowledged job; None when the broker cannot be inspected."""
-    from project.celery import all_queue_names, app
+    from project.celery import app
+    from project.queues import all_queue_names
 
     names = queues if queues is not None else all_queue_names()
     url = str(app.conf.broker_read_url or app.conf.broker_url or "")

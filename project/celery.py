@@ -8,59 +8,25 @@ from typing import Any
 from celery import Celery, signals
 from kombu import Queue
 
+from project.heartbeats import (
+    heartbeat_schedule,
+    mark_beat_process,
+    record_beat,
+    start_worker_heartbeat,
+    stop_worker_heartbeat,
+)
+from project.logs import on_before_publish, on_job_end, on_job_start
+from project.queues import (
+    MAINTENANCE,
+    ROUTES,
+    all_queue_names,
+    queue_name,
+)
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
 app = Celery("evidentia")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-
-# One queue per purpose (issue 16). Finishing work (validation) never waits behind a
-# backlog of starting work (attempts), slow outbound calls (webhooks) never hold up
-# either, and the reaper (maintenance) runs on time whatever the backlog. The
-# production profile (Procfile) runs a worker per group; `make run` one worker for all.
-ATTEMPTS = "attempts"
-VALIDATION = "validation"
-WEBHOOKS = "webhooks"
-MAINTENANCE = "maintenance"
-PURPOSES = (ATTEMPTS, VALIDATION, WEBHOOKS, MAINTENANCE)
-
-# Job name (or glob) -> purpose. A job not listed goes to CELERY_TASK_DEFAULT_QUEUE,
-# which the maintenance worker consumes too.
-ROUTES = {
-    "tasks_app.run_attempt": ATTEMPTS,
-    "evidence_app.validate_attempt": VALIDATION,
-    "evidence_app.replay_validation": VALIDATION,
-    "tasks_app.reap_attempts": MAINTENANCE,
-    "tasks_app.relay_outbox": MAINTENANCE,
-    # A complete OTLP trace becomes an attempt and goes to validation: finishing work.
-    "tasks_app.otlp_assemble_traces": VALIDATION,
-    "tasks_app.otlp_sweep": MAINTENANCE,
-    "*webhook*": WEBHOOKS,
-}
-
-
-def queue_name(purpose: str) -> str:
-    """The broker queue of a purpose, with the deployment's CELERY_QUEUE_PREFIX."""
-    from django.conf import settings
-
-    if purpose not in PURPOSES:
-        raise ValueError(f"unknown queue purpose {purpose!r} (one of {', '.join(PURPOSES)})")
-    return settings.CELERY_QUEUE_PREFIX + purpose
-
-
-def all_queue_names() -> list[str]:
-    """Every queue a worker for all purposes consumes: the default queue, then one per
-    purpose (``celery worker -Q`` takes them comma-separated)."""
-    from django.conf import settings
-
-    return [settings.CELERY_TASK_DEFAULT_QUEUE, *(queue_name(p) for p in PURPOSES)]
-
-
-def worker_queues() -> list[str]:
-    """The queues some worker must consume (issue 18: readiness, heartbeats, metrics):
-    ``WORKER_QUEUES`` when set, else every queue of ``all_queue_names()``."""
-    from django.conf import settings
-
-    return list(settings.WORKER_QUEUES) or all_queue_names()
 
 
 def soft_time_limit(limit: int) -> float:
@@ -72,8 +38,6 @@ def soft_time_limit(limit: int) -> float:
 def configure(app: Celery) -> None:
     """Apply the delivery guarantees every job relies on (X1, S4)."""
     from django.conf import settings
-
-    from project.heartbeats import heartbeat_schedule
 
     transport_options: dict[str, object] = {
         # Redis redelivers an unacked job only after this; it must exceed the job's
@@ -191,63 +155,24 @@ def guard_restore_on_lost_connection() -> None:
     setattr(kombu_redis.Channel, "_connparams", _connparams)  # noqa: B010
 
 
-def consumed_queues(consumer: object) -> list[str]:
-    """The queue names a starting worker consumes (``worker_ready``'s sender)."""
-    try:
-        return sorted(q.name for q in consumer.task_consumer.queues)  # type: ignore[attr-defined]
-    except AttributeError:
-        return sorted(consumer.app.amqp.queues.consume_from or {})  # type: ignore[attr-defined]
+def _before_publish(**kwargs: Any) -> None:
+    on_before_publish(**kwargs)
+    record_beat()
 
 
 def _connect_operations_signals() -> None:
-    """Heartbeats (project.heartbeats) and log context (project.logs), issue 18. Handlers
-    import lazily: this module is imported before Django is set up."""
-
-    def worker_ready(sender: object = None, **_: object) -> None:
-        from project.heartbeats import start_worker_heartbeat
-
-        start_worker_heartbeat(sender)
-
-    def worker_shutdown(**kwargs: object) -> None:
-        from project.heartbeats import stop_worker_heartbeat
-
-        stop_worker_heartbeat(**kwargs)
-
-    def beat_init(**kwargs: object) -> None:
-        from project.heartbeats import mark_beat_process
-
-        mark_beat_process(**kwargs)
-
-    def before_publish(**kwargs: object) -> None:
-        from project.heartbeats import record_beat
-        from project.logs import on_before_publish
-
-        on_before_publish(**kwargs)  # type: ignore[arg-type]
-        record_beat()
-
-    def job_start(**kwargs: object) -> None:
-        from project.logs import on_job_start
-
-        on_job_start(**kwargs)  # type: ignore[arg-type]
-
-    def job_end(**kwargs: object) -> None:
-        from project.logs import on_job_end
-
-        on_job_end(**kwargs)  # type: ignore[arg-type]
-
-    # weak=False: the handlers are closures that would otherwise be collected.
-    signals.worker_ready.connect(worker_ready, weak=False)
-    signals.worker_shutdown.connect(worker_shutdown, weak=False)
-    signals.beat_init.connect(beat_init, weak=False)
-    signals.beat_embedded_init.connect(beat_init, weak=False)
-    signals.before_task_publish.connect(before_publish, weak=False)
-    signals.task_prerun.connect(job_start, weak=False)
-    signals.task_postrun.connect(job_end, weak=False)
+    """Heartbeats (project.heartbeats) and log context (project.logs), issue 18."""
+    signals.worker_ready.connect(start_worker_heartbeat)
+    signals.worker_shutdown.connect(stop_worker_heartbeat)
+    signals.beat_init.connect(mark_beat_process)
+    signals.beat_embedded_init.connect(mark_beat_process)
+    signals.before_task_publish.connect(_before_publish)
+    signals.task_prerun.connect(on_job_start)
+    signals.task_postrun.connect(on_job_end)
 
 
 configure(app)
 guard_restore_on_lost_connection()
 _connect_operations_signals()
 app.autodiscover_tasks(related_name="jobs")
-# The heartbeat job lives in project/ (not an app): register it the same lazy way.
-app.autodiscover_tasks(["project"], related_name="heartbeats")
+# The heartbeat job lives in project/heartbeats.py (imported above): not an app's jobs.

@@ -27,7 +27,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from project.celery import consumed_queues, worker_queues
+from project.queues import consumed_queues, worker_queues
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +61,10 @@ def worker_job_ids() -> list[str]:
     return sorted({str(r.id) for r in list(state.reserved_requests) if getattr(r, "id", None)})
 
 
-def start_worker_heartbeat(consumer: Any) -> None:
-    """``worker_ready``: write this worker's row now and every OPS_HEARTBEAT_SECONDS."""
+def start_worker_heartbeat(sender: Any = None, **_: Any) -> None:
+    """``worker_ready`` (``sender``: the worker's consumer): write this worker's row now
+    and every OPS_HEARTBEAT_SECONDS."""
+    consumer = sender
     # Host name and pid: two processes given the same node name (a mistake Celery only
     # warns about) must not hide each other behind one row.
     hostname = str(getattr(consumer, "hostname", "") or f"worker@{os.uname().nodename}")

@@ -36,7 +36,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from project.celery import worker_queues
+from project.queues import worker_queues
 
 __all__ = [
     "MetricSource",

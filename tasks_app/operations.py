@@ -25,7 +25,6 @@ from prometheus_client.core import (
 )
 
 from project import health, heartbeats
-from project.celery import MAINTENANCE, consumed_queues, queue_name, worker_queues
 from project.metrics import (
     PREFIX,
     MetricSource,
@@ -35,6 +34,7 @@ from project.metrics import (
     register_source,
     usage_families,
 )
+from project.queues import MAINTENANCE, consumed_queues, queue_name, worker_queues
 from tasks_app.attempts import attempt_reap
 from tasks_app.models import (
     DeliveryStatus,

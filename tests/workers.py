@@ -74,7 +74,7 @@ def worker_queues(queue: str, purposes: tuple[str, ...] | None = None) -> list[s
     per purpose (all of them unless ``purposes`` says which), prefixed ``<queue>.``
     (``CELERY_QUEUE_PREFIX``), so the jobs its code sends (validation after an attempt,
     ...) come back to it and to no other worker."""
-    from project.celery import PURPOSES
+    from project.queues import PURPOSES
 
     return [queue, *(f"{queue}.{purpose}" for purpose in purposes or PURPOSES)]
 

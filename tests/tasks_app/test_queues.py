@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from project.broker import held_job_ids
 from project.celery import app as celery_app
-from project.celery import configure, queue_name
+from project.celery import configure
+from project.queues import queue_name
 from tasks_app import services
 from tasks_app.attempts import attempt_reap
 from tasks_app.models import Task
