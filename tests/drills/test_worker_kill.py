@@ -43,9 +43,10 @@ pytestmark = [
 ]
 
 LEASE_SECONDS = 5
+VISIBILITY_SECONDS = 20
 
 
-def worker_env(tmp_path: Path, redis: str, db_url: str) -> dict[str, str]:
+def worker_env(tmp_path: Path, redis: str, db_url: str, *, visibility: int = 12) -> dict[str, str]:
     return {
         "DJANGO_SETTINGS_MODULE": "project.settings",
         "DATABASE_URL": db_url,
@@ -58,7 +59,7 @@ def worker_env(tmp_path: Path, redis: str, db_url: str) -> dict[str, str]:
         "ATTEMPT_LEASE_SECONDS": str(LEASE_SECONDS),
         "REAPER_INTERVAL_SECONDS": "1",
         "CELERY_TASK_TIME_LIMIT": "10",
-        "CELERY_VISIBILITY_TIMEOUT": "12",
+        "CELERY_VISIBILITY_TIMEOUT": str(visibility),
         "PYTHONUNBUFFERED": "1",
     }
 
@@ -75,7 +76,10 @@ def test_worker_killed_after_second_tool_call_loses_nothing(tmp_path: Path) -> N
     )
     task = TaskFactory(request="What is the annual training budget per employee?")
     queue = f"drill-kill-{uuid.uuid4().hex[:10]}"
-    env = worker_env(tmp_path, redis, db_url)
+    # The reaper (lease 5 s, a sweep a second) must recover the dead attempt before Redis
+    # hands the killed job's message back; 20 s leaves room for a slow worker start on a
+    # loaded machine (the other test covers the redelivery winning).
+    env = worker_env(tmp_path, redis, db_url, visibility=VISIBILITY_SECONDS)
     sender = Celery("drill-sender", broker=redis, set_as_current=False)
     first = Worker(env=env, queue=queue, log_path=tmp_path / "worker1.log")
     second: Worker | None = None
@@ -107,7 +111,7 @@ def test_worker_killed_after_second_tool_call_loses_nothing(tmp_path: Path) -> N
         # if it came while the re-queued attempt still ran; never a second run.
         redelivered = wait_for(
             lambda: "'duplicate'" in second.output() or "'lease_held'" in second.output(),
-            timeout=max(5, 12 - recovered_in + 15),
+            timeout=max(5, VISIBILITY_SECONDS - recovered_in + 15),
         )
         total = time.monotonic() - started
     finally:
@@ -163,7 +167,8 @@ def test_worker_killed_after_second_tool_call_loses_nothing(tmp_path: Path) -> N
         f"1 completed attempt (attempt 1 killed after 2 tool calls, re-queued by the reaper, "
         f"its re-run finished {recovered_in:.1f}s after the kill, attempt_count still 1), "
         f"{duplicates} duplicate evidence, {lost} lost, {still_running} left running; "
-        f"the duplicate delivery (Redis redelivery after the 12 s visibility timeout) "
+        f"the duplicate delivery (Redis redelivery after the {VISIBILITY_SECONDS} s "
+        "visibility timeout) "
         f"did nothing; {total:.0f}s",
     )
 
