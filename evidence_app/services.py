@@ -31,12 +31,18 @@ from evidence_app.models import (
 )
 from evidence_app.packets import TaskEvidencePacket, build_packet
 from evidence_app.validator.judging import Judgement, judge_prompt
-from evidence_app.validator.prompt import HistoryMessage, build_prompt, format_feedback
+from evidence_app.validator.prompt import (
+    HistoryMessage,
+    build_prompt,
+    format_feedback,
+    system_prompt,
+)
 from evidence_app.validator.schema import ValidationResult, claim_summary
 from evidence_app.validator.templates import DEFAULT_TEMPLATE, TemplateVersion, get_template
 from project.costs import CURRENCY, CostTotal, estimate_cost
 from project.db import MARKER_ID, MARKER_TIME, Keeper, Prepared, insert_new, release_connection
 from project.errors import StaleAction, first_line
+from project.llm.registry import resolve_model
 from tasks_app.models import (
     NO_USABLE_ANSWER,
     Feedback,
@@ -47,6 +53,7 @@ from tasks_app.models import (
     ValidationPolicy,
 )
 from tasks_app.outbox import outbox_send
+from tasks_app.services import attempt_enqueue, new_job_id, task_transition, validation_enqueue
 from tasks_app.states import TaskStatus
 
 log = logging.getLogger(__name__)
@@ -161,8 +168,6 @@ def _judge(plan: _Plan, *, task: Task, history_before: datetime | None) -> Judge
         previous_feedback=_previous_feedback(task, attempt_index=plan.packet.attempt_index),
     )
     try:
-        from project.llm.registry import resolve_model
-
         model = resolve_model(plan.model_name)
     except Exception as exc:  # ModelConfigurationError or an import problem: V8
         reason = f"The validator model '{plan.model_name}' cannot be used: {exc}"
@@ -448,7 +453,6 @@ def _validation_crashed(task_id: int, attempt_index: int, exc: Exception) -> Val
     """Record the crash; send the job again a little later, or, when this attempt's
     validation has crashed JOB_MAX_TRIES times (a poison job), move the task to a person
     with the error: it never stays ``validating`` with nobody told."""
-    from tasks_app.services import new_job_id, task_transition, validation_enqueue
 
     error = f"{type(exc).__name__}: {first_line(exc)}"
     current = Task.objects.filter(
@@ -493,7 +497,6 @@ def _release_claim(task_id: int, attempt_index: int) -> None:
 
 
 def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
-    from tasks_app.services import attempt_enqueue, new_job_id, task_transition
 
     task_id = task.pk
     if not validation_applies(task):
@@ -636,7 +639,6 @@ def replay_request(
     """Record a replay of ``snapshot``'s original validation and queue its job through
     the outbox, both in the caller's transaction (V9): the request's ``state`` says
     where it stands from then on."""
-    from tasks_app.services import new_job_id
 
     request = ReplayRequest.objects.create(
         original_id=snapshot.replay_of_id or snapshot.pk,
@@ -749,7 +751,6 @@ def replay_estimate(
     """Input size of replaying these snapshots: the size of the input each one sent
     (recorded even when the input itself is not stored) plus the system prompt, and its
     estimated input cost on ``model`` (else each snapshot's own model)."""
-    from evidence_app.validator.prompt import system_prompt
 
     chars = 0
     cost = CostTotal()

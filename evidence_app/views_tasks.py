@@ -13,13 +13,14 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, F, Model, OuterRef, Subquery, TextField
-from django.db.models.functions import Cast, Coalesce, Left, Length
+from django.db.models import F
+from django.db.models.functions import Length
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from evidence_app import task_page
 from evidence_app.forms import FeedbackForm, NoteForm, TaskCreateForm
 from evidence_app.models import SnapshotKind, ValidationSnapshot
 from evidence_app.selectors import (
@@ -152,152 +153,126 @@ def task_new(request: HttpRequest) -> HttpResponse:
 # --- Task detail ---------------------------------------------------------------------------
 
 
-def _count_per_run(model: type[Model]) -> Coalesce:
-    """Rows of ``model`` of the outer run, as a correlated subquery: counting two
-    relations through joins would aggregate their product (messages x results rows,
-    500,000 for a run with 1,000 messages and 500 results)."""
-    rows = model._default_manager.filter(run=OuterRef("pk")).order_by().values("run")
-    return Coalesce(Subquery(rows.annotate(n=Count("*")).values("n")[:1]), 0)
-
-
 def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
     """Everything the detail page shows, in a bounded number of queries whatever the
     size of the task: big text columns come as a head + length, and a section over
     ``UI_LAZY_SECTION_CHARS`` is left to a lazy fragment (U2)."""
     limit = settings.UI_LAZY_SECTION_CHARS
-    qs = (
-        Task.objects.visible_to(request.user)
-        .select_related("owner", "claimed_by")
-        .defer("request", "rules", "final_answer")
-        .annotate(
-            request_len=Length("request"),
-            request_head=Left("request", limit),
-            rules_len=Length("rules"),
-            rules_head=Left("rules", limit),
-            answer_len=Length("final_answer"),
-            answer_head=Left("final_answer", limit),
-        )
-    )
-    task = get_object_or_404(qs, pk=task_id)
-
-    snapshots = list(
-        ValidationSnapshot.objects.filter(task=task)
-        .without_bodies()
-        .select_related("requested_by")
-        .annotate(
-            input_len=Length("rendered_input"),
-            system_len=Length("system_prompt"),
-            raw_len=Length(Cast("raw_responses", TextField())),
-        )
-        .order_by("created_at", "id")
-    )
+    user = request.user
+    task = task_page.task(user, task_id, limit=limit)
+    snapshots = task_page.snapshots(task)
     originals = [s for s in snapshots if s.kind == SnapshotKind.VALIDATION]
     latest = originals[-1] if originals else None
-    selected = latest
-    wanted = request.GET.get("snapshot")
-    if wanted and wanted.isdigit():
-        selected = next((s for s in snapshots if s.pk == int(wanted)), selected)
-    bodies: dict[str, Any] = {}
-    if selected is not None:
-        small = [
-            field
-            for field, size in (
-                ("rendered_input", selected.input_len),
-                ("system_prompt", selected.system_len),
-                ("raw_responses", selected.raw_len),
-            )
-            if (size or 0) <= limit
-        ]
-        if small:
-            bodies = ValidationSnapshot.objects.filter(pk=selected.pk).values(*small).get()
-
-    evidence = list(
-        ToolEvidence.objects.filter(task=task)
-        .without_content()
-        .annotate(size=F("content_chars"))  # stored on save: no 10 MB read
-        .order_by("attempt_index", "run_id", "sequence")
-    )
-    runs = list(
-        Run.objects.filter(task=task)
-        .defer("output_text")
-        .annotate(
-            message_count=_count_per_run(RunMessage),
-            evidence_count=_count_per_run(ToolEvidence),
-            output_len=Length("output_text"),
-        )
-        .order_by("attempt_index", "graph_index", "id")
-    )
-    evidence_labels = evidence_labels_for_task(task.pk)
-    events = list(TaskEvent.objects.filter(task=task).select_related("actor"))
-    claim_events = list(
-        ClaimEvent.objects.filter(task=task).select_related("actor", "previous_holder")
-    )
-    feedback = list(Feedback.objects.filter(task=task).select_related("author"))
-    staff = is_staff_role(request.user)
-    queue_nav = None
-    if staff:
-        filters, query = queue_filters(request.GET)
-        queue_nav = queue_position(request.user, filters, task.pk) | {"query": query}
-    # The verdict on screen belongs to the current answer only once that attempt has
-    # been validated; during a revision it is the previous answer's (issue 13).
-    verdict_is_current = bool(latest and latest.attempt_index == task.attempt_count)
-    failed_runs = [r for r in runs if r.error]
-    otlp_traces = list(task.otlp_traces.order_by("first_span_at"))
-    for trace in otlp_traces:
-        # Late spans arrived after validation started (issue 15): listed, never dropped.
-        trace.late_spans = list(  # type: ignore[attr-defined]
-            trace.spans.filter(late=True).only("name", "received_at").order_by("received_at")[:50]
-        )
-    # Stored per request when it was made (issue 18); summed here, never re-priced.
-    cost = task_cost_of(
-        runs=[(r.attempt_index, r.cost) for r in runs],
-        snapshots=[(s.attempt_index, s.kind, s.cost) for s in snapshots],
-    )
+    selected = _chosen_snapshot(request, snapshots, latest)
+    runs = task_page.runs(task)
+    feedback = task_page.feedback(task)
     return {
         "task": task,
-        "otlp_traces": otlp_traces,
+        "otlp_traces": task_page.otlp_traces(task),
         "lazy_limit": limit,
+        **_snapshot_context(snapshots, latest, selected, limit=limit),
+        **_verdict_context(task, latest, limit=limit),
+        **_evidence_context(task),
+        "runs": runs,
+        # Stored per request when it was made (issue 18); summed here, never re-priced.
+        "cost": task_cost_of(
+            runs=[(r.attempt_index, r.cost) for r in runs],
+            snapshots=[(s.attempt_index, s.kind, s.cost) for s in snapshots],
+        ),
+        "timeline": _timeline(
+            task_page.events(task), feedback, runs, snapshots, task_page.claim_events(task)
+        ),
+        **_people_context(request, task, feedback),
+        "budget": attempt_budget(task, feedback),
+        "answers": attempt_answers(task) if task.attempt_count > 1 else [],
+        "failure_run": next((r for r in reversed(runs) if r.error), None),
+        "polling": is_polling(task),
+        "is_staff_role": is_staff_role(user),
+        "can_see_admin": user.has_perm("tasks_app.view_task"),
+        "is_operator": is_operator(user),
+    }
+
+
+def _chosen_snapshot(
+    request: HttpRequest, snapshots: list[ValidationSnapshot], latest: ValidationSnapshot | None
+) -> ValidationSnapshot | None:
+    """The verdict the page opens on: ``?snapshot=`` when it is one of the task's, else
+    the latest original."""
+    wanted = request.GET.get("snapshot")
+    if wanted and wanted.isdigit():
+        return next((s for s in snapshots if s.pk == int(wanted)), latest)
+    return latest
+
+
+def _snapshot_context(
+    snapshots: list[ValidationSnapshot],
+    latest: ValidationSnapshot | None,
+    selected: ValidationSnapshot | None,
+    *,
+    limit: int,
+) -> dict[str, Any]:
+    bodies = task_page.snapshot_bodies(selected, limit=limit) if selected else {}
+    return {
         "snapshots": snapshots,
         "latest": latest,
         "selected": selected,
         "selected_input": bodies.get("rendered_input"),
         # A multi-megabyte input waits for a click instead of loading when scrolled to.
-        "input_click": bool(selected and (selected.input_len or 0) > 1_000_000),
+        "input_click": bool(selected and (getattr(selected, "input_len", 0) or 0) > 1_000_000),
         "selected_system": bodies.get("system_prompt"),
         "selected_raw": bodies.get("raw_responses"),
-        "verdict": (latest.result or {}) if latest else {},
-        "claim_view": _claim_view(
+    }
+
+
+def _verdict_context(
+    task: Task, latest: ValidationSnapshot | None, *, limit: int
+) -> dict[str, Any]:
+    result = (latest.result or {}) if latest else {}
+    claim_view = None
+    if latest:
+        claim_view = _claim_view(
             latest,
             answer=getattr(task, "answer_head", ""),
             complete=getattr(task, "answer_len", 0) <= limit,
         )
-        if latest
-        else None,
-        "evidence_labels": evidence_labels,
+    return {
+        "verdict": result,
+        "claim_view": claim_view,
+        # The verdict on screen belongs to the current answer only once that attempt has
+        # been validated; during a revision it is the previous answer's (issue 13).
+        "verdict_is_current": bool(latest and latest.attempt_index == task.attempt_count),
+        "verdict_lists": verdict_lists(latest.result if latest else None),
+    }
+
+
+def _evidence_context(task: Task) -> dict[str, Any]:
+    evidence = task_page.evidence(task)
+    return {
+        "evidence_labels": evidence_labels_for_task(task.pk),
         "evidence": evidence,
         "evidence_head": evidence[:EVIDENCE_INLINE_ITEMS],
         "evidence_rest": max(0, len(evidence) - EVIDENCE_INLINE_ITEMS),
-        "evidence_chars": sum(e.size or 0 for e in evidence),
-        "runs": runs,
-        "cost": cost,
-        "timeline": _timeline(events, feedback, runs, snapshots, claim_events),
-        "can_act": can_act(request.user, task),
-        "can_claim": is_reviewer(request.user),
-        "is_staff_role": is_staff_role(request.user),
-        "polling": is_polling(task),
+        "evidence_chars": sum(e.content_chars or 0 for e in evidence),
+    }
+
+
+def _people_context(request: HttpRequest, task: Task, feedback: list[Feedback]) -> dict[str, Any]:
+    """Who may do what on the page: act, claim, assign; the queue around the task."""
+    user = request.user
+    queue_nav = None
+    if is_staff_role(user):
+        filters, query = queue_filters(request.GET)
+        queue_nav = queue_position(user, filters, task.pk) | {"query": query}
+    reviewer = is_reviewer(user)
+    return {
+        "can_act": can_act(user, task),
+        "can_claim": reviewer,
         "claim_live": task.claim_is_live(),
-        "claimed_by_me": task.claimed_by_id == request.user.pk,
+        "claimed_by_me": task.claimed_by_id == user.pk,
         "note_form": NoteForm(),
         "notes": [f for f in feedback if f.action == FeedbackAction.NOTE],
         "queue_nav": queue_nav,
-        "reviewers": reviewer_choices() if is_reviewer(request.user) and task.is_open else [],
-        "verdict_is_current": verdict_is_current,
-        "verdict_lists": verdict_lists(latest.result if latest else None),
-        "budget": attempt_budget(task, feedback),
-        "answers": attempt_answers(task) if task.attempt_count > 1 else [],
-        "failure_run": failed_runs[-1] if failed_runs else None,
-        "can_see_admin": request.user.has_perm("tasks_app.view_task"),
-        "is_operator": is_operator(request.user),
+        "reviewers": reviewer_choices() if reviewer and task.is_open else [],
     }
 
 

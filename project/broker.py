@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from project.celery import app
+from project.queues import all_queue_names
+
 log = logging.getLogger(__name__)
 
 
@@ -51,8 +54,6 @@ class Held:
 def held_jobs(queues: list[str] | None = None) -> Held | None:
     """The jobs the broker holds in ``queues`` (default: all of ours) plus every
     delivered, unacknowledged job; None when the broker cannot be inspected."""
-    from project.celery import app
-    from project.queues import all_queue_names
 
     names = queues if queues is not None else all_queue_names()
     url = str(app.conf.broker_read_url or app.conf.broker_url or "")
@@ -74,7 +75,6 @@ def held_job_ids(queues: list[str] | None = None) -> set[str] | None:
 
 
 def _redis_held(queues: list[str]) -> Held:
-    from project.celery import app
 
     held = Held()
     with app.connection_for_read() as conn:
@@ -105,7 +105,6 @@ def _text(value: bytes | str) -> str:
 
 
 def _filesystem_held(queues: list[str]) -> set[str]:
-    from project.celery import app
 
     folder = Path(str(app.conf.broker_transport_options.get("data_folder_in", "")))
     wanted = {f"{q}.msg" for q in queues}

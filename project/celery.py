@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import redis.exceptions
 from celery import Celery, signals
+from django.conf import settings
 from kombu import Queue
+from kombu.transport import redis as kombu_redis
 
 from project.heartbeats import (
     heartbeat_schedule,
@@ -37,7 +40,6 @@ def soft_time_limit(limit: int) -> float:
 
 def configure(app: Celery) -> None:
     """Apply the delivery guarantees every job relies on (X1, S4)."""
-    from django.conf import settings
 
     transport_options: dict[str, object] = {
         # Redis redelivers an unacked job only after this; it must exceed the job's
@@ -137,8 +139,6 @@ def guard_restore_on_lost_connection() -> None:
     unacknowledged set, those still running finish (their result is in the database; a
     later redelivery finds the work done) and the reaper re-sends any that no live worker
     lists. A clean shutdown, connection up, still puts prefetched jobs back at once."""
-    import redis.exceptions
-    from kombu.transport import redis as kombu_redis
 
     original = kombu_redis.Channel._connparams
     if getattr(original, "evidentia_guarded", False):

@@ -16,6 +16,8 @@ from typing import Any
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
+from kombu import Connection
+from kombu.utils.url import maybe_sanitize_url
 
 __all__ = ["Check", "register_check", "run_checks"]
 
@@ -64,7 +66,6 @@ def check_broker() -> tuple[bool, str]:
         if folder.is_dir():
             return True, f"filesystem broker folder {folder} present"
         return False, f"filesystem broker folder {folder} missing"
-    from kombu import Connection
 
     timeout = settings.OPS_CHECK_TIMEOUT_SECONDS
     with Connection(
@@ -79,7 +80,6 @@ def check_broker() -> tuple[bool, str]:
 
 def _safe_url(url: str) -> str:
     """The broker URL without its password."""
-    from kombu.utils.url import maybe_sanitize_url
 
     return str(maybe_sanitize_url(url))
 

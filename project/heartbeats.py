@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import shared_task
+from celery.worker import state
 from django.conf import settings
 from django.db import close_old_connections, connection
 
@@ -56,7 +57,6 @@ def worker_job_ids() -> list[str]:
     """Ids of the jobs this worker holds: received (prefetched) and not finished, running
     ones included. The reaper tells a job a dead worker held from one a live worker runs
     by this list (issue 17)."""
-    from celery.worker import state
 
     return sorted({str(r.id) for r in list(state.reserved_requests) if getattr(r, "id", None)})
 

@@ -38,6 +38,8 @@ from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
+from celery import current_app
+from celery.app import trace
 from django.http import HttpRequest, HttpResponse
 
 __all__ = [
@@ -271,8 +273,6 @@ def periodic_jobs(app: Any = None) -> frozenset[str]:
     ``app`` (default: the current app, the project's; project/celery.py,
     project/heartbeats.py)."""
     if app is None:
-        from celery import current_app
-
         app = current_app
     return frozenset(entry["task"] for entry in (app.conf.beat_schedule or {}).values())
 
@@ -321,7 +321,6 @@ class QuietPeriodicJobs(logging.Filter):
 
 def _celery_job_name(record: logging.LogRecord) -> str | None:
     """The job a Celery "Sending due task" / "received" / "succeeded" record is about."""
-    from celery.app import trace
 
     if record.msg in (trace.LOG_RECEIVED, trace.LOG_SUCCESS):
         data = getattr(record, "data", None)

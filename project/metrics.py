@@ -28,6 +28,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count, Max, Model, Q, Sum
 from django.utils import timezone
+from kombu import Connection
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import (
     CounterMetricFamily,
@@ -201,7 +202,6 @@ def queue_depths() -> dict[str, int | None]:
         for queue in worker_queues():
             depths[queue] = sum(1 for n in names if n.endswith(f".{queue}.msg"))
         return depths
-    from kombu import Connection
 
     timeout = settings.OPS_CHECK_TIMEOUT_SECONDS
     try:

@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from project.health import run_checks
+from project.metrics import render_metrics
 
 __all__ = ["ProbeMiddleware", "health", "metrics", "ready"]
 
@@ -66,7 +67,6 @@ def metrics(request: HttpRequest) -> HttpResponse:
             status=403,
             content_type="text/plain; charset=utf-8",
         )
-    from project.metrics import render_metrics
 
     return HttpResponse(render_metrics(), content_type=CONTENT_TYPE_LATEST)
 

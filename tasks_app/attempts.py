@@ -37,9 +37,9 @@ from tasks_app.agents import prompts
 from tasks_app.agents.db import db_turn
 from tasks_app.agents.loop import AgentLoop, AgentResult
 from tasks_app.agents.plans import SinglePlan, TeamPlan, parse_plan
-from tasks_app.agents.recorder import Fence, LeaseLost
 from tasks_app.agents.team import run_team
 from tasks_app.agents.tools import DEFAULT_TOOLS
+from tasks_app.fence import Fence, LeaseLost
 from tasks_app.models import (
     RUN_LEASE_EXPIRED,
     RUN_TAKEN_OVER,

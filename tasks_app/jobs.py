@@ -12,10 +12,14 @@ from typing import Any
 from celery import shared_task
 
 from tasks_app.attempts import attempt_reap, attempt_run
+from tasks_app.idempotency import idempotency_purge
 from tasks_app.otlp.ingest import otlp_due_traces, otlp_trace_assemble
+from tasks_app.outbox import outbox_purge, outbox_relay
+from tasks_app.services import RUN_ATTEMPT_JOB
+from tasks_app.webhooks import DELIVER_WEBHOOKS_JOB, webhook_send_pending, webhook_sweep
 
 
-@shared_task(name="tasks_app.run_attempt", bind=True)
+@shared_task(name=RUN_ATTEMPT_JOB, bind=True)
 def run_attempt_job(self: Any, task_id: int) -> str:
     """Run the next attempt of ``task_id`` if it is runnable (open/needs_revision), or
     take over its running attempt whose lease expired (issue 17). Returns the task's
@@ -41,7 +45,6 @@ def reap_attempts_job() -> dict[str, list[int]]:
 def relay_outbox_job() -> int:
     """Periodic (Celery beat) and at worker start: publish the jobs recorded while the
     broker was down, oldest first (issue 17)."""
-    from tasks_app.outbox import outbox_relay
 
     return outbox_relay()
 
@@ -77,11 +80,10 @@ def otlp_sweep_job() -> list[int]:
     return done
 
 
-@shared_task(name="tasks_app.deliver_webhooks")
+@shared_task(name=DELIVER_WEBHOOKS_JOB)
 def deliver_webhooks_job(endpoint_id: int, task_id: int) -> str:
     """Send the pending webhook deliveries of one (endpoint, task) pair, in order
     (issue 14). A duplicate finds them claimed or sent and does nothing."""
-    from tasks_app.webhooks import webhook_send_pending
 
     return webhook_send_pending(endpoint_id=int(endpoint_id), task_id=int(task_id))
 
@@ -91,9 +93,6 @@ def sweep_webhooks_job() -> int:
     """Periodic (Celery beat): re-send jobs for due deliveries whose job was lost, and
     forget Idempotency-Key responses older than their time to live and outbox rows
     published more than a day ago."""
-    from tasks_app.idempotency import idempotency_purge
-    from tasks_app.outbox import outbox_purge
-    from tasks_app.webhooks import webhook_sweep
 
     idempotency_purge()
     outbox_purge()

@@ -11,6 +11,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from project.roles import is_staff_role
 from tasks_app import states
 from tasks_app.states import TaskStatus
 
@@ -70,7 +71,6 @@ class TaskQuerySet(models.QuerySet["Task"]):
 
     def visible_to(self, user: Any) -> TaskQuerySet:
         """Requesters see their own tasks; reviewers and operators see all (A2)."""
-        from project.roles import is_staff_role
 
         if is_staff_role(user):
             return self

@@ -28,6 +28,7 @@ from project.schemas import (
 )
 from tasks_app import states
 from tasks_app.agents.plans import Plan
+from tasks_app.external import revision_feedback
 from tasks_app.models import ClaimEvent, Run, Task
 from tasks_app.selectors import attempt_summaries
 from tasks_app.states import TaskStatus
@@ -294,7 +295,6 @@ class TaskOut(TaskListItemOut):
 
     @staticmethod
     def resolve_revision(task: Task) -> dict[str, Any] | None:
-        from tasks_app.external import revision_feedback
 
         return revision_feedback(task)
 

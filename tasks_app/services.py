@@ -26,8 +26,10 @@ from django.utils import timezone
 
 from project.errors import ClaimConflict, IllegalTransition, InvalidInput, StaleAction
 from project.logs import bind as bind_log_context
+from project.roles import is_reviewer
 from tasks_app import states
 from tasks_app.agents.db import db_turn
+from tasks_app.fence import fenced_update
 from tasks_app.models import (
     ClaimEvent,
     ClaimEventKind,
@@ -48,7 +50,7 @@ from tasks_app.states import TaskStatus
 from tasks_app.verdicts import validator
 
 if TYPE_CHECKING:
-    from tasks_app.agents.recorder import Fence
+    from tasks_app.fence import Fence
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,11 @@ def new_job_id() -> str:
     return str(uuid.uuid4())
 
 
+# The runtime's attempt job (tasks_app.jobs registers it under this name; the outbox sends
+# jobs by name).
+RUN_ATTEMPT_JOB = "tasks_app.run_attempt"
+
+
 def job_send_on_commit(
     job: Any, args: tuple[Any, ...], *, task_id: int, job_id: str = "", countdown: float = 0
 ) -> str:
@@ -94,12 +101,14 @@ def job_send_on_commit(
     transaction commits (a rolled-back transaction sends nothing; a broker that is down
     leaves it to the outbox relay, issue 17) under a job id stored on the task, so the
     reaper can ask the broker whether it is still queued (issue 16). Pass ``job_id`` when
-    the caller already wrote it to the task row (saves a statement); ``countdown``
+    the caller already wrote it to the task row (saves a statement); ``job`` is a job or
+    its name; ``countdown``
     delays the job that many seconds; returns the id."""
     if not job_id:
         job_id = new_job_id()
         Task.objects.filter(pk=task_id).update(job_id=job_id)
-    outbox_send(job.name, args, job_id=job_id, task_ref=task_id, countdown=countdown)
+    name = job if isinstance(job, str) else job.name
+    outbox_send(name, args, job_id=job_id, task_ref=task_id, countdown=countdown)
     return job_id
 
 
@@ -118,12 +127,10 @@ def attempt_enqueue(task_id: int, *, job_id: str = "") -> str:
     """Queue the next attempt of a task once the current transaction commits.
     Redelivery is harmless: the job claims. External tasks get no job: their agent
     submits attempts through the API (issue 14); returns "" then."""
-    from tasks_app.jobs import run_attempt_job
-
     if Task.objects.filter(pk=task_id, agent=TaskAgent.EXTERNAL).exists():
         return ""
 
-    return job_send_on_commit(run_attempt_job, (task_id,), task_id=task_id, job_id=job_id)
+    return job_send_on_commit(RUN_ATTEMPT_JOB, (task_id,), task_id=task_id, job_id=job_id)
 
 
 def validation_enqueue(
@@ -614,7 +621,6 @@ def task_release_claim(*, task_id: int, reviewer: Any, force: bool = False) -> T
 def task_assign(*, task_id: int, assignee: Any | None, actor: Any) -> Task:
     """Assign a task to a reviewer, or clear the assignment with ``assignee=None``
     (issue 13). Only open tasks can be assigned; the assignment is advice, not a lock."""
-    from project.roles import is_reviewer
 
     task = Task.objects.select_for_update().get(pk=task_id)
     if task.is_terminal:
@@ -642,8 +648,6 @@ def run_finish(*, run: Run, status: str, fence: Fence | None = None, **values: A
         raise ValueError(f"a run ends completed or failed, not {status!r}")
     fields = {"status": status, **values}
     if fence is not None:
-        from tasks_app.agents.recorder import fenced_update
-
         if connection.vendor == "postgresql":
             fenced_update(fence, Run, run.pk, fields)
         else:

@@ -39,9 +39,11 @@ from django.db.models import Q
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
+from project.celery import app
 from project.db import MARKER_ID, Prepared
 from project.errors import InvalidInput
 from project.netguard import UnsafeAddress, resolve_public_address
+from tasks_app.external import revision_feedback, validation_summary
 from tasks_app.models import (
     DeliveryStatus,
     Task,
@@ -200,7 +202,6 @@ def webhook_events_for_transition(
 ) -> list[WebhookDelivery]:
     """Write the deliveries a status change causes, in the caller's transaction, and send
     their jobs after commit. Connected to ``task_transitioned`` (tasks_app.operations)."""
-    from tasks_app.external import revision_feedback, validation_summary
 
     event_types: list[str] = []
     validation = None
@@ -265,12 +266,17 @@ def webhook_events_for_transition(
     return deliveries
 
 
+# The delivery job's name (tasks_app.jobs registers it; sent by name, so this module does
+# not import the jobs that import it).
+DELIVER_WEBHOOKS_JOB = "tasks_app.deliver_webhooks"
+
+
 def deliver_later(*, endpoint_id: int, task_id: int, countdown: float = 0) -> None:
     """Send the delivery job of one (endpoint, task) pair."""
-    from tasks_app.jobs import deliver_webhooks_job
-
     try:
-        deliver_webhooks_job.apply_async((endpoint_id, task_id), countdown=countdown or None)
+        app.tasks[DELIVER_WEBHOOKS_JOB].apply_async(
+            (endpoint_id, task_id), countdown=countdown or None
+        )
     except Exception:
         # The broker is down: the rows are stored and the sweeper sends them later.
         log.warning("could not queue webhook job for endpoint %s", endpoint_id, exc_info=True)

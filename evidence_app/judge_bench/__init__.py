@@ -22,6 +22,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from evidence_app.services import attempt_judge
 from evidence_app.validator.citations import normalised
 from evidence_app.validator.schema import STATUSES
 from tasks_app.models import Run, Task, ToolEvidence
@@ -117,7 +118,6 @@ def _claims_correct(expected: list[dict[str, str]], got: list[dict[str, Any]]) -
 
 
 def run_case(case: dict[str, Any], *, model: str, template: str | None) -> CaseResult:
-    from evidence_app.services import attempt_judge
 
     started = time.monotonic()
     outcome: dict[str, Any] = {}

@@ -13,8 +13,11 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from evidence_app import rows
+from evidence_app.models import FailureCategory, SnapshotKind, ValidationStatus
 from project.costs import CostTotal, format_cost
 from project.llm.registry import display_model_name
+from tasks_app.models import FeedbackAction, RunKind, RunStatus
+from tasks_app.states import TaskStatus
 
 register = template.Library()
 
@@ -145,10 +148,6 @@ def status_label(value: str | None) -> str:
     if not value:
         return ""
     if not _STATUS_LABELS:
-        from evidence_app.models import FailureCategory, SnapshotKind, ValidationStatus
-        from tasks_app.models import FeedbackAction, RunKind, RunStatus
-        from tasks_app.states import TaskStatus
-
         for choices in (
             RunKind,
             RunStatus,

@@ -31,8 +31,9 @@ from project.db import release_connection
 from project.errors import DomainError
 from project.external import wrap_external
 from project.llm.registry import model_request_with_retry, resolve_model
-from tasks_app.agents.recorder import Fence, LeaseLost, RunRecorder
+from tasks_app.agents.recorder import RunRecorder
 from tasks_app.agents.tools import ToolOutput, run_tool, tool_definitions
+from tasks_app.fence import Fence, LeaseLost
 from tasks_app.models import NO_USABLE_ANSWER, RunKind, RunStatus
 
 log = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from django.db import connection
 from tasks_app.agents import prompts
 from tasks_app.agents.loop import AgentLoop, AgentResult
 from tasks_app.agents.plans import PlanNode, TeamPlan
-from tasks_app.agents.recorder import Fence, LeaseLost
 from tasks_app.agents.tools import DEFAULT_TOOLS
+from tasks_app.fence import Fence, LeaseLost
 from tasks_app.models import RunKind, Task
 from tasks_app.verdicts import validator
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from project.errors import DomainError
@@ -38,6 +38,7 @@ from tasks_app.otlp.mapping import (
     map_trace,
     other_spans,
 )
+from tasks_app.services import task_create
 
 log = logging.getLogger(__name__)
 
@@ -331,7 +332,6 @@ def _stored(span: OtlpSpan) -> StoredSpan:
 
 
 def _task_for(trace: OtlpTrace, task_id: int | None, mapped: Any) -> Task:
-    from tasks_app.services import task_create
 
     if task_id is not None:
         return Task.objects.get(pk=task_id)
@@ -434,7 +434,6 @@ def otlp_due_traces(*, now: datetime | None = None, limit: int = 200) -> list[in
     now = now or timezone.now()
     quiet = timedelta(seconds=float(settings.OTLP_TRACE_QUIET_SECONDS))
     max_wait = timedelta(seconds=float(settings.OTLP_TRACE_MAX_WAIT_SECONDS))
-    from django.db.models import Q
 
     return list(
         OtlpTrace.objects.filter(state=OtlpTraceState.COLLECTING)

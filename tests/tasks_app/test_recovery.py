@@ -25,8 +25,8 @@ from evidence_app.packets import build_packet
 from project.celery import app as celery_app
 from tasks_app import services
 from tasks_app.agents.loop import AgentResult
-from tasks_app.agents.recorder import LeaseLost
 from tasks_app.attempts import Heartbeat, attempt_claim, attempt_finish, attempt_reap
+from tasks_app.fence import LeaseLost
 from tasks_app.jobs import run_attempt_job
 from tasks_app.models import Run, RunStatus, Task, TaskEvent, ToolEvidence
 from tasks_app.states import TaskStatus as S

@@ -16,8 +16,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tasks_app import services
-from tasks_app.agents.recorder import Fence, LeaseLost
 from tasks_app.attempts import attempt_claim, attempt_reap
+from tasks_app.fence import Fence, LeaseLost
 from tasks_app.models import ClaimEvent, OutboxJob, Run, RunStatus, Task, TaskEvent
 from tasks_app.states import TaskStatus as S
 from tests.api.conftest import bearer_client

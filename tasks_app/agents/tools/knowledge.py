@@ -7,6 +7,7 @@ import functools
 import re
 from typing import TYPE_CHECKING, TypedDict
 
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connection
 from django.db.models import QuerySet
 
@@ -87,7 +88,6 @@ def search_queryset(
 
 def _ranked(raw_query: str, limit: int) -> QuerySet[WithAnnotations[KnowledgeDocument, _Ranked]]:
     """The documents matching the ``to_tsquery`` text ``raw_query``, best first."""
-    from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 
     # The same expression as the GIN index knowledgedocument_search (migration 0004):
     # the match (@@) then reads the index instead of every document.
