@@ -281,13 +281,13 @@ def figures(results: list[CaseResult]) -> dict[str, Any]:
 
 
 def dataset_targets(name: str, overall: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
-    fr = overall["false_reject_rate"]
+    fa, fr = overall["false_accept_rate"], overall["false_reject_rate"]
     return [
         (
             f"{name}: wrong or irrelevant answers accepted",
             f"{len(overall['false_accepts'])}/{overall['wrong_answers']}",
             "0",
-            not overall["false_accepts"],
+            fa is None or fa <= FALSE_ACCEPT_TARGET,
         ),
         (
             f"{name}: correct answers rejected",
