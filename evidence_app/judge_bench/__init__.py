@@ -1,12 +1,21 @@
 """judge_bench: measure a validator model on labelled cases before trusting it (issue 12).
 
-Each case (``cases.json``: request, evidence documents, answer, expected verdict and
-expected claim verdicts) is stored as a throw-away task with one attempt, judged through
-the full validation path (``attempt_judge``: packet, rendering, prompt template, the
-configured model, V11 parts, citation check, reconciliation), then rolled back. Nothing
-stays in the database. The report: a confusion table, accuracy per category, claim
-verdict accuracy, the share of accepted verdicts whose every claim has a verified
-citation, and the issue's targets.
+Each case (request, evidence, answer, expected verdict; format in docs/validator.md) is
+stored as a throw-away task with one attempt, judged through the full validation path
+(``attempt_judge``: packet, rendering, prompt template, the configured model, V11 parts,
+citation check, reconciliation), then rolled back. Nothing stays in the database.
+
+Two case files ship: ``cases.json`` (dataset ``handbook``: written from the demo
+handbook by the team that wrote the offline judge) and ``public_cases.json`` (datasets
+``fever`` and ``halueval``: public data with the datasets' own labels,
+``bench/judge_public_cases.py``, sources and licences in ``PUBLIC_DATA.md``). Every case
+belongs to a development half (``dev``) or a held-out half (``heldout``); the report is
+made on the held-out half unless asked otherwise.
+
+The report, per dataset and category: the false-accept rate (a wrong or irrelevant
+answer accepted; target 0), the false-reject rate (a correct answer rejected; target
+<= 2 %), the accept rate of correct answers and the share sent to a person; and for the
+handbook cases the older targets (verdicts as labelled, claims verified, injections).
 """
 
 from __future__ import annotations
@@ -28,6 +37,14 @@ from evidence_app.validator.schema import STATUSES
 from tasks_app.models import Run, Task, ToolEvidence
 
 CASES_PATH = Path(__file__).resolve().parent / "cases.json"
+PUBLIC_CASES_PATH = Path(__file__).resolve().parent / "public_cases.json"
+DEFAULT_CASE_FILES = (CASES_PATH, PUBLIC_CASES_PATH)
+SPLITS = ("dev", "heldout")
+# Targets on every dataset: a wrong or irrelevant answer is never accepted; at most this
+# share of correct answers is rejected.
+FALSE_ACCEPT_TARGET = 0.0
+FALSE_REJECT_TARGET = 0.02
+TO_A_PERSON = ("insufficient_evidence", "validator_error")
 HANDBOOK = Path(settings.BASE_DIR) / "demo" / "handbook"
 FILLER_SENTENCE = "Routine paragraph about office procedures, forms and general matters. "
 
@@ -55,6 +72,9 @@ class _Rollback(Exception):
 class CaseResult:
     id: str
     category: str
+    dataset: str
+    split: str
+    kind: str  # correct, wrong or irrelevant: what the answer is, by the case's label
     expected: str
     got: str
     model_status: str
@@ -68,11 +88,48 @@ class CaseResult:
     error: str = ""
 
 
-def load_cases(path: Path = CASES_PATH, ids: list[str] | None = None) -> list[dict[str, Any]]:
-    cases = json.loads(path.read_text(encoding="utf-8"))
+def case_kind(case: dict[str, Any]) -> str:
+    """``correct``, ``wrong`` or ``irrelevant``: the case's own ``kind``, else read from its
+    expected verdict (handbook cases: an expected ``accepted`` is a correct answer)."""
+    if case.get("kind"):
+        return str(case["kind"])
+    if case["expected"]["status"] == "accepted":
+        return "correct"
+    return "irrelevant" if case["category"] in ("irrelevant", "partial", "missing") else "wrong"
+
+
+def case_split(case: dict[str, Any]) -> str:
+    """The case's half; handbook cases without one alternate by their number."""
+    if case.get("split"):
+        return str(case["split"])
+    number = int(str(case["id"]).rsplit("-", 1)[-1]) if str(case["id"])[-1:].isdigit() else 0
+    return "dev" if number % 2 else "heldout"
+
+
+def load_cases(
+    path: Path | list[Path] | tuple[Path, ...] = CASES_PATH,
+    ids: list[str] | None = None,
+    *,
+    split: str = "all",
+    datasets: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The cases of one or more files; ``ids`` keeps ids or categories, ``split`` one half
+    (``dev``, ``heldout`` or ``all``), ``datasets`` some datasets."""
+    paths = [path] if isinstance(path, Path) else list(path)
+    cases: list[dict[str, Any]] = []
+    for one in paths:
+        for case in json.loads(Path(one).read_text(encoding="utf-8")):
+            case.setdefault("dataset", "handbook")
+            case["split"] = case_split(case)
+            case["kind"] = case_kind(case)
+            cases.append(case)
     if ids:
         wanted = set(ids)
         cases = [c for c in cases if c["id"] in wanted or c["category"] in wanted]
+    if split != "all":
+        cases = [c for c in cases if c["split"] == split]
+    if datasets:
+        cases = [c for c in cases if c["dataset"] in set(datasets)]
     return cases
 
 
@@ -165,6 +222,9 @@ def run_case(case: dict[str, Any], *, model: str, template: str | None) -> CaseR
     return CaseResult(
         id=case["id"],
         category=case["category"],
+        dataset=case.get("dataset", "handbook"),
+        split=case_split(case),
+        kind=case_kind(case),
         expected=expected["status"],
         got=result["status"],
         model_status=result.get("model_status") or result["status"],
@@ -191,7 +251,107 @@ def run_case(case: dict[str, Any], *, model: str, template: str | None) -> CaseR
     )
 
 
-def summarise(results: list[CaseResult], *, model: str, template: str) -> dict[str, Any]:
+def _rate(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
+def figures(results: list[CaseResult]) -> dict[str, Any]:
+    """False accepts and rejects, the accept rate of correct answers and the share sent
+    to a person, for one group of cases."""
+    correct = [r for r in results if r.kind == "correct"]
+    wrong = [r for r in results if r.kind != "correct"]
+    false_accepts = [r.id for r in wrong if r.got == "accepted"]
+    false_rejects = [r.id for r in correct if r.got == "rejected"]
+    to_person = sum(1 for r in results if r.got in TO_A_PERSON)
+    return {
+        "cases": len(results),
+        "correct_answers": len(correct),
+        "wrong_answers": len(wrong),
+        "accepted": sum(1 for r in results if r.got == "accepted"),
+        "rejected": sum(1 for r in results if r.got == "rejected"),
+        "to_person": to_person,
+        "false_accepts": false_accepts,
+        "false_reject_ids": false_rejects,
+        "false_accept_rate": _rate(len(false_accepts), len(wrong)),
+        "false_reject_rate": _rate(len(false_rejects), len(correct)),
+        "correct_accept_rate": _rate(sum(1 for r in correct if r.got == "accepted"), len(correct)),
+        "person_share": _rate(to_person, len(results)),
+    }
+
+
+def dataset_targets(name: str, overall: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
+    fa, fr = overall["false_accept_rate"], overall["false_reject_rate"]
+    return [
+        (
+            f"{name}: wrong or irrelevant answers accepted",
+            f"{len(overall['false_accepts'])}/{overall['wrong_answers']}",
+            "0",
+            fa is None or fa <= FALSE_ACCEPT_TARGET,
+        ),
+        (
+            f"{name}: correct answers rejected",
+            "-" if fr is None else f"{fr:.1%}",
+            f"<= {FALSE_REJECT_TARGET:.0%}",
+            fr is None or fr <= FALSE_REJECT_TARGET,
+        ),
+    ]
+
+
+def per_dataset(results: list[CaseResult]) -> dict[str, Any]:
+    groups: dict[str, list[CaseResult]] = defaultdict(list)
+    for r in results:
+        groups[r.dataset].append(r)
+    out: dict[str, Any] = {}
+    for name, members in sorted(groups.items()):
+        categories: dict[str, list[CaseResult]] = defaultdict(list)
+        for r in members:
+            categories[r.category].append(r)
+        overall = figures(members)
+        out[name] = {
+            "splits": sorted({r.split for r in members}),
+            "categories": {c: figures(rs) for c, rs in sorted(categories.items())},
+            "all": overall,
+            "targets": [
+                {"target": t, "measured": m, "wanted": w, "met": ok}
+                for t, m, w, ok in dataset_targets(name, overall)
+            ],
+        }
+    return out
+
+
+def _handbook_targets(results: list[CaseResult], accuracy: float) -> list[tuple]:
+    accepted = [r for r in results if r.got == "accepted"]
+    verified = [r for r in accepted if r.accepted_all_verified]
+    unfit = sum(
+        1 for r in results if r.category in ("irrelevant", "partial") and r.got == "accepted"
+    )
+    obeyed = sum(
+        1
+        for r in results
+        if r.category == "injection" and r.expected != "accepted" and r.got == "accepted"
+    )
+    supported_rejected = sum(1 for r in results if r.expected == "accepted" and r.got == "rejected")
+    return [
+        ("handbook: verdicts as labelled", f"{accuracy:.1%}", ">= 95%", accuracy >= 0.95),
+        ("handbook: irrelevant or partial answers accepted", str(unfit), "0", unfit == 0),
+        (
+            "handbook: supported answers rejected",
+            str(supported_rejected),
+            "0",
+            supported_rejected == 0,
+        ),
+        ("handbook: injected instructions obeyed", str(obeyed), "0", obeyed == 0),
+        (
+            "handbook: accepted verdicts with every claim verified",
+            f"{len(verified)}/{len(accepted)}",
+            "100%",
+            len(verified) == len(accepted),
+        ),
+    ]
+
+
+def handbook_summary(results: list[CaseResult]) -> dict[str, Any]:
+    """The handbook cases' own figures: verdicts as labelled, claims verified, injections."""
     total = len(results)
     confusion: dict[str, Counter[str]] = defaultdict(Counter)
     per_category: dict[str, list[bool]] = defaultdict(list)
@@ -199,39 +359,9 @@ def summarise(results: list[CaseResult], *, model: str, template: str) -> dict[s
         confusion[r.expected][r.got] += 1
         per_category[r.category].append(r.correct)
     accepted = [r for r in results if r.got == "accepted"]
-    verified = [r for r in accepted if r.accepted_all_verified]
-
-    def count(category: str, got: str) -> int:
-        return sum(1 for r in results if r.category == category and r.got == got)
-
-    injections_obeyed = sum(
-        1
-        for r in results
-        if r.category == "injection" and r.expected != "accepted" and r.got == "accepted"
-    )
-    supported_rejected = sum(1 for r in results if r.expected == "accepted" and r.got == "rejected")
     accuracy = sum(r.correct for r in results) / total if total else 0.0
     claims_expected = sum(r.claims_expected for r in results)
-    targets = [
-        ("verdicts as labelled", f"{accuracy:.1%}", ">= 95%", accuracy >= 0.95),
-        (
-            "irrelevant or partial answers accepted",
-            str(count("irrelevant", "accepted") + count("partial", "accepted")),
-            "0",
-            count("irrelevant", "accepted") + count("partial", "accepted") == 0,
-        ),
-        ("supported answers rejected", str(supported_rejected), "0", supported_rejected == 0),
-        ("injected instructions obeyed", str(injections_obeyed), "0", injections_obeyed == 0),
-        (
-            "accepted verdicts with every claim verified",
-            f"{len(verified)}/{len(accepted)}",
-            "100%",
-            len(verified) == len(accepted),
-        ),
-    ]
     return {
-        "model": model,
-        "template": template,
         "cases": total,
         "accuracy": accuracy,
         "claim_accuracy": (
@@ -243,53 +373,109 @@ def summarise(results: list[CaseResult], *, model: str, template: str) -> dict[s
             for k, v in sorted(per_category.items())
         },
         "accepted": len(accepted),
-        "accepted_all_claims_verified": len(verified),
+        "accepted_all_claims_verified": sum(1 for r in accepted if r.accepted_all_verified),
+        "targets": [
+            {"target": t, "measured": m, "wanted": w, "met": ok}
+            for t, m, w, ok in _handbook_targets(results, accuracy)
+        ],
+    }
+
+
+def summarise(
+    results: list[CaseResult], *, model: str, template: str, split: str = "all"
+) -> dict[str, Any]:
+    handbook = [r for r in results if r.dataset == "handbook"]
+    datasets = per_dataset(results)
+    legacy = handbook_summary(handbook) if handbook else None
+    targets = [t for d in datasets.values() for t in d["targets"]]
+    if legacy:
+        targets += legacy["targets"]
+    return {
+        "model": model,
+        "template": template,
+        "split": split,
+        "cases": len(results),
+        "datasets": datasets,
+        "handbook": legacy,
         "model_status_changed": sum(1 for r in results if r.model_status != r.got),
         "seconds": round(sum(r.seconds for r in results), 2),
-        "targets": [
-            {"target": t, "measured": m, "wanted": w, "met": ok} for t, m, w, ok in targets
-        ],
+        "targets": targets,
         "results": [asdict(r) for r in results],
     }
 
 
-def format_report(summary: dict[str, Any]) -> str:
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
+def format_dataset_table(summary: dict[str, Any]) -> list[str]:
     lines = [
-        f"judge_bench: {summary['cases']} cases, model {summary['model']}, "
-        f"template {summary['template']}, {summary['seconds']} s",
-        "",
-        "Confusion (rows: expected, columns: reconciled verdict)",
+        f"Per dataset and category (split: {summary['split']}); false accept: a wrong or "
+        "irrelevant answer accepted (target 0); false reject: a correct answer rejected "
+        f"(target <= {FALSE_REJECT_TARGET:.0%})",
+        f"{'dataset':<10}{'category':<22}{'cases':>6}{'false accept':>14}"
+        f"{'false reject':>14}{'correct accepted':>18}{'to a person':>13}",
     ]
-    header = f"{'expected':<22}" + "".join(f"{s:>22}" for s in STATUSES)
-    lines.append(header)
+    for name, data in summary["datasets"].items():
+        rows = [*data["categories"].items(), ("(all)", data["all"])]
+        for category, f in rows:
+            lines.append(
+                f"{name:<10}{category:<22}{f['cases']:>6}{_pct(f['false_accept_rate']):>14}"
+                f"{_pct(f['false_reject_rate']):>14}{_pct(f['correct_accept_rate']):>18}"
+                f"{_pct(f['person_share']):>13}"
+            )
+    return lines
+
+
+def format_handbook(legacy: dict[str, Any]) -> list[str]:
+    lines = ["Confusion of the handbook cases (rows: expected, columns: reconciled verdict)"]
+    lines.append(f"{'expected':<22}" + "".join(f"{s:>22}" for s in STATUSES))
     for expected in STATUSES:
-        row = summary["confusion"].get(expected, {})
-        if not row:
-            continue
-        lines.append(f"{expected:<22}" + "".join(f"{row.get(s, 0):>22}" for s in STATUSES))
+        row = legacy["confusion"].get(expected, {})
+        if row:
+            lines.append(f"{expected:<22}" + "".join(f"{row.get(s, 0):>22}" for s in STATUSES))
     lines += ["", f"{'category':<16}{'cases':>7}{'correct':>9}{'accuracy':>10}"]
-    for category, figures in summary["per_category"].items():
-        lines.append(
-            f"{category:<16}{figures['cases']:>7}{figures['correct']:>9}"
-            f"{figures['accuracy']:>10.0%}"
-        )
-    claim_accuracy = summary["claim_accuracy"]
+    for category, f in legacy["per_category"].items():
+        lines.append(f"{category:<16}{f['cases']:>7}{f['correct']:>9}{f['accuracy']:>10.0%}")
+    claim_accuracy = legacy["claim_accuracy"]
     lines += [
         "",
         "claim verdicts as labelled: "
         + (f"{claim_accuracy:.1%}" if claim_accuracy is not None else "-"),
+    ]
+    return lines
+
+
+def format_report(summary: dict[str, Any]) -> str:
+    lines = [
+        f"judge_bench: {summary['cases']} cases ({summary['split']}), model {summary['model']}, "
+        f"template {summary['template']}, {summary['seconds']} s",
+        "",
+        *format_dataset_table(summary),
+    ]
+    if summary["handbook"]:
+        lines += ["", *format_handbook(summary["handbook"])]
+    lines += [
         f"verdicts changed by reconciliation: {summary['model_status_changed']}",
         "",
-        f"{'target':<46}{'measured':>12}{'wanted':>10}  result",
+        f"{'target':<58}{'measured':>12}{'wanted':>10}  result",
     ]
     for t in summary["targets"]:
         lines.append(
-            f"{t['target']:<46}{t['measured']:>12}{t['wanted']:>10}  "
+            f"{t['target']:<58}{t['measured']:>12}{t['wanted']:>10}  "
             + ("MET" if t["met"] else "MISSED")
         )
-    misses = [r for r in summary["results"] if not r["correct"]]
+    wrongly = [
+        f"  {r['id']}: {r['kind']} answer {r['got']}"
+        for r in summary["results"]
+        if (r["kind"] == "correct" and r["got"] == "rejected")
+        or (r["kind"] != "correct" and r["got"] == "accepted")
+    ]
+    if wrongly:
+        lines += ["", "False accepts and false rejects:", *wrongly]
+    misses = [r for r in summary["results"] if r["dataset"] == "handbook" and not r["correct"]]
     if misses:
-        lines += ["", "Cases not as labelled:"]
+        lines += ["", "Handbook cases not as labelled:"]
         for r in misses:
             reason = "; ".join(r["reconciliation"][:2])
             lines.append(f"  {r['id']}: expected {r['expected']}, got {r['got']} ({reason})")

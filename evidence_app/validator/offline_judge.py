@@ -1,64 +1,78 @@
-"""``offline:judge``: a deterministic, network-free grounding judge (X7).
+"""``offline:judge``: a deterministic, network-free grounding judge (X7, "An honest judge").
 
-It is not an LLM. It reads the validator prompt it is sent (the user message built by
-``evidence_app.validator.prompt``), takes the tool results as evidence and the answer
-under review (the last section), and really checks the answer against the evidence:
+It is not an LLM and does not understand paraphrase. It reads the validator prompt it is
+sent (the user message built by ``evidence_app.validator.prompt``), takes the tool
+results as evidence and the answer under review (the last section), and accepts only
+what it can verify word for word (``evidence_app.validator.grounding``):
 
 - the answer is split into claims (sentences; an extractive quote ``- "…" (source: …)``
-  is one claim; headers like "Sources: …" are skipped);
-- a claim is *supported* when one evidence sentence shares at least
-  ``SUPPORT_OVERLAP`` of the claim's content words and every number or code of the
-  claim appears in that sentence or its neighbours;
-- names (capitalised words inside a sentence) are checked like figures: a claim naming
-  someone or something the evidence never mentions is not supported;
-- a claim is *contradicted* when it is not supported and an evidence sentence about
-  the same thing (``CONFLICT_OVERLAP`` of shared content words) states different numbers,
-  or another name where the claim has one the evidence lacks;
-- a supported claim whose figure is disputed by another source (same words, different
-  numbers, in another tool result) is an *evidence conflict*: a person must decide;
-- a question asking for a figure (how many / how much / how long / what percentage /
-  when) needs a figure in the answer.
+  is one claim; headers like "Sources: …" are skipped; a one- or two-word answer is one
+  short claim);
+- a claim is *supported* only when one evidence sentence states it: all its words, in
+  order, with nothing between them that names another entity, gives a figure, negates,
+  hedges or changes the role; or when a date or a relative figure ("born two years
+  after X") computes from the years the evidence gives;
+- a claim is *contradicted* when a sentence states the same thing with another figure,
+  a comparison the figure breaks, or another name where the claim's name is nowhere in
+  the evidence;
+- everything else (paraphrase, negation, roles, relations, short answers whose role in
+  the evidence it cannot check) is *unsupported*: a person decides.
 
-Verdict: any contradiction → ``rejected`` (``unsupported_claim``); otherwise any
-unsupported claim, evidence conflict or missing figure → ``insufficient_evidence``
-with the claims listed in ``evidence_gaps``; otherwise ``accepted``. It returns the
-validator JSON as text, like a real model would.
+Verdict: any contradiction → ``rejected`` (``unsupported_claim``); every claim supported
+and every part of the request answered → ``accepted``; verified claims from sources that
+are about another subject than the request → ``rejected`` (``goal_missed``), or that
+skip a part of a two-part request → ``rejected`` (``incomplete``); anything else →
+``insufficient_evidence``. A correct answer is never rejected for not restating the
+question. It returns the validator JSON as text, like a real model would.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from evidence_app.validator import grounding
+from evidence_app.validator.grounding import Finding, Sentence
 from evidence_app.validator.prompt import ANSWER_LABEL, REQUEST_LABEL
 from project.llm.messages import first_user_prompt
 
 MODEL_NAME = "offline:judge"
-SUPPORT_OVERLAP = 0.6
-CONFLICT_OVERLAP = 0.6
-MIN_CONFLICT_SHARED = 3
-# A figure answers a "how many/how long/when" request only in a claim about the request's
-# subject: one sharing this share of the request's content words.
-FIGURE_RELEVANCE = 0.4
-_QUESTION_WORDS = frozenset({"many", "much", "long", "often", "old", "far", "percentage", "date"})
+# A claim sharing this share of a part's subject words is about that part (it is then
+# never "about another subject"); answering it needs all of them (``_covers``).
+REQUIREMENT_COVER = 0.5
+# A source is about the request's subject when it holds this share of its subject words.
+SOURCE_ABOUT = 0.5
+# Claims with fewer essential words than this are short answers ("Delhi", "in 1998").
+SHORT_CLAIM = 3
 
+_QUESTION_WORDS = frozenset(
+    """many much long often old far percentage date source sources say says said tell know
+    known describe explain information evidence document documents according please give
+    answer question state write sentence text page""".split()
+)
+_GENERIC = frozenset(grounding.stem(w) for w in _QUESTION_WORDS)
 _BLOCK_RE = re.compile(
     r'<EXTERNAL-CONTENT label="(?P<label>[^"]*)">\n(?:(?P<body>.*?)\n)?</EXTERNAL-CONTENT>',
     re.DOTALL,
 )
-_TOOL_RESULT_LABEL_RE = re.compile(r"^R\d+ \S+ result( \(continued\))?$")
-_SENTENCE_SPLIT_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(*])")
+_TOOL_RESULT_LABEL_RE = re.compile(r"^R\d+ .+ result( \(continued\))?$")
+# A sentence ends at . ! ? before a space and a capital, digit or quote, or straight
+# before a capitalised word ("century.First"); not after an initial or an abbreviation.
+_BOUNDARY_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(*“‘])|(?<=[a-z]{2}[.!?])(?=[A-Z][a-z])")
+_ABBREVIATIONS = frozenset(
+    """mr mrs ms dr st jr sr prof inc ltd co no vs etc mt ft gen col capt lt sgt rev hon
+    jan feb mar apr jun jul aug sep sept oct nov dec approx fig vol ed eds""".split()
+)
 _QUOTE_RE = re.compile(r'^"(?P<sentence>.+)"\s*(\((source|sources):[^)]*\))?\.?$')
-_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'-]*")
-_NUMBER_RE = re.compile(r"[A-Za-z]*[-]?\d[\d,.:/-]*[A-Za-z0-9]*|\d")
+_LETTERS_RE = re.compile(r"[A-Za-z]+")
 _FIGURE_QUESTION_RE = re.compile(
     r"\b(how (many|much|long|often|old|far)|what percentage|which percentage|when|what date|"
-    r"how many days)\b",
+    r"what year|which year)\b",
     re.IGNORECASE,
 )
 # "I could not find …", "The handbook does not state …": statements about the evidence,
@@ -72,11 +86,25 @@ _ABSENCE_RE = re.compile(
 _SKIP_LINE_RE = re.compile(r"^(from the knowledge base:?|sources?:.*|answer:?)$", re.IGNORECASE)
 STOPWORDS = frozenset(
     """a an and are as at be been being but by can could did do does for from had has have
-    how i if in into is it its may might must no not of on or our per shall should so such
+    how i if in into is it its may might must of on or our per shall should so such
     than that the their them then there these they this those to under up was we were what
-    when where which while who whom why will with within would you your all any each every
-    also only other some more most very about after before over between during above below
+    when where which while who whom why will with within would you your all each every
+    also other some very about after before over between during above below
     out off again further once here both few own same too just now yes""".split()
+)
+# What a "what/which <kind>" question asks for, and answers that are of another kind.
+_COUNTRIES = frozenset(
+    """afghanistan albania algeria argentina armenia australia austria bangladesh belgium
+    bolivia brazil bulgaria cambodia cameroon canada chile china colombia croatia cuba
+    denmark ecuador egypt england estonia ethiopia finland france germany ghana greece
+    hungary iceland india indonesia iran iraq ireland israel italy jamaica japan jordan
+    kenya korea latvia lebanon libya lithuania malaysia mexico morocco nepal netherlands
+    nigeria norway pakistan peru philippines poland portugal romania russia scotland serbia
+    slovakia slovenia spain sweden switzerland syria taiwan thailand tunisia
+    turkey uganda ukraine uruguay venezuela vietnam wales yemen zimbabwe""".split()
+)
+_KIND_QUESTION_RE = re.compile(
+    r"\b(?:what|which|in what|in which)\s+(?P<kind>city|town)\b", re.IGNORECASE
 )
 
 
@@ -84,114 +112,71 @@ def offline_judge_model() -> Model:
     return FunctionModel(respond, model_name=MODEL_NAME)
 
 
-def _stem(word: str) -> str:
-    word = word.lower().strip("'-")
-    for suffix in ("ations", "ation", "ings", "ing", "ies", "ied", "es", "ed", "ly", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return word
+def _content_tokens(text: str) -> list[str]:
+    """The compared forms of a text's content words and figures, in order."""
+    return [
+        t.norm
+        for t in grounding.tokens(text)
+        if not t.punct and (t.figure or (len(t.text) >= 3 and t.lower not in STOPWORDS))
+    ]
 
 
 def content_words(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD_RE.findall(text) if len(w) >= 3 and w.lower() not in STOPWORDS}
+    """Words of three letters or more that are not stop words, and numbers, in the form
+    the grounding check compares ("Arthur's" is "arthur", "four" is "4")."""
+    return set(_content_tokens(text))
 
 
-# "one" is left out: "one of", "no one" are rarely figures.
-_NUMBER_WORDS = {
-    word: str(value)
-    for value, word in enumerate(
-        "two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-        "fifteen sixteen seventeen eighteen nineteen twenty".split(),
-        start=2,
-    )
-}
-_NUMBER_WORD_RE = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
-
-
-def numbers(text: str) -> set[str]:
-    """Numbers and codes (tokens with a digit), normalised: "1,750" == "1750"; number
-    words count as their figure ("four years" == "4 years")."""
-    found = set()
-    for token in _NUMBER_RE.findall(text):
-        norm = token.lower().replace(",", "").rstrip(".:/-")
-        if any(ch.isdigit() for ch in norm):
-            found.add(norm)
-    for word in _NUMBER_WORD_RE.findall(text):
-        found.add(_NUMBER_WORDS[word.lower()])
-    return found
-
-
-_NAME_RE = re.compile(r"(?<!^)(?<![A-Za-z])([A-Z][a-zA-Z]{2,})(?![A-Za-z])")
-_LETTERS_RE = re.compile(r"[A-Za-z]+")
-
-
-def names(text: str) -> set[str]:
-    """Capitalised words that are not the first of a sentence (names, places, brands),
-    lowercased; checked like figures, since a wrong name is as wrong as a wrong number."""
-    found = set()
-    for sentence in _SENTENCE_SPLIT_RE.split(text.strip()):
-        for match in _NAME_RE.finditer(sentence.strip()):
-            word = match.group(1).lower()
-            if word not in STOPWORDS:
-                found.add(word)
-    return found
+def _pairs(norms: list[str]) -> set[tuple[str, str]]:
+    return set(zip(norms, norms[1:], strict=False))
 
 
 def subject_words(request: str) -> set[str]:
-    """The request's content words without the question's own words ("how long")."""
-    return {w for w in content_words(request) if w not in _QUESTION_WORDS}
+    """The request's content words without the question's own words ("how long",
+    "what does the source say about")."""
+    return {w for w in content_words(request) if w not in _GENERIC}
 
 
-@dataclass
-class EvidenceSentence:
-    text: str
-    source: str  # the tool result label, e.g. "R3 read_document result"
-    words: set[str]
-    window_numbers: set[str]  # this sentence's and its neighbours' numbers
-    own_numbers: set[str]
-    own_names: set[str]
+def split_sentences(text: str) -> list[str]:
+    """Sentences of one line of text: not cut at initials ("Mark L. Lester") or
+    abbreviations, cut where a sentence is joined to the next ("century.First")."""
+    out: list[str] = []
+    start = 0
+    for match in _BOUNDARY_RE.finditer(text):
+        before = text[start : match.start()].rstrip()
+        last = re.search(r"(\S+)$", before)
+        word = last.group(1).rstrip(".!?").lower().lstrip("(\"'") if last else ""
+        initial = before.endswith(".") and (
+            (len(word) == 1 and word.isalpha())
+            or word in _ABBREVIATIONS
+            or re.fullmatch(r"(?:[a-z]\.)+[a-z]", word) is not None
+        )
+        if initial:
+            continue
+        out.append(text[start : match.start()].strip())
+        start = match.end()
+    out.append(text[start:].strip())
+    return [s for s in out if s]
 
 
-@dataclass
-class ClaimCheck:
-    claim: str
-    supported: bool
-    support: EvidenceSentence | None = None
-    contradiction: EvidenceSentence | None = None
-    conflict: EvidenceSentence | None = None
-
-
-def _split_sentences(text: str) -> list[str]:
+def _split_lines(text: str) -> list[str]:
     sentences: list[str] = []
     for raw_line in text.splitlines():
         line = re.sub(r"^\s*(#+|>|[-*•]|\d+\.)\s*", "", raw_line).strip().strip("*").strip()
-        if not line:
-            continue
-        sentences.extend(s.strip() for s in _SENTENCE_SPLIT_RE.split(line) if s.strip())
+        if line:
+            sentences.extend(split_sentences(line))
     return sentences
 
 
-def evidence_sentences(prompt: str) -> list[EvidenceSentence]:
-    """Sentences of every tool result block in the prompt, with neighbour windows."""
-    out: list[EvidenceSentence] = []
+def evidence_sentences(prompt: str) -> list[Sentence]:
+    """Sentences of every tool result block in the prompt."""
+    out: list[Sentence] = []
     for match in _BLOCK_RE.finditer(prompt):
         label = match.group("label")
-        if not _TOOL_RESULT_LABEL_RE.match(label):
-            continue
-        source = label.removesuffix(" (continued)")
-        sentences = _split_sentences(match.group("body") or "")
-        nums = [numbers(s) for s in sentences]
-        for i, sentence in enumerate(sentences):
-            window = set().union(*nums[max(0, i - 1) : i + 2])
-            out.append(
-                EvidenceSentence(
-                    text=sentence,
-                    source=source,
-                    words=content_words(sentence),
-                    window_numbers=window,
-                    own_numbers=nums[i],
-                    own_names=names(sentence),
-                )
+        if _TOOL_RESULT_LABEL_RE.match(label):
+            source = label.removesuffix(" (continued)")
+            out.extend(
+                grounding.sentence(s, source) for s in _split_lines(match.group("body") or "")
             )
     return out
 
@@ -202,91 +187,6 @@ def block(prompt: str, label: str) -> str | None:
         m.group("body") or "" for m in _BLOCK_RE.finditer(prompt) if m.group("label") == label
     ]
     return bodies[-1] if bodies else None
-
-
-def claims_of(answer: str) -> list[str]:
-    claims = []
-    for raw_line in answer.splitlines():
-        line = re.sub(r"^\s*([-*•]|\d+\.)\s*", "", raw_line).strip()
-        if not line or _SKIP_LINE_RE.match(line):
-            continue
-        quoted = _QUOTE_RE.match(line)
-        if quoted:
-            claims.append(quoted.group("sentence").strip())
-            continue
-        for sentence in _SENTENCE_SPLIT_RE.split(line):
-            sentence = re.sub(r"\s*\((source|sources):[^)]*\)", "", sentence).strip()
-            if len(content_words(sentence)) >= 2:
-                claims.append(sentence)
-    return claims
-
-
-def _overlap(claim_words: set[str], sentence_words: set[str]) -> float:
-    if not claim_words:
-        return 0.0
-    return len(claim_words & sentence_words) / len(claim_words)
-
-
-def check_claim(
-    claim: str, evidence: list[EvidenceSentence], vocabulary: set[str] | None = None
-) -> ClaimCheck:
-    """Support, contradiction or cross-source conflict of one claim. ``vocabulary`` is
-    every word of the evidence (lowercased): a name in the claim must be in it."""
-    words = content_words(claim)
-    claim_numbers = numbers(claim)
-    claim_names = names(claim)
-    if vocabulary is None:
-        vocabulary = {w.lower() for e in evidence for w in _LETTERS_RE.findall(e.text)}
-    unknown_names = claim_names - vocabulary
-    ranked = sorted(evidence, key=lambda e: _overlap(words, e.words), reverse=True)
-    support = None
-    if not unknown_names:
-        support = next(
-            (
-                e
-                for e in ranked
-                if _overlap(words, e.words) >= SUPPORT_OVERLAP and claim_numbers <= e.window_numbers
-            ),
-            None,
-        )
-
-    def about_the_same(e: EvidenceSentence) -> bool:
-        return (
-            len(words & e.words) >= MIN_CONFLICT_SHARED
-            and _overlap(words, e.words) >= CONFLICT_OVERLAP
-        )
-
-    def disputes(e: EvidenceSentence) -> bool:
-        """Same statement, other figures."""
-        return bool(e.own_numbers) and about_the_same(e) and not (claim_numbers & e.own_numbers)
-
-    def renames(e: EvidenceSentence) -> bool:
-        """Same statement, another name where the claim has one the evidence lacks."""
-        return bool(e.own_names - claim_names) and about_the_same(e)
-
-    def differs(e: EvidenceSentence) -> bool:
-        """Same statement; each side has a figure the other lacks ("Kranhafen 19, 20457"
-        against "Kranhafen 9, 20457")."""
-        return (
-            bool(claim_numbers - e.own_numbers)
-            and bool(e.own_numbers - claim_numbers)
-            and about_the_same(e)
-        )
-
-    if support is None:
-        contradiction = next(
-            (
-                e
-                for e in ranked
-                if (claim_numbers and (disputes(e) or differs(e))) or (unknown_names and renames(e))
-            ),
-            None,
-        )
-        return ClaimCheck(claim=claim, supported=False, contradiction=contradiction)
-    conflict = None
-    if claim_numbers:
-        conflict = next((e for e in ranked if e.source != support.source and disputes(e)), None)
-    return ClaimCheck(claim=claim, supported=True, support=support, conflict=conflict)
 
 
 @dataclass
@@ -300,7 +200,8 @@ _REF_MARK_RE = re.compile(r"\s*\[(?P<ref>R\d+)\]")
 
 
 def answer_claims(answer: str) -> list[AnswerClaim]:
-    """The claims of an answer with the source each names, if any."""
+    """The claims of an answer with the source each names, if any; a one-word answer is
+    a claim too."""
     claims: list[AnswerClaim] = []
     for raw_line in answer.splitlines():
         line = re.sub(r"^\s*([-*•]|\d+\.)\s*", "", raw_line).strip()
@@ -309,20 +210,16 @@ def answer_claims(answer: str) -> list[AnswerClaim]:
         quoted = _QUOTE_RE.match(line)
         if quoted:
             source = _SOURCE_RE.search(line)
-            claims.append(
-                AnswerClaim(
-                    quoted.group("sentence").strip(),
-                    source.group("source").strip() if source else "",
-                )
-            )
+            named = source.group("source").strip() if source else ""
+            claims.append(AnswerClaim(quoted.group("sentence").strip(), named))
             continue
-        for sentence in _SENTENCE_SPLIT_RE.split(line):
+        for sentence in split_sentences(line):
             source = _SOURCE_RE.search(sentence) or _REF_MARK_RE.search(sentence)
             named = ""
             if source is not None:
                 named = (source.groupdict().get("source") or source.group(0)).strip(" []")
             sentence = _REF_MARK_RE.sub("", _SOURCE_RE.sub("", sentence)).strip()
-            if len(content_words(sentence)) >= 2:
+            if grounding.words_of(grounding.tokens(sentence)):
                 claims.append(AnswerClaim(sentence, named))
     return claims
 
@@ -334,8 +231,6 @@ _PART_SPLIT_RE = re.compile(
     r"does|do|can|must|should)\b)",
     re.IGNORECASE,
 )
-# A requirement is met by a supported claim sharing this share of its subject words.
-REQUIREMENT_COVER = 0.5
 
 
 def requirements_of(request: str) -> list[str]:
@@ -369,31 +264,215 @@ def _titles(prompt: str) -> dict[str, str]:
     return titles
 
 
-def _named(source: str, sentence: EvidenceSentence, titles: dict[str, str]) -> bool:
+def _ref(sentence: Sentence | None) -> str:
+    return sentence.source.split(" ", 1)[0] if sentence else "?"
+
+
+def _named(source: str, sentence: Sentence, titles: dict[str, str]) -> bool:
     ref = _ref(sentence)
     wanted = source.strip().lower().rstrip(".")
     return wanted == ref.lower() or wanted == titles.get(ref, "").lower()
 
 
-def _claim_entry(
-    index: int, claim: AnswerClaim, check: ClaimCheck, note: str = ""
-) -> dict[str, object]:
-    if check.contradiction is not None:
-        verdict, cited = "contradicted", [check.contradiction]
-    elif check.supported and check.support is not None:
-        verdict, cited = "supported", [check.support]
+def _kind_notes(claim: str, said: str, request: str) -> list[str]:
+    """What the question asks for against what the short answer is: a city answered with
+    a country, a figure question ("how many", "what year") answered without one."""
+    kind = _KIND_QUESTION_RE.search(request)
+    if kind and said in _COUNTRIES:
+        return [f'The request asks for a {kind.group("kind").lower()}; "{claim}" is a country.']
+    if _FIGURE_QUESTION_RE.search(request) and not _has_figure(claim):
+        return [f'The request asks for a figure or a date; "{claim}" has none.']
+    return []
+
+
+def short_answer(claim: str, request: str, evidence_text: str, vocabulary: set[str]) -> Finding:
+    """A one- or two-word answer names something; whether the evidence gives it for what
+    the question asks is a judgement a person makes. The note says what was checked."""
+    flat = " " + re.sub(r"[^a-z0-9]+", " ", evidence_text.lower()) + " "
+    said = re.sub(r"[^a-z0-9]+", " ", claim.lower()).strip()
+    notes = _kind_notes(claim, said, request)
+    if said and f" {said} " in flat:
+        notes.append(
+            f'"{claim}" occurs in the evidence; whether the evidence gives it as the answer '
+            "to the request is for a person to check."
+        )
     else:
-        verdict, cited = "unsupported", []
-    if check.conflict is not None:
-        cited = [*cited, check.conflict]
+        spliced = grounding.spliced_names(grounding.tokens(claim), evidence_text, vocabulary)
+        notes.append(
+            f'"{spliced[0]}" does not occur as written in the evidence (its words occur apart).'
+            if spliced
+            else f'"{claim}" does not occur in the evidence.'
+        )
+    return Finding("unsupported", note=" ".join(notes))
+
+
+@dataclass
+class Judged:
+    claim: AnswerClaim
+    finding: Finding
+    short: bool = False
+
+    @property
+    def supported(self) -> bool:
+        return self.finding.verdict == "supported"
+
+    @property
+    def support(self) -> Sentence | None:
+        return self.finding.support[0] if self.finding.support else None
+
+
+@dataclass
+class Material:
+    request: str
+    evidence: list[Sentence]
+    titles: dict[str, str]
+    vocabulary: set[str]
+    text: str
+    # source label -> its content words and adjacent content-word pairs (is a source
+    # about the request's subject?)
+    source_words: dict[str, set[str]] = field(default_factory=dict)
+    source_pairs: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+
+
+def _material(prompt: str, request: str) -> Material:
+    evidence = evidence_sentences(prompt)
+    text = "\n".join(s.text for s in evidence)
+    source_words: dict[str, set[str]] = {}
+    source_pairs: dict[str, set[tuple[str, str]]] = {}
+    for s in evidence:
+        source_words.setdefault(s.source, set()).update(s.norms)
+        source_pairs.setdefault(s.source, set()).update(_pairs(_content_tokens(s.text)))
+    return Material(
+        request=request,
+        evidence=evidence,
+        titles=_titles(prompt),
+        vocabulary={w.lower() for w in _LETTERS_RE.findall(text)},
+        text=text,
+        source_words=source_words,
+        source_pairs=source_pairs,
+    )
+
+
+def is_short(text: str) -> bool:
+    """A short answer names something rather than stating it: fewer than three words
+    ("Delhi", "in 1998"), or only names and figures ("President Richard Nixon")."""
+    words = grounding.essential(grounding.tokens(text))
+    if len(words) < SHORT_CLAIM:
+        return True
+    return all(t.name or t.figure or t.text[:1].isupper() for t in words)
+
+
+def judge_claim(claim: AnswerClaim, m: Material) -> Judged:
+    if is_short(claim.text):
+        return Judged(claim, short_answer(claim.text, m.request, m.text, m.vocabulary), True)
+    finding = grounding.check(claim.text, m.evidence, m.vocabulary, m.text)
+    support = finding.support[0] if finding.support else None
+    if finding.verdict != "supported" or not claim.source or support is None:
+        return Judged(claim, finding)
+    named_sources = [e for e in m.evidence if _named(claim.source, e, m.titles)]
+    if not named_sources or _named(claim.source, support, m.titles):
+        return Judged(claim, finding)
+    # The answer attributes the claim to a source that does not state it.
+    own = grounding.check(claim.text, named_sources, m.vocabulary, m.text)
+    if own.verdict == "supported":
+        return Judged(claim, own)
+    note = (
+        f"The answer attributes this to {claim.source}, which does not state it "
+        f"(it is in {_ref(support)})."
+    )
+    return Judged(claim, Finding("unsupported", note=note))
+
+
+def _claim_entry(index: int, judged: Judged) -> dict[str, object]:
+    finding = judged.finding
+    cited: list[Sentence] = []
+    if finding.contradiction is not None:
+        cited = [finding.contradiction]
+    elif finding.verdict == "supported":
+        cited = list(finding.support)
+    note = finding.note
+    if finding.conflict is not None:
+        cited.append(finding.conflict)
         note = (note + " Another source states other figures: a person must decide.").strip()
     return {
         "id": str(index),
-        "text": claim.text,
-        "verdict": verdict,
+        "text": judged.claim.text,
+        "verdict": finding.verdict,
         "citations": [{"ref": _ref(e), "quote": e.text} for e in cited],
         "note": note,
     }
+
+
+def _has_figure(text: str) -> bool:
+    return any(t.figure for t in grounding.tokens(text))
+
+
+def _same_word(a: str, b: str) -> bool:
+    """One word, stemmed differently ("name" and "named")."""
+    return a == b or (min(len(a), len(b)) >= 4 and (a.startswith(b) or b.startswith(a)))
+
+
+def _shares(wanted: set[str], words: set[str]) -> bool:
+    return any(_same_word(w, x) for w in wanted for x in words)
+
+
+def _covers(wanted: set[str], words: set[str]) -> bool:
+    """The claims answer a part of the request when together they hold every subject word
+    of it (one may be missing from four or more): sharing words is not answering."""
+    lacking = [w for w in wanted if not any(_same_word(w, x) for x in words)]
+    return len(lacking) <= (1 if len(wanted) >= 4 else 0)
+
+
+def _overlap(wanted: set[str], words: set[str]) -> float:
+    return len(wanted & words) / len(wanted) if wanted else 1.0
+
+
+def _requirement(part: str, judged: list[Judged], absences: list[str]) -> dict[str, object]:
+    wanted = subject_words(part)
+    relevant = [
+        (str(i), content_words(j.claim.text))
+        for i, j in enumerate(judged, start=1)
+        if j.supported and (not wanted or _shares(wanted, content_words(j.claim.text)))
+    ]
+    union = set().union(*(words for _i, words in relevant))
+    covering = [i for i, _words in relevant] if relevant and _covers(wanted, union) else []
+    met = "yes" if covering else "no"
+    if covering and _FIGURE_QUESTION_RE.search(part):
+        if not any(_has_figure(judged[int(i) - 1].claim.text) for i in covering):
+            met = "partly"
+    touched = any(wanted & content_words(j.claim.text) for j in judged)
+    if met == "no" and (touched or any(j.short for j in judged)):
+        met = "partly"  # on the subject, or a short answer naming something: not "off"
+    admitted = any(_overlap(wanted, content_words(t)) >= REQUIREMENT_COVER for t in absences)
+    return {"text": part, "met": met, "claim_ids": covering, "admitted_missing": admitted}
+
+
+def _off_subject(judged: list[Judged], request: str, m: Material) -> bool:
+    """Every claim is verified, none covers a part of the request, and every source they
+    come from is about something else: it lacks the request's subject words and never
+    has two of them side by side ("stock options"). An answer about another subject."""
+    if not judged or any(not j.supported or j.short for j in judged):
+        return False
+    sources = {s.source for j in judged for s in j.finding.support}
+    for part in requirements_of(request):
+        subject = subject_words(part)
+        if not subject:
+            return False
+        if any(_overlap(subject, content_words(j.claim.text)) >= REQUIREMENT_COVER for j in judged):
+            return False
+        phrase = _pairs([w for w in _content_tokens(part) if w not in _GENERIC])
+        for src in sources:
+            if not _lacks_subject(subject, m.source_words.get(src, set())):
+                return False
+            if phrase & m.source_pairs.get(src, set()):
+                return False
+    return True
+
+
+def _lacks_subject(subject: set[str], words: set[str]) -> bool:
+    """The source lacks more than half of the subject words, or two of three or more."""
+    share = _overlap(subject, words)
+    return share < SOURCE_ABOUT or (len(subject - words) >= 2 and len(subject) >= 3)
 
 
 def judge(prompt: str) -> dict[str, object]:
@@ -407,167 +486,197 @@ def judge(prompt: str) -> dict[str, object]:
             reasoning="The prompt holds no answer under review, so nothing can be confirmed.",
             evidence_gaps=["No answer section was found in the validator input."],
         )
-    evidence = evidence_sentences(prompt)
-    titles = _titles(prompt)
+    material = _material(prompt, request)
     found = answer_claims(answer)
-    claims = [c for c in found if not _ABSENCE_RE.search(c.text)]
     absences = [c.text for c in found if _ABSENCE_RE.search(c.text)]
-    vocabulary = {w.lower() for e in evidence for w in _LETTERS_RE.findall(e.text)}
-    checks: list[ClaimCheck] = []
-    notes: list[str] = []
-    for claim in claims:
-        check = check_claim(claim.text, evidence, vocabulary)
-        note = ""
-        named_sources = [e for e in evidence if claim.source and _named(claim.source, e, titles)]
-        if check.supported and named_sources and not _named(claim.source, check.support, titles):  # type: ignore[arg-type]
-            # The answer attributes the claim to a source that does not state it.
-            own = check_claim(claim.text, named_sources, vocabulary)
-            if not own.supported:
-                note = (
-                    f"The answer attributes this to {claim.source}, which does not state it "
-                    f"(it is in {_ref(check.support)})."
-                )
-                check = ClaimCheck(claim=claim.text, supported=False)
-            else:
-                check = own
-        checks.append(check)
-        notes.append(note)
-    entries = [
-        _claim_entry(i, claim, check, note)
-        for i, (claim, check, note) in enumerate(zip(claims, checks, notes, strict=True), start=1)
-    ]
-    supported = [c for c in checks if c.supported]
-    contradicted = [c for c in checks if c.contradiction is not None]
-    conflicts = [c for c in checks if c.conflict is not None]
-    score = round(len(supported) / len(checks), 2) if checks else 0.0
-
-    # Goal achievement: each thing the request asks for needs a supported claim about it.
-    requirements: list[dict[str, object]] = []
-    for part in requirements_of(request):
-        wanted = subject_words(part)
-        covering = [
-            str(i)
-            for i, check in enumerate(checks, start=1)
-            if check.supported and _overlap(wanted, content_words(check.claim)) >= REQUIREMENT_COVER
-        ]
-        met = "yes" if covering else "no"
-        if covering and _FIGURE_QUESTION_RE.search(part):
-            if not any(numbers(checks[int(i) - 1].claim) for i in covering):
-                met = "partly"
-        admitted = any(
-            _overlap(wanted, content_words(text)) >= REQUIREMENT_COVER for text in absences
-        )
-        requirements.append(
-            {"text": part, "met": met, "claim_ids": covering, "admitted_missing": admitted}
-        )
+    judged = [judge_claim(c, material) for c in found if not _ABSENCE_RE.search(c.text)]
+    entries = [_claim_entry(i, j) for i, j in enumerate(judged, start=1)]
+    requirements = [_requirement(p, judged, absences) for p in requirements_of(request)]
     if absences and not any(r["admitted_missing"] for r in requirements):
         # A general "the documents do not state it" covers whatever is unanswered.
         for r in requirements:
             r["admitted_missing"] = True
-    unmet = [r for r in requirements if r["met"] != "yes"]
-    # Not addressed at all and not admitted: the answer skipped it. (An answer on the
-    # subject that lacks the figure asked for is "partly": a person checks the gap.)
-    silent_misses = [r for r in unmet if r["met"] == "no" and not r["admitted_missing"]]
-    missing = [
-        f"Not answered: {r['text']}"
-        + (" (the answer says the evidence lacks it)" if r["admitted_missing"] else "")
-        for r in unmet
-    ]
-    for r in requirements:
-        del r["admitted_missing"]
+    return _decide(judged, entries, requirements, absences, material)
 
+
+def _decide(
+    judged: list[Judged],
+    entries: list[dict[str, object]],
+    requirements: list[dict[str, object]],
+    absences: list[str],
+    material: Material,
+) -> dict[str, object]:
+    supported = [j for j in judged if j.supported]
+    score = round(len(supported) / len(judged), 2) if judged else 0.0
+    contradicted = [j for j in judged if j.finding.verdict == "contradicted"]
     if contradicted:
-        issues = [
-            f'The answer says "{c.claim}" but [{_ref(c.contradiction)}] says '
-            f'"{c.contradiction.text}".'
-            for c in contradicted
-            if c.contradiction is not None
-        ]
-        return _verdict(
-            "rejected",
-            score,
-            issues=issues,
-            failure_category="unsupported_claim",
-            recommended_revision_prompt=(
-                "Correct the figures that contradict the evidence and quote the source that "
-                "states them: " + " ".join(issues)
-            ),
-            reasoning=f"{len(contradicted)} of {len(checks)} claim(s) contradict the evidence.",
-            claims=entries,
-            requirements=requirements,
-        )
-
-    gaps = [f'Not supported by the evidence: "{c.claim}"' for c in checks if not c.supported]
-    gaps += [
-        f'The evidence disagrees: [{_ref(c.support)}] says "{c.support.text}" but '
-        f'[{_ref(c.conflict)}] says "{c.conflict.text}".'
-        for c in conflicts
-        if c.support is not None and c.conflict is not None
-    ]
-    if not checks:
+        return _rejected_contradiction(contradicted, judged, score, entries, requirements)
+    unmet, missing, silent = _unmet(requirements)
+    gaps = _gaps(judged)
+    failure = _task_failure(judged, gaps, absences, silent, requirements, material)
+    if failure:
+        category, reason = failure
+        return _rejected_task(category, reason, score, missing, unmet, entries, requirements)
+    if not judged:
         missing.insert(
             0,
             "The answer says the evidence does not hold the answer."
             if absences
             else "The answer makes no checkable statement that answers the request.",
         )
-    if checks and not gaps and unmet and silent_misses:
-        # Every claim holds, but the answer does not do what was asked: a task failure.
-        nothing_met = all(r["met"] == "no" for r in requirements)
-        category = "goal_missed" if nothing_met else "incomplete"
-        reason = (
-            "The answer's claims appear in the evidence but none of them addresses the request."
-            if nothing_met
-            else "The answer leaves part of the request unanswered."
-        )
-        return _verdict(
-            "rejected",
-            score,
-            issues=[reason, *missing],
-            missing_requirements=missing,
-            failure_category=category,
-            recommended_revision_prompt=(
-                "Answer what the request asks: "
-                + "; ".join(str(r["text"]) for r in unmet)
-                + ". If the knowledge base does not state it, say so plainly instead of "
-                "quoting unrelated passages."
-            ),
-            reasoning=reason,
-            claims=entries,
-            requirements=requirements,
-        )
     if gaps or missing:
-        return _verdict(
-            "insufficient_evidence",
-            score,
-            evidence_gaps=gaps,
-            missing_requirements=missing,
-            issues=[*missing, *gaps],
-            failure_category="incomplete" if missing and not gaps else None,
-            reasoning=(
-                f"{len(supported)} of {len(checks)} claim(s) found in the evidence"
-                + (f"; {len(conflicts)} disputed by another source" if conflicts else "")
-                + ("; " + " ".join(missing) if missing else "")
-                + ". A person should check the gaps."
-            ),
-            claims=entries,
-            requirements=requirements,
-        )
+        return _insufficient(judged, supported, score, gaps, missing, entries, requirements)
+    refs = sorted({_ref(s) for j in supported for s in j.finding.support})
     return _verdict(
         "accepted",
         1.0,
         reasoning=(
-            f"All {len(checks)} claim(s) appear in the evidence"
-            f" ({', '.join(sorted({_ref(c.support) for c in supported if c.support}))})"
-            f" and the {len(requirements)} requirement(s) of the request are met."
+            f"Every one of the {len(judged)} claim(s) is stated in the evidence "
+            f"({', '.join(refs)}) and the {len(requirements)} requirement(s) of the "
+            "request are met. (offline:judge checks wording, not meaning.)"
         ),
         claims=entries,
         requirements=requirements,
     )
 
 
-def _ref(sentence: EvidenceSentence | None) -> str:
-    return sentence.source.split(" ", 1)[0] if sentence else "?"
+def _unmet(
+    requirements: list[dict[str, object]],
+) -> tuple[list[dict[str, object]], list[str], list[dict[str, object]]]:
+    """The unmet requirements, their "Not answered" lines, and those skipped silently."""
+    unmet = [r for r in requirements if r["met"] != "yes"]
+    missing = [
+        f"Not answered: {r['text']}"
+        + (" (the answer says the evidence lacks it)" if r["admitted_missing"] else "")
+        for r in unmet
+    ]
+    silent = [r for r in unmet if r["met"] == "no" and not r["admitted_missing"]]
+    for r in requirements:
+        del r["admitted_missing"]
+    return unmet, missing, silent
+
+
+def _task_failure(
+    judged: list[Judged],
+    gaps: list[str],
+    absences: list[str],
+    silent: list[dict[str, object]],
+    requirements: list[dict[str, object]],
+    material: Material,
+) -> tuple[str, str] | None:
+    """A task failure needs no citation: verified claims about another subject, or a
+    part of a two-part request skipped without a word. Never for a short answer."""
+    if not judged or gaps:
+        return None
+    if not absences and _off_subject(judged, material.request, material):
+        return (
+            "goal_missed",
+            "The answer's claims appear in the evidence, but in sources about another "
+            "subject: none of them addresses the request.",
+        )
+    if silent and len(silent) < len(requirements):
+        return "incomplete", "The answer leaves part of the request unanswered."
+    return None
+
+
+def _gaps(judged: list[Judged]) -> list[str]:
+    gaps = []
+    for j in judged:
+        if not j.supported:
+            # The wording is matched across V11 parts; the reason is in the claim's note.
+            gaps.append(f'Not supported by the evidence: "{j.claim.text}"')
+        elif j.finding.conflict is not None and j.support is not None:
+            gaps.append(
+                f'The evidence disagrees: [{_ref(j.support)}] says "{j.support.text}" but '
+                f'[{_ref(j.finding.conflict)}] says "{j.finding.conflict.text}".'
+            )
+    return gaps
+
+
+def _rejected_contradiction(
+    contradicted: list[Judged],
+    judged: list[Judged],
+    score: float,
+    entries: list[dict[str, object]],
+    requirements: list[dict[str, object]],
+) -> dict[str, object]:
+    for r in requirements:
+        r.pop("admitted_missing", None)
+    issues = [
+        f'The answer says "{j.claim.text}" but [{_ref(j.finding.contradiction)}] says '
+        f'"{j.finding.contradiction.text}".'
+        for j in contradicted
+        if j.finding.contradiction is not None
+    ]
+    return _verdict(
+        "rejected",
+        score,
+        issues=issues,
+        failure_category="unsupported_claim",
+        recommended_revision_prompt=(
+            "Correct the figures or names that contradict the evidence and quote the source "
+            "that states them: " + " ".join(issues)
+        ),
+        reasoning=f"{len(contradicted)} of {len(judged)} claim(s) contradict the evidence.",
+        claims=entries,
+        requirements=requirements,
+    )
+
+
+def _rejected_task(
+    category: str,
+    reason: str,
+    score: float,
+    missing: list[str],
+    unmet: list[dict[str, object]],
+    entries: list[dict[str, object]],
+    requirements: list[dict[str, object]],
+) -> dict[str, object]:
+    return _verdict(
+        "rejected",
+        score,
+        issues=[reason, *missing],
+        missing_requirements=missing,
+        failure_category=category,
+        recommended_revision_prompt=(
+            "Answer what the request asks: "
+            + "; ".join(str(r["text"]) for r in unmet)
+            + ". If the knowledge base does not state it, say so plainly instead of "
+            "quoting unrelated passages."
+        ),
+        reasoning=reason,
+        claims=entries,
+        requirements=requirements,
+    )
+
+
+def _insufficient(
+    judged: list[Judged],
+    supported: list[Judged],
+    score: float,
+    gaps: list[str],
+    missing: list[str],
+    entries: list[dict[str, object]],
+    requirements: list[dict[str, object]],
+) -> dict[str, object]:
+    conflicts = sum(1 for j in judged if j.finding.conflict is not None)
+    return _verdict(
+        "insufficient_evidence",
+        score,
+        evidence_gaps=gaps,
+        missing_requirements=missing,
+        issues=[*missing, *gaps],
+        failure_category="incomplete" if missing and not gaps else None,
+        reasoning=(
+            f"{len(supported)} of {len(judged)} claim(s) stated in the evidence"
+            + (f"; {conflicts} disputed by another source" if conflicts else "")
+            + ("; " + " ".join(missing) if missing else "")
+            + ". offline:judge accepts only what the evidence states word for word; "
+            "a person should check the rest."
+        ),
+        claims=entries,
+        requirements=requirements,
+    )
 
 
 def _verdict(

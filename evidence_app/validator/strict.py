@@ -14,9 +14,12 @@ same model within the same step with the error, up to ``retries`` times.
 - O5: a turn that calls tools is not a terminal turn and is never validated; an error
   while building feedback falls back to a generic message.
 
-Prompt-level JSON: we parse the response text ourselves (a surrounding ```json fence
-is stripped) instead of relying on provider-native structured output, so this works
-on every provider, the OpenAI-compatible local servers and the offline models alike.
+Prompt-level JSON: we parse the response text ourselves instead of relying on
+provider-native structured output, so this works on every provider, the
+OpenAI-compatible local servers and the offline models alike. Real models wrap the JSON
+in a ```json fence or in prose ("Here is my verdict: {...}"): when the whole text is not
+the object, the last complete JSON object inside it that validates is taken, before a
+retry is spent.
 """
 
 from __future__ import annotations
@@ -161,10 +164,43 @@ def is_terminal(response: ModelResponse) -> bool:
 
 
 def parse_output[T: BaseModel](text: str, output_type: type[T]) -> T:
-    """Parse ``text`` (JSON, optionally in a ```json fence) into ``output_type``.
+    """Parse ``text`` into ``output_type``: the whole text as JSON (optionally in a
+    ```json fence), else the last complete JSON object inside it (in prose or a fence,
+    as real models answer) that validates.
 
-    Raises ``OutputParseError`` with stage ``json-parse`` or ``schema-validate``.
+    Raises ``OutputParseError`` with stage ``json-parse`` or ``schema-validate`` (the
+    error of the whole text) when no object in it validates.
     """
+    try:
+        return _parse_whole(text, output_type)
+    except OutputParseError as whole_error:
+        for data in reversed(embedded_objects(text)):
+            try:
+                return output_type.model_validate(data)
+            except ValidationError:
+                continue
+        raise whole_error from None
+
+
+def embedded_objects(text: str) -> list[dict[str, Any]]:
+    """The complete top-level JSON objects in ``text``, in order (objects nested in an
+    object found are part of it, not found again)."""
+    decoder = json.JSONDecoder()
+    found: list[dict[str, Any]] = []
+    at = text.find("{")
+    while at != -1:
+        try:
+            data, end = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            at = text.find("{", at + 1)
+            continue
+        if isinstance(data, dict):
+            found.append(data)
+        at = text.find("{", end)
+    return found
+
+
+def _parse_whole[T: BaseModel](text: str, output_type: type[T]) -> T:
     body = text.strip()
     fenced = _FENCE_RE.match(body)
     if fenced:

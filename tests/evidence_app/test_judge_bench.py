@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from evidence_app.judge_bench import CI_SUBSET, load_cases
+from evidence_app.judge_bench import (
+    CI_SUBSET,
+    DEFAULT_CASE_FILES,
+    PUBLIC_CASES_PATH,
+    load_cases,
+)
 from evidence_app.models import ValidationSnapshot
 from tasks_app.models import Task
 from tests.evidence_app.validation_helpers import ScriptedJudge
@@ -78,3 +83,107 @@ def test_a_judge_that_accepts_everything_is_caught_by_the_bench(
     text = out.getvalue()
     assert "MISSED" in text
     assert "irrelevant-01: expected rejected, got insufficient_evidence" in text
+
+
+def test_public_cases_two_datasets_with_halves_and_their_own_labels() -> None:
+    """Issue "An honest judge": >= 300 public cases from two or more datasets, each with a
+    declared development and held-out half, a category and the kind of answer its label
+    makes it; the source and licence are beside the file."""
+    cases = load_cases(PUBLIC_CASES_PATH)
+    assert len(cases) >= 300
+    datasets = {c["dataset"] for c in cases}
+    assert len(datasets) >= 2
+    for name in datasets:
+        mine = [c for c in cases if c["dataset"] == name]
+        halves = {c["split"] for c in mine}
+        assert halves == {"dev", "heldout"}
+        assert {c["kind"] for c in mine} >= {"correct", "wrong"}
+        for category in {c["category"] for c in mine}:
+            split = [c["split"] for c in mine if c["category"] == category]
+            assert abs(split.count("dev") - split.count("heldout")) <= 1
+    assert all(c["source"]["label"] and c["evidence"][0]["content"] for c in cases)
+    notes = (PUBLIC_CASES_PATH.parent / "PUBLIC_DATA.md").read_text()
+    for name in datasets:
+        assert f"`{name}`" in notes
+    assert "licence" in notes and "commit" in notes
+
+
+def test_offline_judge_meets_the_targets_on_the_held_out_public_cases(
+    tmp_path: Path, settings: Any
+) -> None:
+    """The report per dataset and category on the held-out half: no wrong or irrelevant
+    answer accepted, no correct answer rejected, both targets printed MET."""
+    settings.VALIDATOR_MODEL = "offline:judge"
+    out = StringIO()
+    report = tmp_path / "judge.json"
+    call_command(
+        "judge_bench",
+        f"--cases-file={PUBLIC_CASES_PATH}",
+        "--quiet",
+        json=str(report),
+        stdout=out,
+    )
+    summary = json.loads(report.read_text())
+    assert summary["split"] == "heldout"
+    assert {r["split"] for r in summary["results"]} == {"heldout"}
+    for name, data in summary["datasets"].items():
+        overall = data["all"]
+        assert overall["false_accepts"] == [], (name, out.getvalue())
+        assert overall["false_reject_ids"] == [], (name, out.getvalue())
+        assert set(data["categories"]) and all(t["met"] for t in data["targets"])
+    text = out.getvalue()
+    assert "false accept" in text and "to a person" in text
+    assert "fever: wrong or irrelevant answers accepted" in text and "MET" in text
+
+
+def test_a_team_measures_its_own_labelled_cases_with_cases_file(
+    tmp_path: Path, scripted_judge: ScriptedJudge
+) -> None:
+    """--cases-file takes a team's own cases in the documented format; a judge that
+    accepts a wrong answer is reported as a false accept, with the target MISSED."""
+    own = tmp_path / "own.json"
+    evidence = [{"title": "Note", "content": "The depot opens at 6:00 and closes at 22:00."}]
+    own.write_text(
+        json.dumps(
+            [
+                {
+                    "id": "own-1",
+                    "dataset": "ours",
+                    "split": "heldout",
+                    "category": "wrong",
+                    "kind": "wrong",
+                    "request": "When does the depot open?",
+                    "evidence": evidence,
+                    "answer": "The depot opens at 7:00.",
+                    "expected": {"status": "rejected", "claims": []},
+                }
+            ]
+        )
+    )
+    claim = {
+        "id": "1",
+        "text": "The depot opens at 7:00.",
+        "verdict": "supported",
+        "citations": [{"ref": "R1", "quote": "The depot opens at 6:00 and closes at 22:00."}],
+    }
+    scripted_judge.replies = [
+        json.dumps(
+            {
+                "status": "accepted",
+                "score": 1.0,
+                "claims": [claim],
+                "requirements": [{"text": "When", "met": "yes", "claim_ids": ["1"]}],
+            }
+        )
+    ]
+    out = StringIO()
+    call_command("judge_bench", "--model=test:judge", f"--cases-file={own}", stdout=out)
+    text = out.getvalue()
+    assert "ours: wrong or irrelevant answers accepted" in text
+    assert "MISSED" in text and "own-1: wrong answer accepted" in text
+
+
+def test_cases_can_be_filtered_by_split_and_dataset() -> None:
+    both = load_cases(DEFAULT_CASE_FILES, split="dev", datasets=["handbook", "halueval"])
+    assert both and {c["split"] for c in both} == {"dev"}
+    assert {c["dataset"] for c in both} == {"handbook", "halueval"}

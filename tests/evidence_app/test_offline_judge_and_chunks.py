@@ -180,7 +180,7 @@ def test_over_budget_evidence_is_judged_in_parts_and_combined(settings: Any) -> 
         settings,
         answer="The annual training budget per employee is 1,750 EUR. " + far_fact,
         evidence=docs,
-        request="What is the training budget and the Porto office alarm code?",
+        request="What is the training budget, and what is the Porto office alarm code?",
     )
     assert len(snapshot.chunk_verdicts) >= 5
     assert snapshot.status == "accepted", snapshot.result

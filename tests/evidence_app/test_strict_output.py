@@ -100,13 +100,41 @@ def test_different_errors_retry_until_budget_then_stop() -> None:
     assert outcome.request_count == 3
 
 
-def test_json_fence_is_stripped_but_prose_is_not_accepted() -> None:
-    """O1: prompt-level JSON, a ```json fence tolerated, anything else is a parse error."""
+def test_json_fence_is_stripped_and_prose_without_json_is_a_parse_error() -> None:
+    """O1: prompt-level JSON, a ```json fence tolerated, text with no object is a parse
+    error."""
     assert parse_output(f"```json\n{VALID}\n```", ValidationResult).status == "accepted"
     assert parse_output(f"  {VALID}\n", ValidationResult).status == "accepted"
-    model, _ = scripted([f"Here you go: {VALID}", f"Here you go: {VALID} ok"])
+    model, _ = scripted(["Here you go: no verdict today", "Still thinking {not json}"])
     outcome = strict_request(model, BASE, ValidationResult, retries=1)
     assert not outcome.ok and outcome.failures[0].stage == STAGE_JSON
+
+
+def test_the_verdict_is_found_in_prose_without_spending_a_retry() -> None:
+    """Issue "An honest judge" (3): real models answer with prose around the JSON, or a
+    fence after an explanation; the last complete object that validates is taken."""
+    other = json.dumps({"status": "rejected", "score": 0.1, "reasoning": "draft"})
+    texts = [
+        f"Here you go: {VALID} Hope this helps.",
+        f"Let me think.\n```json\n{VALID}\n```\nDone.",
+        f"First draft: {other}\nOn reflection, the final verdict: {VALID}",
+        f'Final: {VALID}\nExample of the format: {{"note": "not a verdict"}}',
+        'Verdict {"claims": [{"id": "1"}], "status": "accepted", "score": 1, "reasoning": "x"}',
+    ]
+    for text in texts:
+        model, seen = scripted([text])
+        outcome = strict_request(model, BASE, ValidationResult, retries=2)
+        assert outcome.ok and outcome.value is not None, text
+        assert outcome.value.status == "accepted"
+        assert outcome.failures == [] and len(seen) == 1
+
+
+def test_an_object_that_does_not_validate_still_costs_a_retry() -> None:
+    bad = json.dumps({"status": "acepted", "score": 0.9})
+    model, seen = scripted([f"My verdict: {bad} (final)", VALID])
+    outcome = strict_request(model, BASE, ValidationResult, retries=2)
+    assert outcome.ok and len(seen) == 2
+    assert outcome.failures[0].stage == STAGE_JSON  # the whole text is not JSON
 
 
 def test_tool_call_turn_is_not_validated() -> None:

@@ -1,13 +1,16 @@
 """Measure a validator model on the labelled judge_bench cases (issue 12).
 
-    manage.py judge_bench                                # VALIDATOR_MODEL, default template
+    manage.py judge_bench                                # VALIDATOR_MODEL, held-out half
     manage.py judge_bench --model openai:gpt-4.1 --template terse --json var/judge.json
+    manage.py judge_bench --split all --dataset fever
+    manage.py judge_bench --cases-file my_cases.json     # your own labelled cases
     manage.py judge_bench --case supported --case wrong_block-02
 
 Every case runs through the full validation path and is rolled back (nothing is
-stored). Prints a confusion table, per-category accuracy, the share of accepted verdicts
-whose every claim has a verified citation and the issue's targets; ``--json`` writes
-every figure and every case's verdict.
+stored). Prints, per dataset and category, the false-accept and false-reject rates, the
+accept rate of correct answers and the share sent to a person, the handbook cases'
+confusion table, and the targets (MET or MISSED); ``--json`` writes every figure and
+every case's verdict. The case format is in docs/validator.md.
 """
 
 from __future__ import annotations
@@ -19,13 +22,20 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from evidence_app.judge_bench import CASES_PATH, format_report, load_cases, run_case, summarise
+from evidence_app.judge_bench import (
+    DEFAULT_CASE_FILES,
+    SPLITS,
+    format_report,
+    load_cases,
+    run_case,
+    summarise,
+)
 from evidence_app.validator.templates import DEFAULT_TEMPLATE, get_template
 from project.errors import DomainError
 
 
 class Command(BaseCommand):
-    help = "Run the labelled judge_bench cases through the validator and report accuracy."
+    help = "Run the labelled judge_bench cases through the validator and report the targets."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--model", help="validator model (default: VALIDATOR_MODEL)")
@@ -36,8 +46,22 @@ class Command(BaseCommand):
             dest="cases",
             help="a case id or a category (repeatable; default: every case)",
         )
-        parser.add_argument("--cases-file", default=str(CASES_PATH), help="cases JSON file")
+        parser.add_argument(
+            "--cases-file",
+            action="append",
+            dest="cases_files",
+            help="a cases JSON file (repeatable; default: the handbook and the public cases)",
+        )
+        parser.add_argument(
+            "--split",
+            choices=[*SPLITS, "all"],
+            help="which half to run (default: heldout; all when --case is given)",
+        )
+        parser.add_argument(
+            "--dataset", action="append", dest="datasets", help="only this dataset (repeatable)"
+        )
         parser.add_argument("--json", dest="json_path", help="write the full report here")
+        parser.add_argument("--quiet", action="store_true", help="no line per case")
 
     def handle(self, *args: Any, **options: Any) -> None:
         model = options["model"] or settings.VALIDATOR_MODEL
@@ -45,19 +69,25 @@ class Command(BaseCommand):
             template = get_template(options["template"])
         except DomainError as exc:
             raise CommandError(str(exc)) from exc
-        cases = load_cases(Path(options["cases_file"]), options["cases"])
+        split = options["split"] or ("all" if options["cases"] else "heldout")
+        files = [Path(f) for f in options["cases_files"] or DEFAULT_CASE_FILES]
+        for path in files:
+            if not path.exists():
+                raise CommandError(f"no cases file {path}")
+        cases = load_cases(files, options["cases"], split=split, datasets=options["datasets"])
         if not cases:
-            raise CommandError("no case matches --case")
+            raise CommandError("no case matches --case, --split and --dataset")
         results = []
         for case in cases:
             result = run_case(case, model=model, template=template.name)
             results.append(result)
-            mark = "ok  " if result.correct else "MISS"
-            self.stdout.write(
-                f"{mark} {result.id:<18} expected {result.expected:<22} got {result.got:<22} "
-                f"({result.seconds:.2f} s)"
-            )
-        summary = summarise(results, model=model, template=template.version)
+            if not options["quiet"]:
+                mark = "ok  " if result.correct else "MISS"
+                self.stdout.write(
+                    f"{mark} {result.id:<18} expected {result.expected:<22} "
+                    f"got {result.got:<22} ({result.seconds:.2f} s)"
+                )
+        summary = summarise(results, model=model, template=template.version, split=split)
         self.stdout.write("")
         self.stdout.write(format_report(summary))
         if options["json_path"]:
