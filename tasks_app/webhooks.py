@@ -27,7 +27,7 @@ import random
 import secrets
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -202,19 +202,14 @@ def webhook_events_for_transition(
 ) -> list[WebhookDelivery]:
     """Write the deliveries a status change causes, in the caller's transaction, and send
     their jobs after commit. Connected to ``task_transitioned`` (tasks_app.operations)."""
-
-    event_types: list[str] = []
-    validation = None
-    # The verdict is read only when some endpoint listens (issue 16: the common case,
-    # no endpoint, costs one query, not two).
     verdict = from_status == TaskStatus.VALIDATING and actor_kind == "validator"
-    if verdict:
-        event_types.append(WebhookEvent.VALIDATION_COMPLETED)
-    if to_status in EVENT_FOR_STATUS:
-        event_types.append(EVENT_FOR_STATUS[to_status])
+    event_types = _event_types(to_status, verdict=verdict)
     if not event_types:
         return []
     endpoints = _subscribed(task, event_types)
+    validation = None
+    # The verdict is read only when some endpoint listens (issue 16: the common case,
+    # no endpoint, costs one query, not two).
     if verdict and endpoints:
         validation = validation_summary(task, task.attempt_count)
         if validation is None:  # no verdict stored (validation skipped): no such event
@@ -230,15 +225,10 @@ def webhook_events_for_transition(
         "reason": reason,
         "actor_kind": actor_kind,
     }
-    payloads: dict[str, str] = {}
-    for event_type in event_types:
-        data: dict[str, Any] = dict(base)
-        if event_type == WebhookEvent.VALIDATION_COMPLETED:
-            data["validation"] = validation
-        if event_type == WebhookEvent.TASK_NEEDS_REVISION:
-            data["revision"] = revision_feedback(task, actor_kind=actor_kind)
-        body = {"type": event_type, "timestamp": now.isoformat(), "data": data}
-        payloads[event_type] = json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":"))
+    payloads = {
+        event_type: _payload(event_type, base, now=now, validation=validation, task=task)
+        for event_type in event_types
+    }
     deliveries = [
         WebhookDelivery(
             endpoint=endpoint,
@@ -253,7 +243,40 @@ def webhook_events_for_transition(
         for endpoint in endpoints
         if event_type in (endpoint.events or [])
     ]
-    # Inserted one by one, in order: ids follow the event order, which is the delivery order.
+    _store_and_send(deliveries)
+    return deliveries
+
+
+def _event_types(to_status: str, *, verdict: bool) -> list[str]:
+    """The events a change causes, in delivery order: the verdict, then the status."""
+    event_types: list[str] = []
+    if verdict:
+        event_types.append(WebhookEvent.VALIDATION_COMPLETED)
+    if to_status in EVENT_FOR_STATUS:
+        event_types.append(EVENT_FOR_STATUS[to_status])
+    return event_types
+
+
+def _payload(
+    event_type: str,
+    base: dict[str, Any],
+    *,
+    now: datetime,
+    validation: dict[str, Any] | None,
+    task: Task,
+) -> str:
+    data: dict[str, Any] = dict(base)
+    if event_type == WebhookEvent.VALIDATION_COMPLETED:
+        data["validation"] = validation
+    if event_type == WebhookEvent.TASK_NEEDS_REVISION:
+        data["revision"] = revision_feedback(task, actor_kind=base["actor_kind"])
+    body = {"type": event_type, "timestamp": now.isoformat(), "data": data}
+    return json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":"))
+
+
+def _store_and_send(deliveries: list[WebhookDelivery]) -> None:
+    """Insert the deliveries one by one, in order (ids follow the event order, which is
+    the delivery order), and send one job per (endpoint, task) pair after the commit."""
     for delivery in deliveries:
         delivery.save()
     pairs = sorted({(d.endpoint_id, d.task_id) for d in deliveries})
@@ -263,7 +286,6 @@ def webhook_events_for_transition(
             deliver_later(endpoint_id=endpoint_id, task_id=task_id)
 
     transaction.on_commit(send)
-    return deliveries
 
 
 # The delivery job's name (tasks_app.jobs registers it; sent by name, so this module does

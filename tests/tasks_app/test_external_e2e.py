@@ -134,7 +134,7 @@ def test_pydantic_ai_example_round_trip_through_a_revision_webhook(stack: Stack)
     assert verdicts[1].tool_result_count == 1
     assert (
         verdicts[2].status == "accepted"
-        and "appear in the evidence" in (verdicts[2].result["reasoning"])
+        and "is stated in the evidence" in (verdicts[2].result["reasoning"])
     )
     assert FACT in verdicts[2].rendered_input
     # The webhooks that carried the round trip were delivered, signed, in order.
