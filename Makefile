@@ -94,6 +94,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/xenon --max-absolute C project tasks_app evidence_app
 	$(BIN)/lint-imports --no-cache
 
 fmt: install

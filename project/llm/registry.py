@@ -101,8 +101,9 @@ def _offline_model(name: str) -> Model:
 
 
 def _compat_model(name: str) -> Model:
-    from pydantic_ai.models.openai import OpenAIChatModel
-    from pydantic_ai.providers.openai import OpenAIProvider
+    # The OpenAI SDK (a heavy import) loads only when a compat: model is asked for.
+    from pydantic_ai.models.openai import OpenAIChatModel  # noqa: PLC0415
+    from pydantic_ai.providers.openai import OpenAIProvider  # noqa: PLC0415
 
     model_name = name.removeprefix(COMPAT_PREFIX).strip()
     if not model_name:
