@@ -12,13 +12,13 @@ import functools
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.db import InterfaceError, OperationalError, connection, transaction
-from django.db.models import F, Q
+from django.db import InterfaceError, OperationalError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from evidence_app.models import (
@@ -40,7 +40,7 @@ from evidence_app.validator.prompt import (
 from evidence_app.validator.schema import ValidationResult, claim_summary
 from evidence_app.validator.templates import DEFAULT_TEMPLATE, TemplateVersion, get_template
 from project.costs import CURRENCY, CostTotal, estimate_cost
-from project.db import MARKER_ID, MARKER_TIME, Keeper, Prepared, insert_new, release_connection
+from project.db import MARKER_ID, MARKER_TIME, Prepared, insert_new, release_connection
 from project.errors import StaleAction, first_line
 from project.llm.registry import resolve_model
 from tasks_app.models import (
@@ -55,6 +55,11 @@ from tasks_app.models import (
 from tasks_app.outbox import outbox_send
 from tasks_app.services import attempt_enqueue, new_job_id, task_transition, validation_enqueue
 from tasks_app.states import TaskStatus
+from tasks_app.validation_claims import (
+    ClaimKeeper,
+    validation_claim_and_read,
+    validation_claim_release,
+)
 
 log = logging.getLogger(__name__)
 
@@ -302,81 +307,6 @@ def _existing(task_id: int, attempt_index: int) -> ValidationSnapshot | None:
     )
 
 
-def validation_claim(*, task_id: int, attempt_index: int) -> datetime | None:
-    """Claim the validation of ``attempt_index`` before any model call (issue 16): one
-    conditional UPDATE, so of two copies of the job (a redelivery, a re-send) only one
-    calls the validator model. Returns the claim's time stamp (None: not claimed). The
-    job keeps its claim fresh while it runs (``ClaimKeeper``); a claim not refreshed for
-    ``ATTEMPT_LEASE_SECONDS`` belonged to a job that died, and may be taken over at once
-    (issue 17), not after the job's hard time limit."""
-    now = timezone.now()
-    expired = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
-    claimed = (
-        Task.objects.filter(pk=task_id, status=TaskStatus.VALIDATING, attempt_count=attempt_index)
-        .filter(Q(validation_claimed_at__isnull=True) | Q(validation_claimed_at__lt=expired))
-        .update(validation_claimed_at=now)
-    )
-    return now if claimed == 1 else None
-
-
-class ClaimKeeper(Keeper):
-    """Refreshes a validation claim from a thread while the validator model is called
-    (issue 17), every third of ``ATTEMPT_LEASE_SECONDS``, fenced by the stamp it last
-    wrote: once another job took the claim over, or the task moved on, it stops."""
-
-    def __init__(self, *, task_id: int, attempt_index: int, stamp: datetime) -> None:
-        self.task_id = task_id
-        self.attempt_index = attempt_index
-        self.stamp = stamp
-        super().__init__(
-            self.refresh,
-            interval=max(1.0, settings.ATTEMPT_LEASE_SECONDS / 3),
-            name="validation-claim",
-            logger=log,
-            subject=f"task {task_id} attempt {attempt_index}",
-            what="the validation claim keeper",
-        )
-
-    def refresh(self) -> bool:
-        """One refresh; False when the claim is no longer this job's."""
-        now = timezone.now()
-        kept = Task.objects.filter(
-            pk=self.task_id,
-            status=TaskStatus.VALIDATING,
-            attempt_count=self.attempt_index,
-            validation_claimed_at=self.stamp,
-        ).update(validation_claimed_at=now)
-        if kept:
-            self.stamp = now
-        return kept == 1
-
-
-_CLAIM_AND_READ = (
-    'UPDATE "tasks_app_task" SET "validation_claimed_at" = %s WHERE "id" = %s AND '
-    '"status" = %s AND "attempt_count" = %s AND ("validation_claimed_at" IS NULL OR '
-    '"validation_claimed_at" < %s) RETURNING *'
-)
-
-
-def _claim_and_read(*, task_id: int, attempt_index: int) -> tuple[Task, datetime] | None:
-    """``validation_claim`` and the task read together, as (task, claim stamp): on
-    PostgreSQL one ``UPDATE ... RETURNING`` (issue 16: one statement less per
-    validation). None when not claimed (the task is gone, moved on, or another job
-    holds the claim)."""
-    if connection.vendor != "postgresql":
-        stamp = validation_claim(task_id=task_id, attempt_index=attempt_index)
-        task = Task.objects.filter(pk=task_id).first() if stamp is not None else None
-        return (task, stamp) if task is not None and stamp is not None else None
-    now = timezone.now()
-    expired = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
-    rows = list(
-        Task.objects.raw(
-            _CLAIM_AND_READ, [now, task_id, TaskStatus.VALIDATING, attempt_index, expired]
-        )
-    )
-    return (rows[0], now) if rows else None
-
-
 # Result words of the validation job besides the verdict (issue 17).
 NO_VALIDATION = "no validation"  # the policy or an empty answer skips the validator
 DUPLICATE = "duplicate"  # validated already, being validated by another job, or moved on
@@ -405,7 +335,7 @@ def validation_run(*, task_id: int, attempt_index: int) -> ValidationSnapshot | 
 def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome:
     """``validation_run`` saying what happened, for the job: a duplicate delivery is
     ``duplicate`` and logs one INFO line, never the verdict of the first one (issue 17)."""
-    claimed = _claim_and_read(task_id=task_id, attempt_index=attempt_index)
+    claimed = validation_claim_and_read(task_id=task_id, attempt_index=attempt_index)
     if claimed is not None:
         task, stamp = claimed
         try:
@@ -413,16 +343,16 @@ def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome
                 return _validate_claimed(task, attempt_index)
         except (OperationalError, InterfaceError):
             # The database went away: the job says db_lost and the reaper re-sends it.
-            _release_claim(task_id, attempt_index)
+            validation_claim_release(task_id, attempt_index)
             raise
         except Exception as exc:
             # Crashed before the verdict (not a validator error, which is a verdict: V8):
             # release the claim, then try again or, after JOB_MAX_TRIES, hand it to a person.
             log.exception("task %s attempt %s: the validation crashed", task_id, attempt_index)
-            _release_claim(task_id, attempt_index)
+            validation_claim_release(task_id, attempt_index)
             return _validation_crashed(task_id, attempt_index, exc)
         except BaseException:
-            _release_claim(task_id, attempt_index)
+            validation_claim_release(task_id, attempt_index)
             raise
     # Not claimed: say why (a duplicate, or the task moved on); only this path reads.
     current = Task.objects.filter(pk=task_id).first()
@@ -479,21 +409,6 @@ def _validation_crashed(task_id: int, attempt_index: int, exc: Exception) -> Val
         expected_attempt=attempt_index,
     )
     return ValidationOutcome(GAVE_UP)
-
-
-def _release_claim(task_id: int, attempt_index: int) -> None:
-    """Release the validation claim; after a lost database connection, once more on a
-    fresh one. If the database is still away the claim expires on its own."""
-    for _ in range(2):
-        try:
-            Task.objects.filter(
-                pk=task_id, status=TaskStatus.VALIDATING, attempt_count=attempt_index
-            ).update(validation_claimed_at=None)
-            return
-        except (OperationalError, InterfaceError):
-            if connection.in_atomic_block:
-                return
-            connection.close()
 
 
 def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:

@@ -83,8 +83,8 @@ def test_claim_keeper_refreshes_the_claim_and_stops_once_it_is_taken_over(
 
     from django.utils import timezone
 
-    from evidence_app.services import ClaimKeeper, validation_claim
     from tasks_app.models import Task
+    from tasks_app.validation_claims import ClaimKeeper, validation_claim
 
     settings.ATTEMPT_LEASE_SECONDS = 3  # a refresh every second
     task = validating_task()
