@@ -25,6 +25,22 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: Any
+) -> None:
+    """On SQLite the test database is a file in this run's temporary folder, not Django's
+    default in-memory database: a worker process started by a test shares it as ``make
+    run``'s worker shares ``var/evidentia.sqlite3``, and threads get their own connections
+    with the locking of a real SQLite file (WAL, one writer at a time). An explicit
+    ``TEST_DATABASE_NAME`` still wins."""
+    from django.conf import settings
+
+    for db in settings.DATABASES.values():
+        if db["ENGINE"] == "django.db.backends.sqlite3" and not db["TEST"].get("NAME"):
+            db["TEST"]["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
+
+
 @pytest.fixture(autouse=True)
 def _fast_password_hashing(settings: Any) -> None:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
