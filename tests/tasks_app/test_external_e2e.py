@@ -35,7 +35,6 @@ from tests.workers import Worker, broker_env, database_url, wait_for
 
 pytestmark = [
     pytest.mark.celery_worker,
-    pytest.mark.postgres,
     pytest.mark.django_db(transaction=True),
 ]
 

@@ -49,7 +49,6 @@ def test_a_tool_result_is_one_statement_with_the_columns_save_would_fill() -> No
     assert task.heartbeat_at is not None
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db
 def test_a_fenced_write_after_a_takeover_writes_nothing() -> None:
     """X1: once the lease token changed, the statement inserts no row, refreshes no
