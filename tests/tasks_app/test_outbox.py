@@ -336,7 +336,8 @@ def test_same_idempotency_key_on_replay_queues_one_job(
     assert responses[1].json() == responses[0].json()
     assert responses[1].headers.get("Idempotent-Replayed") == "true"
     rows = list(OutboxJob.objects.all())
-    assert [(r.name, r.args[0]) for r in rows] == [("evidence_app.replay_validation", snapshot.pk)]
+    replay_id = responses[0].json()["replay_id"]  # the job takes the replay request's id
+    assert [(r.name, r.args[0]) for r in rows] == [("evidence_app.replay_validation", replay_id)]
 
 
 OTLP_ENDPOINT = "/api/v1/otlp/v1/traces"
