@@ -1,4 +1,5 @@
-"""Shared fixtures. Tests marked ``postgres`` are skipped, with a reason, on SQLite."""
+"""Shared fixtures. A test marked ``postgres(reason=...)`` needs what only PostgreSQL does;
+on SQLite it is skipped with that reason."""
 
 from __future__ import annotations
 
@@ -13,16 +14,48 @@ from django.db import connection
 from tests import factories
 
 
+def postgres_reason(item: Any) -> str | None:
+    """What SQLite cannot do that the test needs: ``reason=`` (or the first argument) of
+    its ``postgres`` marker; None when it has none. A marker without a reason is a usage
+    error, on both backends, so no test is skipped without saying why."""
+    marker = item.get_closest_marker("postgres")
+    if marker is None:
+        return None
+    reason = marker.kwargs.get("reason", marker.args[0] if marker.args else "")
+    if not isinstance(reason, str) or not reason.strip():
+        raise pytest.UsageError(
+            f"{item.nodeid}: @pytest.mark.postgres needs reason=..., what SQLite cannot do "
+            "that the test needs (e.g. full-text search, pg_terminate_backend)"
+        )
+    return reason.strip()
+
+
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
-    if connection.vendor == "postgresql":
-        return
-    skip = pytest.mark.skip(
-        reason=f"needs PostgreSQL (row locks / full-text search); running on {connection.vendor}. "
-        "Set DATABASE_URL=postgres://... to run it."
-    )
     for item in items:
-        if "postgres" in item.keywords:
-            item.add_marker(skip)
+        reason = postgres_reason(item)
+        if reason is not None and connection.vendor != "postgresql":
+            item.add_marker(
+                pytest.mark.skip(
+                    reason=f"needs PostgreSQL: {reason} (running on {connection.vendor}; "
+                    "set DATABASE_URL=postgres://... to run it)"
+                )
+            )
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: Any
+) -> None:
+    """On SQLite the test database is a file in this run's temporary folder, not Django's
+    default in-memory database: a worker process started by a test shares it as ``make
+    run``'s worker shares ``var/evidentia.sqlite3``, and threads get their own connections
+    with the locking of a real SQLite file (WAL, one writer at a time). An explicit
+    ``TEST_DATABASE_NAME`` still wins."""
+    from django.conf import settings
+
+    for db in settings.DATABASES.values():
+        if db["ENGINE"] == "django.db.backends.sqlite3" and not db["TEST"].get("NAME"):
+            db["TEST"]["NAME"] = str(tmp_path_factory.mktemp("db") / "test.sqlite3")
 
 
 @pytest.fixture(autouse=True)

@@ -62,7 +62,7 @@ def test_task_through_a_real_worker_moves_counters_and_logs_carry_its_ids(
     worker's JSON log lines name the task and the request id of the API call."""
     db_url = database_url()
     if db_url is None:
-        pytest.skip("the test database is in-memory SQLite; a worker process cannot share it")
+        pytest.skip("TEST_DATABASE_NAME names an in-memory SQLite database: no worker can share it")
     settings.WORKER_QUEUES = [QUEUE]
     settings.METRICS_SETTLE_SECONDS = 0
     settings.OPS_REQUIRE_BEAT = False

@@ -1,14 +1,24 @@
-"""project.db: Prepared (a queryset compiled once, run with new values) and insert_new
-(an INSERT built once per model), issue 16."""
+"""project.db: Prepared (a queryset compiled once, run with new values), insert_new (an
+INSERT built once per model) and release_connection, issue 16."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 import pytest
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
-from project.db import MARKER_ID, MARKER_INDEX, MARKER_TEXT, MARKER_TIME, Prepared, insert_new
+from project.db import (
+    MARKER_ID,
+    MARKER_INDEX,
+    MARKER_TEXT,
+    MARKER_TIME,
+    Prepared,
+    insert_new,
+    release_connection,
+)
 from tasks_app.models import Run, Task
 from tests.factories import TaskFactory
 
@@ -109,3 +119,30 @@ def test_insert_new_writes_the_row_save_would_write() -> None:
     later = OutboxJob(name="n", args=[], job_id="j-expr", not_before=Now())
     insert_new(later)
     assert OutboxJob.objects.get(pk=later.pk).not_before is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_release_connection_gives_back_only_a_pooled_postgresql_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before a model call a job gives its connection back to the pool: on PostgreSQL with
+    a pool (DB_POOL_MAX_SIZE) and outside a transaction only; without a pool, inside a
+    transaction, or on SQLite (which has no pool) the connection is kept."""
+    wrapper = connections["default"]
+    wrapper.ensure_connection()
+    closed: list[str] = []
+    monkeypatch.setattr(type(wrapper), "close", lambda self: closed.append(self.vendor))
+    options = wrapper.settings_dict.get("OPTIONS", {})
+    pool = {"max_size": 2}
+    pooled: dict[str, Any] = {**wrapper.settings_dict, "OPTIONS": {**options, "pool": pool}}
+
+    release_connection()
+    assert closed == []  # no pool configured
+    with transaction.atomic(), monkeypatch.context() as patched:
+        patched.setattr(wrapper, "settings_dict", pooled)
+        release_connection()
+    assert closed == []  # inside a transaction
+    with monkeypatch.context() as patched:
+        patched.setattr(wrapper, "settings_dict", pooled)
+        release_connection()
+    assert closed == (["postgresql"] if connection.vendor == "postgresql" else [])

@@ -40,7 +40,7 @@ def other_connections() -> int:
         return int(cur.fetchone()[0])
 
 
-@pytest.mark.postgres
+@pytest.mark.postgres(reason="bin/prod runs on PostgreSQL only (pooled connections)")
 @pytest.mark.django_db(transaction=True)
 def test_make_prod_runs_a_task_end_to_end(tmp_path: Path) -> None:
     """Issue 16: bin/prod on free loopback ports, the test database and a Redis queue

@@ -20,7 +20,9 @@ from django.db import connection
 
 
 def database_url(*, application_name: str = "") -> str | None:
-    """The test database as a URL a child process can use (None for in-memory SQLite)."""
+    """The test database as a URL a child process can use: PostgreSQL, or the SQLite file
+    tests/conftest.py makes the test database (None only for an in-memory SQLite
+    ``TEST_DATABASE_NAME``)."""
     db = connection.settings_dict
     if connection.vendor == "postgresql":
         auth = quote(db["USER"] or "")

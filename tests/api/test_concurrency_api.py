@@ -14,7 +14,6 @@ from tasks_app.states import TaskStatus as S
 from tests.factories import TaskFactory, UserFactory
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("actions", [("satisfied", "abandon"), ("abandon", "abandon")])
 def test_two_concurrent_feedback_calls_give_one_200_and_one_409(actions: tuple[str, str]) -> None:

@@ -23,7 +23,7 @@ from tasks_app.models import (
 )
 from tasks_app.states import TaskStatus as S
 
-pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+pytestmark = pytest.mark.django_db
 
 FACT = "The annual training budget per employee is 1,750 EUR."
 

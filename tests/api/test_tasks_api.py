@@ -293,7 +293,6 @@ def test_list_filters_by_status_flags_and_text(alice: Client, requester: Any) ->
     assert [item["id"] for item in page["items"]] == [running.pk, closed.pk]
 
 
-@pytest.mark.postgres
 def test_staff_list_count_matches_its_items_with_every_filter(rita: Client, requester: Any) -> None:
     """Issue 16: a reviewer's count comes from the status counters only when status is
     the sole filter; with ``agent`` (or a flag, or q) it counts the filtered rows."""
@@ -312,13 +311,13 @@ def test_staff_list_count_matches_its_items_with_every_filter(rita: Client, requ
         assert body["count"] == len(body["items"]) == expected, query
 
 
-@pytest.mark.postgres
 def test_list_verdict_summaries_read_as_json_equal_the_snapshot_rows(
     rita: Client, requester: Any
 ) -> None:
-    """Issue 16: on PostgreSQL the list reads each task's latest original verdict as one
-    JSON column; every item's ``latest_validation`` equals the summary of that snapshot
-    row (latest by time then id, replays ignored, blanks as null, no verdict as null)."""
+    """Issue 16: the list reads each task's latest original verdict (on PostgreSQL as one
+    JSON column, elsewhere by a sliced prefetch); every item's ``latest_validation``
+    equals the summary of that snapshot row (latest by time then id, replays ignored,
+    blanks as null, no verdict as null)."""
     now = timezone.now()
     tasks = [TaskFactory(owner=requester, status=S.NEEDS_REVIEW) for _ in range(4)]
     ValidationSnapshotFactory(task=tasks[0], status="rejected", created_at=now)

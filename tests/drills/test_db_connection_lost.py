@@ -31,7 +31,9 @@ from tests.factories import KnowledgeDocumentFactory, TaskFactory
 pytestmark = [
     pytest.mark.drill,
     pytest.mark.celery_worker,
-    pytest.mark.postgres,
+    pytest.mark.postgres(
+        reason="pg_terminate_backend ends the worker's connections; SQLite has no server"
+    ),
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(180),
 ]

@@ -32,7 +32,6 @@ from tests.factories import UserFactory
 pytestmark = [
     pytest.mark.drill,
     pytest.mark.drill_slow,
-    pytest.mark.postgres,
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(300),
 ]

@@ -26,7 +26,6 @@ from tests.factories import TaskFactory, UserFactory
 
 pytestmark = [
     pytest.mark.drill,
-    pytest.mark.postgres,
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(120),
 ]
@@ -126,9 +125,10 @@ def test_twenty_unversioned_decisions_follow_the_transition_table(
     live_server: Any, reviewers: list[Any]
 ) -> None:
     """S3/S5: 20 simultaneous decisions without a version: each is judged on the status
-    the previous winner left (row lock), so more than one may apply (revise, then
-    abandon), but every 200 is exactly one legal event, every other call a 409, and the
-    log is one consistent chain ending at the final status."""
+    the previous winner left (PostgreSQL's row lock; SQLite's one writer at a time), so
+    more than one may apply (revise, then abandon), but every 200 is exactly one legal
+    event, every other call a 409, and the log is one consistent chain ending at the
+    final status."""
     owner = UserFactory(username="alice")
     task = TaskFactory(owner=owner, status=S.AWAITING_FEEDBACK, version=1)
     actions = (["revise", "abandon", "satisfied"] * CALLERS)[:CALLERS]

@@ -37,7 +37,6 @@ from tests.factories import KnowledgeDocumentFactory, TaskFactory
 pytestmark = [
     pytest.mark.drill,
     pytest.mark.celery_worker,
-    pytest.mark.postgres,
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(180),
 ]
@@ -70,7 +69,7 @@ def test_worker_killed_after_second_tool_call_loses_nothing(tmp_path: Path) -> N
     redis = redis_url()
     db_url = database_url()
     if redis is None or db_url is None:
-        pytest.skip("needs REDIS_URL (a Redis broker) and a PostgreSQL test database")
+        pytest.skip("needs REDIS_URL (a Redis broker) and a test database a worker can share")
     KnowledgeDocumentFactory(
         title="Training Budget", body="The annual training budget per employee is 1,750 EUR."
     )
@@ -183,7 +182,7 @@ def test_redelivered_job_takes_over_the_killed_attempt_without_the_reaper(
     redis = redis_url()
     db_url = database_url()
     if redis is None or db_url is None:
-        pytest.skip("needs REDIS_URL (a Redis broker) and a PostgreSQL test database")
+        pytest.skip("needs REDIS_URL (a Redis broker) and a test database a worker can share")
     KnowledgeDocumentFactory(
         title="Training Budget", body="The annual training budget per employee is 1,750 EUR."
     )

@@ -47,7 +47,7 @@ def test_demo_tasks_reach_the_status_their_evidence_warrants(tmp_path: Path) -> 
     (accepted), missing/contradicted facts → needs_review; every verdict is stored."""
     db_url = database_url()
     if db_url is None:
-        pytest.skip("the test database is in-memory SQLite; a worker process cannot share it")
+        pytest.skip("TEST_DATABASE_NAME names an in-memory SQLite database: no worker can share it")
     import_folder(settings.BASE_DIR / "demo" / "handbook")
     specs = json.loads((settings.BASE_DIR / "demo" / "tasks.json").read_text(encoding="utf-8"))
     owner = UserFactory(username="e2e-requester")

@@ -18,7 +18,6 @@ from tasks_app.models import TaskEvent
 from tests.evidence_app.validation_helpers import JUDGE, validating_task, verdict
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_validation_of_one_attempt_calls_the_model_once(settings: Any) -> None:
     """Issue 16: the first delivery claims the validation and is held inside its model
@@ -70,7 +69,6 @@ def test_concurrent_validation_of_one_attempt_calls_the_model_once(settings: Any
     assert task.status == "awaiting_feedback" and task.validation_claimed_at is None
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_claim_keeper_refreshes_the_claim_and_stops_once_it_is_taken_over(
     settings: Any,

@@ -1,4 +1,5 @@
-"""S3: concurrent feedback on one task, on real PostgreSQL row locks."""
+"""S3: concurrent feedback on one task: PostgreSQL row locks, or SQLite's one writer at a
+time (the test database is a file, each thread has its own connection)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from tasks_app.states import TaskStatus as S
 from tests.factories import TaskFactory, UserFactory
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("actions", [("satisfied", "abandon"), ("satisfied", "satisfied")])
 def test_two_concurrent_feedback_actions_exactly_one_applies(actions: tuple[str, str]) -> None:

@@ -29,7 +29,7 @@ from tasks_app.external import (
 from tasks_app.models import Run, RunMessage, Task, TaskEvent, ToolEvidence
 from tasks_app.states import TaskStatus as S
 
-pytestmark = [pytest.mark.django_db(transaction=False), pytest.mark.postgres]
+pytestmark = pytest.mark.django_db(transaction=False)
 
 FACT = "The annual training budget per employee is 1,750 EUR."
 

@@ -35,7 +35,6 @@ from tests.workers import Worker, broker_env, database_url, wait_for
 
 pytestmark = [
     pytest.mark.celery_worker,
-    pytest.mark.postgres,
     pytest.mark.django_db(transaction=True),
 ]
 
@@ -65,7 +64,7 @@ def stack(
     and the broker; jobs the live server sends go to the worker's own queue."""
     db_url = database_url()
     if db_url is None:
-        pytest.skip("the test database is in-memory SQLite; a worker process cannot share it")
+        pytest.skip("TEST_DATABASE_NAME names an in-memory SQLite database: no worker can share it")
     settings.WEBHOOK_ALLOW_PRIVATE = True
     queue = f"e2e-external-{uuid.uuid4().hex[:12]}"
     previous_queue = celery_app.conf.task_default_queue

@@ -22,46 +22,58 @@ def _running_task() -> Any:
     return TaskFactory(status=S.RUNNING, lease_token="held", heartbeat_at=None, attempt_count=1)
 
 
-@pytest.mark.postgres
-@pytest.mark.django_db
-def test_a_tool_result_is_one_statement_with_the_columns_save_would_fill() -> None:
-    """Issue 16: evidence + transcript row + heartbeat in one statement; the computed
-    columns (characters, digest for de-duplication) are those ToolEvidence.save() sets."""
-    task = _running_task()
-    recorder = RunRecorder(
+def _recorder(task: Any) -> RunRecorder:
+    return RunRecorder(
         task_id=task.pk,
         attempt_index=1,
         kind="main",
         model_name="test:model",
         fence=Fence(task_id=task.pk, lease_token="held"),
     )
+
+
+@pytest.mark.django_db
+def test_a_tool_result_writes_the_columns_save_would_fill() -> None:
+    """Issue 16, E2: the evidence and its transcript row are written together, with the
+    computed columns (characters, digest for de-duplication) ToolEvidence.save() sets,
+    by PostgreSQL's one fenced statement or SQLite's fenced transaction."""
+    task = _running_task()
+    recorder = _recorder(task)
     call = ToolCallPart("search_knowledge", {"query": "budget"}, tool_call_id="c1")
-    with CaptureQueriesContext(connection) as captured:
-        recorder.add_tool_result(call, ToolOutput(content="Result text ünïcode"))
-    assert len(captured) == 1
+    recorder.add_tool_result(call, ToolOutput(content="Result text ünïcode"))
     evidence = ToolEvidence.objects.get(task=task)
     assert evidence.content_chars == len("Result text ünïcode")
     assert evidence.content_sha256 == content_digest("search_knowledge", "Result text ünïcode")
     assert evidence.arguments == {"query": "budget"} and evidence.sequence == 0
     message = RunMessage.objects.get(run=recorder.run, role="tool")
     assert message.payload["tool_call_id"] == "c1" and message.index == 0
+
+
+@pytest.mark.postgres(
+    reason="one fenced statement (UPDATE ... RETURNING in a WITH); SQLite uses a transaction"
+)
+@pytest.mark.django_db
+def test_a_tool_result_is_one_statement_that_beats_the_heartbeat() -> None:
+    """Issue 16: on PostgreSQL the evidence, the transcript row and the heartbeat are
+    one statement."""
+    task = _running_task()
+    recorder = _recorder(task)
+    call = ToolCallPart("search_knowledge", {"query": "budget"}, tool_call_id="c1")
+    with CaptureQueriesContext(connection) as captured:
+        recorder.add_tool_result(call, ToolOutput(content="Result text ünïcode"))
+    assert len(captured) == 1
+    assert ToolEvidence.objects.filter(task=task).count() == 1
+    assert RunMessage.objects.filter(run=recorder.run, role="tool").count() == 1
     task.refresh_from_db()
     assert task.heartbeat_at is not None
 
 
-@pytest.mark.postgres
 @pytest.mark.django_db
 def test_a_fenced_write_after_a_takeover_writes_nothing() -> None:
     """X1: once the lease token changed, the statement inserts no row, refreshes no
     heartbeat, and the recorder raises LeaseLost; its counters stay where they were."""
     task = _running_task()
-    recorder = RunRecorder(
-        task_id=task.pk,
-        attempt_index=1,
-        kind="main",
-        model_name="test:model",
-        fence=Fence(task_id=task.pk, lease_token="held"),
-    )
+    recorder = _recorder(task)
     Task.objects.filter(pk=task.pk).update(lease_token="new-owner", heartbeat_at=None)
     with pytest.raises(LeaseLost):
         recorder.add_tool_result(ToolCallPart("search_knowledge", {}), ToolOutput(content="x"))

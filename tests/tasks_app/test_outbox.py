@@ -248,7 +248,7 @@ def test_task_created_while_the_broker_is_down_settles_once_it_is_back(
     at worker start), runs the attempt and the validation, and the task settles."""
     db_url = database_url()
     if db_url is None:
-        pytest.skip("the test database is in-memory SQLite; a worker process cannot share it")
+        pytest.skip("TEST_DATABASE_NAME names an in-memory SQLite database: no worker can share it")
     KnowledgeDocumentFactory(
         title="Training Budget",
         body="Everyone can learn. The annual training budget per employee is 1,750 EUR.",
@@ -429,7 +429,7 @@ def test_otlp_trace_exported_while_the_broker_is_down_is_assembled_once_it_is_ba
     after its quiet period and gets it validated."""
     db_url = database_url()
     if db_url is None:
-        pytest.skip("the test database is in-memory SQLite; a worker process cannot share it")
+        pytest.skip("TEST_DATABASE_NAME names an in-memory SQLite database: no worker can share it")
     settings.OTLP_TRACE_QUIET_SECONDS = 1
     spans = list(otlp_client.finished_spans())
     queue = f"outbox-{uuid.uuid4().hex[:12]}"

@@ -9,7 +9,12 @@ from django.db import connection
 from tasks_app.agents.tools.knowledge import keywords, search_knowledge, search_queryset
 from tasks_app.models import KnowledgeDocument
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db]
+pytestmark = [
+    pytest.mark.postgres(
+        reason="the GIN full-text index; SQLite has none (its search reads every document)"
+    ),
+    pytest.mark.django_db,
+]
 
 
 def test_search_over_10000_documents_uses_the_gin_index() -> None:

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -88,6 +90,50 @@ def test_entering_running_starts_the_attempt_and_its_lease_leaving_releases_it()
     task.refresh_from_db()
     assert task.status == S.VALIDATING and task.final_answer == "An answer."
     assert task.lease_token == "" and task.heartbeat_at is None
+
+
+def test_a_transition_returns_and_stores_the_rows_the_orm_reads_on_either_backend() -> None:
+    """Issue 16: on PostgreSQL task_transition locks the row with its own SELECT ... FOR
+    UPDATE and writes the task and its event in one statement (WITH moved AS (UPDATE
+    ...) INSERT ...); on SQLite through the ORM. Either way the task it returns equals the
+    row read back, field by field (JSON, lists and times converted alike), and the event
+    holds what was asked."""
+    actor = UserFactory(username="ada")
+    task = TaskFactory(
+        status=S.OPEN,
+        plan={"steps": ["search", "read"], "depth": 2},
+        validation_keywords=["budget", "EUR"],
+    )
+    with CaptureQueriesContext(connection) as captured:
+        moved = services.task_transition(
+            task_id=task.pk,
+            to_status=S.RUNNING,
+            actor=actor,
+            actor_kind="user",
+            reason="started by hand",
+            updates={"title": "Renamed", "final_answer": "draft"},
+        )
+    stored = Task.objects.get(pk=task.pk)
+    for field in Task._meta.concrete_fields:
+        assert getattr(moved, field.attname) == getattr(stored, field.attname), field.name
+    assert (stored.status, stored.title, stored.plan) == (
+        S.RUNNING,
+        "Renamed",
+        {"steps": ["search", "read"], "depth": 2},
+    )
+    event = TaskEvent.objects.get(task=task)
+    assert (event.from_status, event.to_status, event.actor_id, event.actor_kind) == (
+        S.OPEN,
+        S.RUNNING,
+        actor.pk,
+        "user",
+    )
+    assert (event.reason, event.attempt_index) == ("started by hand", 1)
+    assert event.at is not None and event.at.tzinfo is not None
+    statements = [q["sql"] for q in captured]
+    on_postgres = connection.vendor == "postgresql"
+    assert any(sql.startswith("WITH moved AS (UPDATE") for sql in statements) == on_postgres
+    assert any(sql.endswith("FOR UPDATE") for sql in statements) == on_postgres
 
 
 # --- Claims change hands through services that record it --------------------------------

@@ -29,7 +29,7 @@ from tasks_app.webhooks import (
 from tests.factories import TaskFactory
 from tests.webhook_receiver import running_receiver
 
-pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+pytestmark = pytest.mark.django_db
 
 
 @pytest.mark.parametrize(

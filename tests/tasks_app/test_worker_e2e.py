@@ -30,7 +30,7 @@ def test_real_worker_runs_a_task_to_validating(tmp_path: Path) -> None:
     on the offline researcher; the task reaches validating with a cited answer."""
     db_url = database_url()
     if db_url is None:
-        pytest.skip("the test database is in-memory SQLite; a worker process cannot share it")
+        pytest.skip("TEST_DATABASE_NAME names an in-memory SQLite database: no worker can share it")
     KnowledgeDocumentFactory(
         title="Training Budget",
         body="Everyone can learn. The annual training budget per employee is 1,750 EUR.",
