@@ -157,3 +157,29 @@ def table(rows: list[list[str]], headers: list[str]) -> str:
     for row in rows:
         out.append("  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)))
     return "\n".join(out)
+
+
+def ensure_database(url: str) -> None:
+    """Create the PostgreSQL database of ``url`` if it does not exist."""
+    if not url.startswith(("postgres://", "postgresql://")):
+        return
+    import dj_database_url
+    import psycopg
+    from psycopg import sql
+
+    db = dj_database_url.parse(url)
+    params = {
+        "host": db.get("HOST") or "127.0.0.1",
+        "port": db.get("PORT") or 5432,
+        "user": db.get("USER") or "postgres",
+        "password": db.get("PASSWORD") or None,
+        "dbname": "postgres",
+        "autocommit": True,
+    }
+    with psycopg.connect(**{k: v for k, v in params.items() if v is not None}) as conn:
+        exists = conn.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]
+        ).fetchone()
+        if not exists:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db["NAME"])))
+            print(f"bench: created database {db['NAME']}")

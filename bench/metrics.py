@@ -36,7 +36,7 @@ def run(*, tasks: int, database_url: str) -> dict[str, Any]:
         raise RuntimeError("the metrics benchmark needs PostgreSQL")
     db = dj_database_url.parse(database_url)
     url = database_url.replace(f"/{db['NAME']}", f"/{db['NAME']}_metrics", 1)
-    from bench.run import ensure_database
+    from bench.common import ensure_database
 
     ensure_database(url)
     env = {**os.environ, "DATABASE_URL": url, "METRICS_SETTLE_SECONDS": "0"}

@@ -24,6 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.common import ensure_database
+
 BENCH_DIR = Path(__file__).resolve().parent
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/bench"
 DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/5"
@@ -39,32 +41,6 @@ def configure_environment() -> None:
     os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-production-use-0123456789")
     os.environ.setdefault("LOG_LEVEL", "WARNING")
     os.environ.setdefault("EVIDENTIA_VAR_DIR", str(BENCH_DIR.parent / "var" / "bench"))
-
-
-def ensure_database(url: str) -> None:
-    """Create the PostgreSQL database of ``url`` if it does not exist."""
-    if not url.startswith(("postgres://", "postgresql://")):
-        return
-    import dj_database_url
-    import psycopg
-    from psycopg import sql
-
-    db = dj_database_url.parse(url)
-    params = {
-        "host": db.get("HOST") or "127.0.0.1",
-        "port": db.get("PORT") or 5432,
-        "user": db.get("USER") or "postgres",
-        "password": db.get("PASSWORD") or None,
-        "dbname": "postgres",
-        "autocommit": True,
-    }
-    with psycopg.connect(**{k: v for k, v in params.items() if v is not None}) as conn:
-        exists = conn.execute(
-            "SELECT 1 FROM pg_database WHERE datname = %s", [db["NAME"]]
-        ).fetchone()
-        if not exists:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db["NAME"])))
-            print(f"bench: created database {db['NAME']}")
 
 
 def sizes(quick: bool) -> dict[str, dict[str, Any]]:
