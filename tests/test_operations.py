@@ -354,9 +354,9 @@ def test_a_periodic_job_that_did_something_logs_one_info_line_saying_what(
 ) -> None:
     import types
 
-    from tasks_app import jobs, outbox
+    from tasks_app import jobs
 
-    monkeypatch.setattr(outbox, "outbox_relay", lambda: 3)
+    monkeypatch.setattr(jobs, "outbox_relay", lambda: 3)
     monkeypatch.setattr(
         jobs,
         "attempt_reap",
@@ -375,12 +375,12 @@ def test_a_periodic_job_that_did_something_logs_one_info_line_saying_what(
 def test_a_failing_periodic_job_keeps_its_error_and_other_jobs_keep_their_info_lines(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tasks_app import jobs, outbox
+    from tasks_app import jobs
 
     def broken() -> int:
         raise RuntimeError("outbox table is gone")
 
-    monkeypatch.setattr(outbox, "outbox_relay", broken)
+    monkeypatch.setattr(jobs, "outbox_relay", broken)
     with caplog.at_level(logging.INFO):
         jobs.relay_outbox_job.apply()
         _celery_announces("tasks_app.run_attempt")
