@@ -17,6 +17,9 @@ NO_NUL = r"^[^\x00]*$"
 # What Python's str.strip() removes, spelled out (\s differs between regex engines).
 WHITESPACE = r"\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 # At least one character that is neither NUL nor whitespace, and no NUL anywhere.
+# A free-form object's keys: a NUL character anywhere in a JSON body is refused with 422
+# (PostgreSQL cannot store it), so the schema says so for the keys too.
+NO_NUL_KEYS: dict[str, Any] = {"propertyNames": {"pattern": NO_NUL}}
 NOT_BLANK = rf"^[^\x00]*[^\x00{WHITESPACE}][^\x00]*$"
 
 # Stated in the schema, enforced before parsing by project.api.guard_request (whose

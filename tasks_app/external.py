@@ -30,7 +30,7 @@ from django.utils import timezone
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from project.errors import DomainError
-from project.schemas import NO_NUL, Text
+from project.schemas import NO_NUL, NO_NUL_KEYS, Text
 from tasks_app import services
 from tasks_app.models import (
     Feedback,
@@ -69,7 +69,9 @@ class UsageIn(_In):
     input_tokens: int = Field(0, ge=0, le=2**31 - 1)
     output_tokens: int = Field(0, ge=0, le=2**31 - 1)
     details: dict[str, int | float] = Field(
-        default_factory=dict, description="Any other counters (cache reads, reasoning, ...)"
+        default_factory=dict,
+        description="Any other counters (cache reads, reasoning, ...)",
+        json_schema_extra=NO_NUL_KEYS,
     )
 
 
@@ -79,6 +81,7 @@ class MessageIn(_In):
     payload: dict[str, Any] = Field(
         default_factory=dict,
         description="The message as your framework serialised it (tool calls, ids, ...)",
+        json_schema_extra=NO_NUL_KEYS,
     )
     created_at: datetime | None = None
 
@@ -86,7 +89,7 @@ class MessageIn(_In):
 class ToolResultIn(_In):
     tool_name: str = Field(min_length=1, max_length=100, pattern=NO_NUL)
     tool_call_id: str = Field("", max_length=200, pattern=NO_NUL)
-    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments: dict[str, Any] = Field(default_factory=dict, json_schema_extra=NO_NUL_KEYS)
     content: str = Field(
         "", description="The full result the agent saw; never truncated", pattern=NO_NUL
     )
@@ -94,7 +97,9 @@ class ToolResultIn(_In):
     title: str = Field("", max_length=500, pattern=NO_NUL)
     created_at: datetime | None = None
     is_error: bool = False
-    payload: dict[str, Any] = Field(default_factory=dict, description="Extra event data")
+    payload: dict[str, Any] = Field(
+        default_factory=dict, description="Extra event data", json_schema_extra=NO_NUL_KEYS
+    )
 
 
 class RunFields(_In):

@@ -93,3 +93,22 @@ def test_the_replay_model_pattern_needs_a_provider_prefix(schemas: dict[str, Any
     assert re.search(pattern, "openai:gpt-4.1")
     assert re.search(pattern, "")
     assert not re.search(pattern, "gpt-4.1")
+
+
+def test_every_free_form_input_object_says_its_keys_hold_no_nul(
+    schemas: dict[str, Any],
+) -> None:
+    """Issue "Guarantees" (14): a NUL character in a key of a free-form object is refused
+    with 422 like one in a value, so every input schema's free-form object says so
+    (schemathesis found a schema-valid body refused for it)."""
+    free_form = [
+        (name, field)
+        for name, schema in schemas.items()
+        if name.endswith("In")
+        for field, prop in (schema.get("properties") or {}).items()
+        if prop.get("type") == "object" and "properties" not in prop
+    ]
+    assert free_form, "no free-form input object found"
+    for name, field in free_form:
+        prop = schemas[name]["properties"][field]
+        assert prop.get("propertyNames") == {"pattern": "^[^\\x00]*$"}, (name, field)
