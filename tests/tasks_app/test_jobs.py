@@ -142,8 +142,11 @@ def test_two_concurrent_deliveries_run_the_attempt_once(agent_model: Any, sent: 
     for t in threads:
         t.join(timeout=30)
 
-    # The loser finds the winner's live lease (issue 17: not a takeover).
-    assert sorted(results) == ["lease_held", S.VALIDATING]
+    # The loser finds the winner's live lease (issue 17: not a takeover), or, when it
+    # was scheduled only after the winner's whole attempt (a loaded machine), the work
+    # done; never a second run.
+    assert len(results) == 2 and S.VALIDATING in results
+    assert {r for r in results if r != S.VALIDATING} <= {"lease_held", "duplicate"}
     assert Run.objects.filter(task=task).count() == 1
     assert ToolEvidence.objects.filter(task=task).count() == 1
     assert TaskEvent.objects.filter(task=task, to_status=S.RUNNING).count() == 1
