@@ -52,6 +52,9 @@ GENERIC_FEEDBACK = (
     "required shape. Reply again with only the JSON object, no other text."
 )
 
+# How a failed response is marked when its copy in a retry is cut to ``retry_room``.
+ECHO_CUT_NOTE = "\n[... cut here: this response had {count} characters]"
+
 RequestFn = Callable[[Model, list[ModelMessage], ModelRequestParameters], ModelResponse]
 
 
@@ -253,8 +256,14 @@ def strict_request[T: BaseModel](
     parameters: ModelRequestParameters | None = None,
     request_fn: RequestFn | None = None,
     feedback_fn: Callable[[SchemaFailure, str], str] = build_feedback,
+    retry_room: int | None = None,
 ) -> StrictOutcome[T]:
     """Request a terminal answer and parse it into ``output_type`` (O1–O5).
+
+    ``retry_room`` (characters) bounds what a retry adds to ``messages``: the copy of
+    the failed response plus the correction. A correction longer than the room becomes
+    the generic one, and the failed response's copy is cut to what is left, so a
+    caller that keeps ``retry_room`` free of its context budget never exceeds it.
 
     Never raises for model or parse errors: they end in an outcome with ``stop_reason``
     and ``error`` set, so the caller can record them (V8).
@@ -331,9 +340,31 @@ def strict_request[T: BaseModel](
                 feedback = feedback_fn(failure, schema_hint)
             except Exception:  # O5: never abort the step over a feedback message
                 feedback = GENERIC_FEEDBACK
-            pending = [*base, response, ModelRequest(parts=[UserPromptPart(content=feedback)])]
+            feedback, echo = fit_retry(response, feedback, retry_room)
+            pending = [*base, echo, ModelRequest(parts=[UserPromptPart(content=feedback)])]
             continue
         outcome.value = value
         outcome.stop_reason = "ok"
         outcome.messages = [*base, response]
         return outcome
+
+
+def fit_retry(
+    response: ModelResponse, feedback: str, retry_room: int | None
+) -> tuple[str, ModelResponse]:
+    """The correction and the failed response's copy for a retry, together within
+    ``retry_room`` characters (unbounded when it is None)."""
+    if retry_room is None:
+        return feedback, response
+    if len(feedback) > retry_room:
+        feedback = GENERIC_FEEDBACK[:retry_room]
+    room = retry_room - len(feedback)
+    text = response_text(response)
+    if len(text) <= room and len(response.parts) == 1:
+        return feedback, response
+    note = ECHO_CUT_NOTE.format(count=len(text))
+    kept = max(0, room - len(note))
+    cut = (text[:kept] + note)[:room] if len(text) > room else text
+    return feedback, ModelResponse(
+        parts=[TextPart(cut)], model_name=response.model_name, usage=response.usage
+    )

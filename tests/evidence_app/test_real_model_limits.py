@@ -1,0 +1,58 @@
+"""What a real model's limits need: a schema retry within the context budget, the
+answer under review sent once, and a provider's finish reason kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ModelMessage, ModelResponse
+
+from evidence_app.services import validation_run
+from tests.evidence_app.validation_helpers import ScriptedJudge, validating_task, verdict
+
+pytestmark = pytest.mark.django_db
+
+BUDGET = 60_000
+
+
+def _request_chars(messages: list[ModelMessage]) -> int:
+    """The characters of one request: every part's text content, replies included."""
+    total = 0
+    for message in messages:
+        for part in message.parts:
+            content = getattr(part, "content", "")
+            total += len(content) if isinstance(content, str) else len(str(content))
+    return total
+
+
+def _filler(n: int) -> str:
+    chunk = "Routine paragraph about office procedures and general matters.\n"
+    return (chunk * (n // len(chunk) + 1))[:n]
+
+
+def test_a_schema_retry_of_a_part_cut_to_fit_stays_within_the_budget(
+    scripted_judge: ScriptedJudge, settings: Any
+) -> None:
+    """The first reply of every part is long prose without a verdict, so every part is
+    retried with the failed reply and the correction: no request exceeds the budget."""
+    settings.VALIDATOR_CONTEXT_CHARS = {scripted_judge.model().model_name: BUDGET}
+    settings.VALIDATOR_SCHEMA_RETRIES = 2
+    long_prose = "I think the answer is probably fine, because " * 200  # ~9,000 chars
+
+    def reply(messages: list[ModelMessage]) -> str:
+        retrying = isinstance(messages[-2], ModelResponse) if len(messages) > 1 else False
+        return verdict("accepted") if retrying else long_prose
+
+    scripted_judge.replies = [reply]
+    task = validating_task(
+        evidence=["The annual training budget per employee is 1,750 EUR.\n" + _filler(150_000)]
+    )
+    snapshot = validation_run(task_id=task.pk, attempt_index=1)
+    assert snapshot is not None
+    assert len(snapshot.chunk_verdicts) >= 3
+    assert snapshot.schema_retry_count == len(snapshot.chunk_verdicts)
+    largest = max(_request_chars(call) for call in scripted_judge.calls)
+    assert largest <= BUDGET
+    retry = next(c for c in scripted_judge.calls if len(c) > 1)
+    assert "this response had" in retry[1].parts[0].content  # the failed reply was cut
