@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
+from evidence_app.render import ANSWER_POINTER
 from evidence_app.services import validation_run
 from tests.evidence_app.validation_helpers import ScriptedJudge, validating_task, verdict
+from tests.factories import RunMessageFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -56,3 +58,37 @@ def test_a_schema_retry_of_a_part_cut_to_fit_stays_within_the_budget(
     assert largest <= BUDGET
     retry = next(c for c in scripted_judge.calls if len(c) > 1)
     assert "this response had" in retry[1].parts[0].content  # the failed reply was cut
+
+
+def test_the_answer_under_review_is_in_the_validator_input_once(
+    scripted_judge: ScriptedJudge,
+) -> None:
+    """The trajectory's last message and the run's output point to the answer section;
+    every tool result and every other message stays, in full."""
+    answer = (
+        "The annual training budget per employee is 1,750 EUR, and it may be spent on "
+        "courses, conferences and certification fees approved by a manager."
+    )
+    results = [
+        "The annual training budget per employee is 1,750 EUR.",
+        "Courses, conferences and certification fees count; a manager approves them.",
+    ]
+    task = validating_task(answer=answer, evidence=results)
+    run = task.runs.get()
+    RunMessageFactory(run=run, index=0, role="user", content=task.request)
+    RunMessageFactory(run=run, index=1, role="assistant", content="Let me read the policy.")
+    RunMessageFactory(
+        run=run, index=2, role="tool", content=results[0], payload={"tool_call_id": "c1"}
+    )
+    RunMessageFactory(run=run, index=3, role="assistant", content=answer)
+    scripted_judge.replies = [verdict("accepted")]
+    snapshot = validation_run(task_id=task.pk, attempt_index=1)
+    assert snapshot is not None
+    sent = scripted_judge.calls[0][0].parts[1].content
+    assert sent == snapshot.rendered_input
+    assert sent.count(answer) == 1
+    assert sent.index(answer) > sent.index("== ANSWER UNDER REVIEW")
+    assert sent.count(ANSWER_POINTER) == 2  # the run's output and its last message
+    assert "Let me read the policy." in sent
+    for result in results:
+        assert result in sent
