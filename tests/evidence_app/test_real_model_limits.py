@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 
 from evidence_app.render import ANSWER_POINTER
 from evidence_app.services import validation_run
@@ -92,3 +92,22 @@ def test_the_answer_under_review_is_in_the_validator_input_once(
     assert "Let me read the policy." in sent
     for result in results:
         assert result in sent
+
+
+@pytest.mark.parametrize("finish_reason", ["length", "content_filter"])
+def test_a_validator_answer_cut_or_refused_is_a_validator_error_naming_why(
+    scripted_judge: ScriptedJudge, finish_reason: str
+) -> None:
+    """A verdict the provider cut (``length``) or refused (``content_filter``) is never
+    parsed, even when it holds a valid object: validator_error, the reason named."""
+    cut = ModelResponse(parts=[TextPart(verdict("accepted"))], finish_reason=finish_reason)
+    scripted_judge.replies = [cut]
+    task = validating_task()
+    snapshot = validation_run(task_id=task.pk, attempt_index=1)
+    assert snapshot is not None
+    assert snapshot.status == "validator_error"
+    assert f"The model stopped: {finish_reason}" in snapshot.error
+    assert snapshot.request_count == 1
+    assert snapshot.raw_responses[0]["finish_reason"] == finish_reason
+    task.refresh_from_db()
+    assert task.status == "needs_review"
