@@ -13,6 +13,10 @@ from collections.abc import Iterable
 from evidence_app.packets import RunEvidence, TaskEvidencePacket, ToolEvidence
 from project.external import wrap_external
 
+# What the validator's evidence says in place of the answer under review, which it
+# reads once, in its own section at the end.
+ANSWER_POINTER = "[the final answer: see ANSWER UNDER REVIEW below]"
+
 
 def _arguments(arguments: dict[str, object]) -> str:
     return json.dumps(arguments, ensure_ascii=False, sort_keys=True)
@@ -30,7 +34,8 @@ def evidence_labels(packet: TaskEvidencePacket) -> dict[int, str]:
 
 
 class _Renderer:
-    def __init__(self, labels: dict[int, str]) -> None:
+    def __init__(self, labels: dict[int, str], answer: str = "") -> None:
+        self.answer = answer.strip()
         self.parts: list[str] = []
         self.first_ref: dict[str, str] = {}
         self.ref_by_call: dict[str, str] = {}
@@ -88,11 +93,7 @@ class _Renderer:
             self.parts.append("Trajectory:")
             self.parts.extend(trajectory)
         self.parts.append("Output of this run:")
-        self.parts.append(
-            wrap_external(run.output_text, label=f"run {run.run_id} output")
-            if run.output_text
-            else "(no output)"
-        )
+        self.parts.append(self._text(run.output_text, label=f"run {run.run_id} output"))
         self.parts.append("")
 
     def _trajectory(self, run: RunEvidence) -> Iterable[str]:
@@ -112,15 +113,26 @@ class _Renderer:
                 continue
             if message.content:
                 yield f"  {message.index}. {message.role}:"
-                yield wrap_external(
-                    message.content, label=f"run {run.run_id} message {message.index}"
-                )
+                yield self._text(message.content, label=f"run {run.run_id} message {message.index}")
+
+    def _text(self, text: str, *, label: str) -> str:
+        """A run's text wrapped, or the pointer to the answer when it is the answer."""
+        if not text:
+            return "(no output)"
+        if self.answer and text.strip() == self.answer:
+            return ANSWER_POINTER
+        return wrap_external(text, label=label)
 
 
-def render_packet(packet: TaskEvidencePacket) -> str:
+def render_packet(packet: TaskEvidencePacket, *, answer: str = "") -> str:
     """The packet as text: team runs in graph order, then the main/synthesis run,
-    node results and the final output. Nothing is cut."""
-    renderer = _Renderer(evidence_labels(packet))
+    node results and the final output. Nothing is cut.
+
+    With ``answer`` (the validator's answer under review, which it reads in a section of
+    its own), a run output or assistant message that is that answer is replaced by
+    ``ANSWER_POINTER``, so the answer is read, and paid, once. Tool results are never
+    replaced."""
+    renderer = _Renderer(evidence_labels(packet), answer=answer)
     parts = renderer.parts
     parts.append(f"EVIDENCE PACKET — task {packet.task_id}, attempt {packet.attempt_index}")
     parts.append(

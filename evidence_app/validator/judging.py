@@ -29,6 +29,12 @@ from evidence_app.validator.schema import SCHEMA_DESCRIPTION, ValidationResult
 from evidence_app.validator.strict import StrictOutcome, strict_request
 from project.costs import CostTotal, price_tokens
 
+# Room kept free of the budget for a schema retry's copy of the failed verdict and its
+# correction (the schema hint included), so a retry never exceeds the budget either.
+RETRY_ROOM_CHARS = len(SCHEMA_DESCRIPTION) + 8_000
+# A budget keeps at most a tenth for it, and a retry needs at least this much.
+MIN_RETRY_ROOM_CHARS = 1_000
+
 PART_SEPARATOR = "\n\n===== VALIDATOR REQUEST {index} OF {count} =====\n\n"
 
 
@@ -93,12 +99,21 @@ def _result_of(outcome: StrictOutcome[ValidationResult]) -> ValidationResult:
     )
 
 
+def retry_room(budget: int, retries: int) -> int:
+    """What a schema retry may add to a request of a ``budget``-character model."""
+    if retries < 1:
+        return 0
+    return max(MIN_RETRY_ROOM_CHARS, min(RETRY_ROOM_CHARS, budget // 10))
+
+
 def judge_prompt(
     prompt: ValidationPrompt, *, model: Model, model_name: str, retries: int
 ) -> Judgement:
-    """Judge in one request when the prompt fits the model's budget, else in parts."""
+    """Judge in one request when the prompt (and room for a retry) fits the model's
+    budget, else in parts."""
     budget = context_budget(model_name)
-    if prompt.total_chars <= budget:
+    room = retry_room(budget, retries)
+    if prompt.total_chars + min(room, MIN_RETRY_ROOM_CHARS) <= budget:
         judgement = Judgement(
             result=ValidationResult.validator_error("not judged"),
             system_prompt=prompt.system,
@@ -110,6 +125,7 @@ def judge_prompt(
             ValidationResult,
             retries=retries,
             schema_hint=SCHEMA_DESCRIPTION,
+            retry_room=min(room, budget - prompt.total_chars),
         )
         judgement.add(outcome, part=None, model_name=model_name)
         judgement.result = reconcile(verify_result(_result_of(outcome), prompt.citable))
@@ -124,11 +140,13 @@ def _judge_in_parts(
     prompt: ValidationPrompt, *, model: Model, model_name: str, budget: int, retries: int
 ) -> Judgement:
     system = prompt.system + CHUNK_ADDENDUM
-    fixed = len(system) + len(prompt.user_with("")) + PART_OVERHEAD_CHARS
+    room = retry_room(budget, retries)
+    fixed = len(system) + len(prompt.user_with("")) + PART_OVERHEAD_CHARS + room
     capacity = budget - fixed
     if capacity < MIN_EVIDENCE_CHARS:
         reason = (
-            f"Context overflow: the request, rules, history and answer alone take {fixed} "
+            f"Context overflow: the request, rules, history and answer (and room for a "
+            f"retry) alone take {fixed} "
             f"characters of the validator's {budget}-character budget, leaving no room to "
             "judge the evidence even in parts. A person must review this answer."
         )
@@ -155,6 +173,7 @@ def _judge_in_parts(
             ValidationResult,
             retries=retries,
             schema_hint=SCHEMA_DESCRIPTION,
+            retry_room=room,
         )
         part_cost = judgement.add(outcome, part=part.index, model_name=model_name)
         verdict = verify_result(_result_of(outcome), prompt.citable)

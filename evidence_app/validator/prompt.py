@@ -76,9 +76,10 @@ class ValidationPrompt:
         return len(self.system) + len(self.user)
 
 
-def render_evidence(packet: TaskEvidencePacket) -> str:
-    """The rendered packet without its final-output section (the answer comes last)."""
-    rendered = render_packet(packet.model_copy(update={"final_output": ""}))
+def render_evidence(packet: TaskEvidencePacket, *, answer: str = "") -> str:
+    """The rendered packet without its final-output section (the answer comes last);
+    a run output or message that is ``answer`` points to that last section instead."""
+    rendered = render_packet(packet.model_copy(update={"final_output": ""}), answer=answer)
     if rendered.endswith(_EMPTY_FINAL_TAIL):
         rendered = rendered[: -len(_EMPTY_FINAL_TAIL)]
     return rendered
@@ -132,7 +133,7 @@ def build_prompt(
     return ValidationPrompt(
         system=system_prompt(template),
         head=head,
-        evidence=render_evidence(packet),
+        evidence=render_evidence(packet, answer=answer),
         tail=tail,
         answer=answer,
         citable=citable_results(packet),

@@ -13,6 +13,9 @@ same model within the same step with the error, up to ``retries`` times.
   usage and latency is counted, retries included.
 - O5: a turn that calls tools is not a terminal turn and is never validated; an error
   while building feedback falls back to a generic message.
+- A response the provider cut (finish reason ``length``) or refused (``content_filter``)
+  is never parsed nor retried: the outcome's ``stop_reason`` is ``finish_reason`` and
+  its error names the reason.
 
 Prompt-level JSON: we parse the response text ourselves instead of relying on
 provider-native structured output, so this works on every provider, the
@@ -51,6 +54,9 @@ GENERIC_FEEDBACK = (
     "Your previous response could not be used: it was not a valid JSON object of the "
     "required shape. Reply again with only the JSON object, no other text."
 )
+
+# How a failed response is marked when its copy in a retry is cut to ``retry_room``.
+ECHO_CUT_NOTE = "\n[... cut here: this response had {count} characters]"
 
 RequestFn = Callable[[Model, list[ModelMessage], ModelRequestParameters], ModelResponse]
 
@@ -92,6 +98,8 @@ class RawResponse:
     # Priced by the caller, who knows the configured model name (issue 18).
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    # The provider's finish reason (pydantic-ai's ModelResponse.finish_reason), if given.
+    finish_reason: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -104,6 +112,7 @@ class RawResponse:
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
             "latency_ms": self.latency_ms,
+            "finish_reason": self.finish_reason,
         }
 
 
@@ -113,6 +122,7 @@ class StrictOutcome[T: BaseModel]:
 
     value: T | None = None
     # "ok" | "retries_exhausted" | "stuck_loop" | "model_error" | "tool_call"
+    # | "finish_reason" (the provider's length or content_filter)
     stop_reason: str = ""
     error: str = ""
     failures: list[SchemaFailure] = field(default_factory=list)
@@ -243,6 +253,34 @@ def default_request(
     return model_request_with_retry(model, messages, parameters)
 
 
+def _raw_response(response: ModelResponse, *, attempt: int, elapsed: int) -> RawResponse:
+    return RawResponse(
+        attempt=attempt,
+        text=response_text(response),
+        tool_calls=[
+            {"tool_name": p.tool_name, "args": p.args_as_dict()}
+            for p in response.parts
+            if isinstance(p, ToolCallPart)
+        ],
+        model_name=response.model_name or "",
+        input_tokens=response.usage.input_tokens or 0,
+        output_tokens=response.usage.output_tokens or 0,
+        latency_ms=elapsed,
+        cache_read_tokens=response.usage.cache_read_tokens or 0,
+        cache_write_tokens=response.usage.cache_write_tokens or 0,
+        finish_reason=response.finish_reason or "",
+    )
+
+
+def _unfinished_error(response: ModelResponse) -> str:
+    """The error of a response the provider cut or refused, else ""."""
+    if response.finish_reason == "length":
+        return "The model stopped: length (its answer was cut at its output limit)."
+    if response.finish_reason == "content_filter":
+        return "The model stopped: content_filter (the provider refused the answer)."
+    return ""
+
+
 def strict_request[T: BaseModel](
     model: Model,
     messages: Sequence[ModelMessage],
@@ -253,8 +291,14 @@ def strict_request[T: BaseModel](
     parameters: ModelRequestParameters | None = None,
     request_fn: RequestFn | None = None,
     feedback_fn: Callable[[SchemaFailure, str], str] = build_feedback,
+    retry_room: int | None = None,
 ) -> StrictOutcome[T]:
     """Request a terminal answer and parse it into ``output_type`` (O1–O5).
+
+    ``retry_room`` (characters) bounds what a retry adds to ``messages``: the copy of
+    the failed response plus the correction. A correction longer than the room becomes
+    the generic one, and the failed response's copy is cut to what is left, so a
+    caller that keeps ``retry_room`` free of its context budget never exceeds it.
 
     Never raises for model or parse errors: they end in an outcome with ``stop_reason``
     and ``error`` set, so the caller can record them (V8).
@@ -280,23 +324,13 @@ def strict_request[T: BaseModel](
         elapsed = int((time.monotonic() - started) * 1000)
         outcome.latency_ms += elapsed
         text = response_text(response)
-        outcome.responses.append(
-            RawResponse(
-                attempt=attempt,
-                text=text,
-                tool_calls=[
-                    {"tool_name": p.tool_name, "args": p.args_as_dict()}
-                    for p in response.parts
-                    if isinstance(p, ToolCallPart)
-                ],
-                model_name=response.model_name or "",
-                input_tokens=response.usage.input_tokens or 0,
-                output_tokens=response.usage.output_tokens or 0,
-                latency_ms=elapsed,
-                cache_read_tokens=response.usage.cache_read_tokens or 0,
-                cache_write_tokens=response.usage.cache_write_tokens or 0,
-            )
-        )
+        outcome.responses.append(_raw_response(response, attempt=attempt, elapsed=elapsed))
+        unfinished = _unfinished_error(response)
+        if unfinished:
+            # Cut or refused: whatever JSON it holds is not the model's whole verdict.
+            outcome.stop_reason = "finish_reason"
+            outcome.error = unfinished
+            return outcome
         if not is_terminal(response):
             outcome.stop_reason = "tool_call"
             outcome.error = "The model asked to call tools instead of giving its final answer."
@@ -331,9 +365,31 @@ def strict_request[T: BaseModel](
                 feedback = feedback_fn(failure, schema_hint)
             except Exception:  # O5: never abort the step over a feedback message
                 feedback = GENERIC_FEEDBACK
-            pending = [*base, response, ModelRequest(parts=[UserPromptPart(content=feedback)])]
+            feedback, echo = fit_retry(response, feedback, retry_room)
+            pending = [*base, echo, ModelRequest(parts=[UserPromptPart(content=feedback)])]
             continue
         outcome.value = value
         outcome.stop_reason = "ok"
         outcome.messages = [*base, response]
         return outcome
+
+
+def fit_retry(
+    response: ModelResponse, feedback: str, retry_room: int | None
+) -> tuple[str, ModelResponse]:
+    """The correction and the failed response's copy for a retry, together within
+    ``retry_room`` characters (unbounded when it is None)."""
+    if retry_room is None:
+        return feedback, response
+    if len(feedback) > retry_room:
+        feedback = GENERIC_FEEDBACK[:retry_room]
+    room = retry_room - len(feedback)
+    text = response_text(response)
+    if len(text) <= room and len(response.parts) == 1:
+        return feedback, response
+    note = ECHO_CUT_NOTE.format(count=len(text))
+    kept = max(0, room - len(note))
+    cut = (text[:kept] + note)[:room] if len(text) > room else text
+    return feedback, ModelResponse(
+        parts=[TextPart(cut)], model_name=response.model_name, usage=response.usage
+    )

@@ -42,6 +42,9 @@ FINISH_STOP = "stop"
 FINISH_FINALIZED = "max_tool_iterations_finalized"
 FINISH_BUDGET = "max_tool_iterations"
 FINISH_ERROR = "error"
+# A provider's finish reason (pydantic-ai's ModelResponse.finish_reason) that is kept as
+# the run's own: the answer was cut, or the provider refused it.
+PROVIDER_STOPS = ("length", "content_filter")
 
 # Failures that come from outside our code and are expected in operation: a model that
 # cannot be configured (e.g. no API key), a provider that still fails after the retries
@@ -77,6 +80,26 @@ class AgentResult:
 
 def _text_of(response: ModelResponse) -> str:
     return "\n".join(p.content for p in response.parts if isinstance(p, TextPart)).strip()
+
+
+def _final_answer(
+    response: ModelResponse, text: str, warnings: list[str]
+) -> tuple[str, str, bool, list[str]]:
+    """The run's end on a turn without tool calls. A ``length`` or ``content_filter``
+    finish of the provider is the run's finish reason (an empty answer fails with it)."""
+    stop = response.finish_reason if response.finish_reason in PROVIDER_STOPS else None
+    if not text:
+        if stop:
+            return "", stop, False, [*warnings, f"the model stopped: {stop}"]
+        return "", "empty", False, ["the model returned an empty answer"]
+    if stop:
+        return (
+            text,
+            stop,
+            True,
+            [*warnings, f"the answer may be incomplete: the model stopped: {stop}"],
+        )
+    return text, FINISH_STOP, True, warnings
 
 
 class AgentLoop:
@@ -176,6 +199,8 @@ class AgentLoop:
                 error=error,
                 tool_iterations=self._tool_rounds,
             )
+        # The provider's refusal or cut, where the task's failure reason shows it.
+        error = f"the model stopped: {reason}" if reason in PROVIDER_STOPS and not success else ""
         recorder.finish(
             status=RunStatus.COMPLETED if success else RunStatus.FAILED,
             finish_reason=reason,
@@ -184,12 +209,14 @@ class AgentLoop:
             input_tokens=self._tokens[0],
             output_tokens=self._tokens[1],
             warnings=warnings,
+            error=error,
         )
         return AgentResult(
             run_id=recorder.run.pk,
             output_text=output,
             finish_reason=reason,
             success=success,
+            error=error,
             tool_iterations=self._tool_rounds,
         )
 
@@ -246,9 +273,7 @@ class AgentLoop:
             calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
             text = _text_of(response)
             if not calls:
-                if not text:
-                    return "", "empty", False, ["the model returned an empty answer"]
-                return text, FINISH_STOP, True, warnings
+                return _final_answer(response, text, warnings)
             if not offer_tools:
                 # Asked for tools that were not offered (budget 0): keep any text it gave.
                 warnings.append("the model asked for tools that were not offered")

@@ -78,7 +78,8 @@ def validating_task(
 
 @dataclass
 class ScriptedJudge:
-    """Replies in order; a callable reply is called with the messages; an exception is raised."""
+    """Replies in order; a callable reply is called with the messages; an exception is
+    raised; a ModelResponse is returned as it is."""
 
     replies: list[Any] = field(default_factory=list)
     calls: list[list[ModelMessage]] = field(default_factory=list)
@@ -90,6 +91,8 @@ class ScriptedJudge:
             raise reply
         if callable(reply):
             reply = reply(messages)
+        if isinstance(reply, ModelResponse):
+            return reply
         return ModelResponse(parts=[TextPart(reply)])
 
     def model(self) -> FunctionModel:
