@@ -89,6 +89,9 @@ def _refused_task_ids(user: Any, records: list[SpanRecord]) -> dict[str, str]:
         task = tasks.get(pk)
         if task is None:
             refused[key] = f"task {pk} does not exist or is not yours"
+        elif task.owner_id != user.pk:
+            # Staff see every task, but only the owner answers one (as on the API).
+            refused[key] = f"task {pk} is not yours: only its owner submits its attempts"
         elif task.agent != "external":
             refused[key] = f"task {pk} is not an external task (agent '{task.agent}')"
     return refused
@@ -389,7 +392,10 @@ def otlp_trace_assemble(*, trace_pk: int, now: datetime | None = None) -> Assemb
         try:
             with transaction.atomic():
                 task = _task_for(trace, mapped.task_id, mapped)
-                submitted = external_attempt_submit(task_id=task.pk, attempt=mapped.attempt)
+                # The trace's owner sent it: refused (unusable) unless they own the task.
+                submitted = external_attempt_submit(
+                    task_id=task.pk, attempt=mapped.attempt, actor=trace.owner
+                )
                 attempt_index = int(submitted.get("attempt_index") or task.attempt_count or 1)
                 extra = other_spans(spans)
                 Run.objects.filter(
