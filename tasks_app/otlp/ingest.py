@@ -65,6 +65,16 @@ def _task_id_of(record: SpanRecord) -> Any:
     return record.resource.get(TASK_ID_KEY) if value is None else value
 
 
+# A primary key is a 64-bit signed integer: at most 18 digits always fits.
+_MAX_KEY_DIGITS = 18
+
+
+def _is_primary_key(text: str) -> bool:
+    """ASCII digits that fit a primary key: ``str.isdigit`` alone accepts "²" and "①",
+    which ``int()`` refuses, and other scripts' digits, which it reads."""
+    return text.isascii() and text.isdigit() and len(text) <= _MAX_KEY_DIGITS
+
+
 def _refused_task_ids(user: Any, records: list[SpanRecord]) -> dict[str, str]:
     """Task ids named by ``evidentia.task_id`` that this user cannot attach a trace to,
     with the reason (the spans are rejected, partial success)."""
@@ -75,7 +85,7 @@ def _refused_task_ids(user: Any, records: list[SpanRecord]) -> dict[str, str]:
             named[str(value)] = value
     if not named:
         return {}
-    valid_ids = {key: int(key) for key in named if str(key).isdigit()}
+    valid_ids = {key: int(key) for key in named if _is_primary_key(key)}
     refused = {
         key: f"evidentia.task_id '{key}' is not a task id" for key in named if key not in valid_ids
     }

@@ -472,3 +472,41 @@ def test_the_owners_trace_is_accepted_and_its_events_name_the_owner(
     agent_events = TaskEvent.objects.filter(task=task, actor_kind="agent")
     assert agent_events.count() >= 2  # open -> running -> validating
     assert set(agent_events.values_list("actor_id", flat=True)) == {requester.pk}
+
+
+def _json_export(task_id: str) -> str:
+    """A minimal OTLP/JSON request: one root span naming ``task_id``."""
+    span = {
+        "traceId": "ab" * 16,
+        "spanId": "cd" * 8,
+        "name": "invoke_agent",
+        "kind": 1,
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "attributes": [{"key": "evidentia.task_id", "value": {"stringValue": task_id}}],
+    }
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("task_id", ["²", "①", "٣", "99999999999999999999999", "-1"])
+def test_a_task_id_that_is_not_an_integer_key_is_rejected_not_a_500(
+    token: str, task_id: str
+) -> None:
+    """Digits int() cannot read (superscripts, circled, other scripts) and numbers beyond
+    any primary key are not task ids: the span is rejected (partial success), no 500."""
+    response = _client(token).post(ENDPOINT, _json_export(task_id), content_type="application/json")
+    assert response.status_code == 200, response.content
+    partial = response.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == "1"
+    assert "is not a task id" in partial["errorMessage"]
+    assert OtlpSpan.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_json_body_nested_5000_levels_deep_gets_400(token: str) -> None:
+    body = '{"resourceSpans": ' + "[" * 5000 + "]" * 5000 + "}"
+    response = _client(token).post(ENDPOINT, body, content_type="application/json")
+    assert response.status_code == 400
+    assert "nested too deeply" in response.json()["message"]
+    assert OtlpSpan.objects.count() == 0
