@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
+from django.db import connection
+from django.utils import timezone
 
 from tasks_app.auth import api_token_create
+from tasks_app.idempotency import IdempotencyKeyInUse, idempotent_call
 from tasks_app.models import IdempotencyKey, OutboxJob, Run, Task
 from tests.drills.support import report
 from tests.factories import UserFactory
@@ -106,3 +110,54 @@ def test_twenty_attempt_submissions_with_one_key_store_one_attempt(live_server: 
     task.refresh_from_db()
     assert task.attempt_count == 1
     assert Run.objects.filter(task=task).count() == 1
+
+
+def test_a_duplicate_that_waits_too_long_gets_409_in_flight(settings: Any) -> None:
+    """The first request holds its key (its work is still running): a duplicate waits
+    IDEMPOTENCY_IN_FLIGHT_WAIT_SECONDS, then answers 409 idempotency_key_in_use and does
+    no work; once the first one commits, a retry gets its stored response."""
+    settings.IDEMPOTENCY_IN_FLIGHT_WAIT_SECONDS = 1
+    owner = UserFactory(username="alice")
+    started, release = threading.Event(), threading.Event()
+    runs: list[str] = []
+
+    def slow() -> tuple[int, Any]:
+        runs.append("first")
+        started.set()
+        release.wait(timeout=30)
+        return 201, {"id": 1}
+
+    def first() -> None:
+        try:
+            idempotent_call(user=owner, endpoint="POST /x", key="k", body=b"{}", produce=slow)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert started.wait(timeout=20)
+    with pytest.raises(IdempotencyKeyInUse):
+        idempotent_call(
+            user=owner,
+            endpoint="POST /x",
+            key="k",
+            body=b"{}",
+            produce=lambda: (runs.append("second"), (201, {"id": 2}))[1],
+        )
+    release.set()
+    thread.join(timeout=30)
+    again = idempotent_call(
+        user=owner, endpoint="POST /x", key="k", body=b"{}", produce=lambda: (201, {"id": 3})
+    )
+    assert again == (201, {"id": 1}, True) and runs == ["first"]
+
+
+def test_only_an_expired_key_is_replaced(settings: Any) -> None:
+    owner = UserFactory(username="alice")
+    call = {"user": owner, "endpoint": "POST /x", "key": "k", "body": b"{}"}
+    assert idempotent_call(**call, produce=lambda: (201, {"n": 1})) == (201, {"n": 1}, False)
+    assert idempotent_call(**call, produce=lambda: (201, {"n": 2})) == (201, {"n": 1}, True)
+    old = timezone.now() - timedelta(seconds=settings.IDEMPOTENCY_KEY_TTL_SECONDS + 1)
+    IdempotencyKey.objects.update(created_at=old)
+    assert idempotent_call(**call, produce=lambda: (201, {"n": 3})) == (201, {"n": 3}, False)
+    assert IdempotencyKey.objects.get().response_body == {"n": 3}
