@@ -133,7 +133,7 @@ def _field_error(field: str, message: str) -> ValidationError:
 
 @router.post(
     "/validations/{validation_id}/replay",
-    response={202: ReplayQueuedOut, **error_responses(403, 404)},
+    response={202: ReplayQueuedOut, **error_responses(403, 404, 409)},
     summary="Re-run the validator on the stored evidence with another template or model "
     "(operators); the task is not changed",
     tags=["validations"],

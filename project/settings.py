@@ -422,6 +422,9 @@ if EXTERNAL_ATTEMPT_STALE_ACTION not in {"open", "failed"}:
     )
 # How long a response stored for an Idempotency-Key is replayed.
 IDEMPOTENCY_KEY_TTL_SECONDS = env_int("IDEMPOTENCY_KEY_TTL_SECONDS", 24 * 3600, minimum=60)
+# How long a request waits for a concurrent one with the same Idempotency-Key before it
+# answers 409 idempotency_key_in_use.
+IDEMPOTENCY_IN_FLIGHT_WAIT_SECONDS = env_int("IDEMPOTENCY_IN_FLIGHT_WAIT_SECONDS", 10, minimum=1)
 # Webhook URLs on private, loopback or link-local addresses are refused unless this is on.
 WEBHOOK_ALLOW_PRIVATE = env_bool("WEBHOOK_ALLOW_PRIVATE", False)
 WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.1)

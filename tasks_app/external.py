@@ -51,6 +51,13 @@ MAX_RUNS = 200
 MAX_ITEMS = 100_000
 
 
+class NotTaskOwner(DomainError):
+    """Someone other than the task's owner (a reviewer, an operator) sent its attempt."""
+
+    code = "permission_denied"
+    http_status = 403
+
+
 class AttemptNotExpected(DomainError):
     """The task is not waiting for (this) external attempt."""
 
@@ -238,10 +245,15 @@ class FinishIn(_In):
 # --- Helpers ----------------------------------------------------------------------------
 
 
-def _locked_external_task(task_id: int) -> Task:
+def _locked_external_task(task_id: int, actor: Any = None) -> Task:
+    """The task, locked; refused unless it is external and (with an ``actor``, the person
+    whose token sent the attempt) the actor owns it: only the owner answers a task, by
+    any route (API or OTLP)."""
     task = Task.objects.select_for_update().filter(pk=task_id).first()
     if task is None:
         raise Task.DoesNotExist(f"Task {task_id} not found.")
+    if actor is not None and task.owner_id != actor.pk:
+        raise NotTaskOwner(f"Task {task_id} is not yours: only its owner submits its attempts.")
     if task.agent != TaskAgent.EXTERNAL:
         raise AttemptNotExpected(
             f"Task {task_id} is run by Evidentia's own agent; only tasks created with "
@@ -250,8 +262,8 @@ def _locked_external_task(task_id: int) -> Task:
     return task
 
 
-def _streamed_attempt(task_id: int, attempt_index: int) -> Task:
-    task = _locked_external_task(task_id)
+def _streamed_attempt(task_id: int, attempt_index: int, actor: Any = None) -> Task:
+    task = _locked_external_task(task_id, actor)
     if task.status != TaskStatus.RUNNING or task.attempt_count != attempt_index:
         raise AttemptNotExpected(
             f"Task {task_id} has no running attempt {attempt_index} (it is '{task.status}', "
@@ -339,7 +351,7 @@ def _add_tool_result(run: Run, sequence: int, result: ToolResultIn) -> None:
     ).save()
 
 
-def _claim(task: Task, *, stream: bool) -> Task:
+def _claim(task: Task, *, stream: bool, actor: Any = None) -> Task:
     """open/needs_revision → running, with a new attempt index and lease."""
     if task.status not in RUNNABLE_STATUSES:
         raise AttemptNotExpected(
@@ -350,6 +362,7 @@ def _claim(task: Task, *, stream: bool) -> Task:
         task_id=task.pk,
         to_status=TaskStatus.RUNNING,
         expected_from=RUNNABLE_STATUSES,
+        actor=actor,
         actor_kind="agent",
         reason=f"external attempt {task.attempt_count + 1} "
         + ("started (streaming)" if stream else "submitted"),
@@ -366,7 +379,7 @@ def _answer_run(task: Task, attempt_index: int) -> Run | None:
     )
 
 
-def _complete(task: Task, attempt_index: int, final_answer: str) -> Task:
+def _complete(task: Task, attempt_index: int, final_answer: str, actor: Any = None) -> Task:
     """running → validating (and the validation job after commit), or → failed for an
     empty answer."""
     answer_run = _answer_run(task, attempt_index)
@@ -386,6 +399,7 @@ def _complete(task: Task, attempt_index: int, final_answer: str) -> Task:
             task_id=task.pk,
             to_status=TaskStatus.FAILED,
             expected_from=TaskStatus.RUNNING,
+            actor=actor,
             actor_kind="agent",
             reason=f"external attempt {attempt_index} ended without an answer",
         )
@@ -393,6 +407,7 @@ def _complete(task: Task, attempt_index: int, final_answer: str) -> Task:
         task_id=task.pk,
         to_status=TaskStatus.VALIDATING,
         expected_from=TaskStatus.RUNNING,
+        actor=actor,
         actor_kind="agent",
         reason=f"external attempt {attempt_index} produced an answer",
         updates={"final_answer": final_answer},
@@ -448,12 +463,15 @@ def attempt_result(task: Task, attempt_index: int) -> dict[str, Any]:
 
 
 @transaction.atomic
-def external_attempt_submit(*, task_id: int, attempt: AttemptIn) -> dict[str, Any]:
+def external_attempt_submit(
+    *, task_id: int, attempt: AttemptIn, actor: Any = None
+) -> dict[str, Any]:
     """Store an external attempt: all of it (then validation runs), or the start of a
     streamed one. 409 (AttemptNotExpected) unless the task is external and waiting for
-    an attempt; nothing is stored on any error."""
-    task = _locked_external_task(task_id)
-    task = _claim(task, stream=attempt.stream)
+    an attempt, 403 (NotTaskOwner) unless ``actor`` owns it (``None``: a trusted caller);
+    the events record ``actor``; nothing is stored on any error."""
+    task = _locked_external_task(task_id, actor)
+    task = _claim(task, stream=attempt.stream, actor=actor)
     attempt_index = task.attempt_count
     now = timezone.now()
     for position, run_in in enumerate(attempt.runs):
@@ -479,18 +497,18 @@ def external_attempt_submit(*, task_id: int, attempt: AttemptIn) -> dict[str, An
             raise _field_error(
                 "runs", f"a whole attempt cannot have running runs ({', '.join(still_running)})"
             )
-        task = _complete(task, attempt_index, attempt.final_answer or "")
+        task = _complete(task, attempt_index, attempt.final_answer or "", actor)
     return attempt_result(task, attempt_index)
 
 
 @transaction.atomic
 def external_attempt_append(
-    *, task_id: int, attempt_index: int, events: EventsIn
+    *, task_id: int, attempt_index: int, events: EventsIn, actor: Any = None
 ) -> dict[str, Any]:
     """Append a streamed attempt's events in order and refresh its lease heartbeat. Each
     batch is one transaction; what an earlier batch stored stays whatever happens next
     (E2)."""
-    task = _streamed_attempt(task_id, attempt_index)
+    task = _streamed_attempt(task_id, attempt_index, actor)
     runs = {
         run.external_key: run for run in Run.objects.filter(task=task, attempt_index=attempt_index)
     }
@@ -538,11 +556,11 @@ def external_attempt_append(
 
 @transaction.atomic
 def external_attempt_finish(
-    *, task_id: int, attempt_index: int, finish: FinishIn
+    *, task_id: int, attempt_index: int, finish: FinishIn, actor: Any = None
 ) -> dict[str, Any]:
     """End a streamed attempt with its answer: runs still running are ended (as given in
     ``finish.runs``, else completed), then running → validating."""
-    task = _streamed_attempt(task_id, attempt_index)
+    task = _streamed_attempt(task_id, attempt_index, actor)
     runs = {
         run.external_key: run for run in Run.objects.filter(task=task, attempt_index=attempt_index)
     }
@@ -559,7 +577,7 @@ def external_attempt_finish(
             continue
         run_end: RunEndIn = ends.get(key) or RunEndIn(finish_reason="stop", tool_iterations=None)
         _end_run(run, run_end, status=run_end.status, now=now)
-    task = _complete(task, attempt_index, finish.final_answer)
+    task = _complete(task, attempt_index, finish.final_answer, actor)
     return attempt_result(task, attempt_index)
 
 

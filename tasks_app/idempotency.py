@@ -4,11 +4,16 @@ A request sent with the header runs once: its successful response is stored with
 key in the same transaction as the work, and a retry with the same key (same user, same
 endpoint, same body) gets that response back instead of doing the work again. The same
 key with another body is refused (422). Keys live ``IDEMPOTENCY_KEY_TTL_SECONDS``
-(24 h). Error responses are not stored: the work was rolled back, so a retry runs again.
+(24 h); only a row older than that is replaced. Error responses are not stored: the
+work was rolled back, so a retry runs again.
 
-Two concurrent requests with one key: the second one's insert waits on the unique
-constraint until the first commits, fails, rolls its own work back and returns the
-first one's response.
+One effect per key, also under concurrency: the key's row is inserted *first* in the
+work's transaction, before the work. A concurrent request with the same key blocks on
+that insert (the unique constraint) until the first one ends: if it committed, the
+insert fails and the stored response is returned (replayed); if it rolled back, the
+second one does the work. A request that waits longer than
+``IDEMPOTENCY_IN_FLIGHT_WAIT_SECONDS`` gets 409 ``idempotency_key_in_use`` and may retry
+with the same key.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 from ninja import Header
@@ -36,6 +41,15 @@ MAX_KEY_LENGTH = 255
 class IdempotencyKeyReused(DomainError):
     code = "idempotency_key_reused"
     http_status = 422
+
+
+class IdempotencyKeyInUse(DomainError):
+    code = "idempotency_key_in_use"
+    http_status = 409
+
+
+class _KeyTaken(Exception):
+    """The key's row was committed by a concurrent request while this one waited."""
 
 
 class IdempotencyKeyInvalid(DomainError):
@@ -84,26 +98,67 @@ def idempotent_call(
         return stored[0], stored[1], True
     try:
         with transaction.atomic():
+            row = _claim(user=user, endpoint=endpoint, key=key, digest=digest)
             status, response = produce()
             response = json.loads(json.dumps(response, cls=DjangoJSONEncoder))
             if 200 <= status < 300:
-                # An expired row with this key is replaced, not replayed.
-                IdempotencyKey.objects.filter(user=user, endpoint=endpoint, key=key).delete()
-                IdempotencyKey.objects.create(
-                    user=user,
-                    endpoint=endpoint,
-                    key=key,
-                    request_sha256=digest,
-                    response_status=status,
-                    response_body=response,
-                )
-    except IntegrityError:
-        # A concurrent request with the same key committed first: ours is rolled back.
+                row.response_status, row.response_body = status, response
+                row.save(update_fields=["response_status", "response_body"])
+            else:
+                row.delete()
+    except _KeyTaken:
+        # A concurrent request with the same key committed first: ours did nothing.
         stored = _stored(user=user, endpoint=endpoint, key=key, digest=digest)
-        if stored is None:
-            raise
+        if stored is None:  # committed and already expired: only a retry can tell
+            raise IdempotencyKeyInUse(_IN_USE) from None
         return stored[0], stored[1], True
     return status, response, False
+
+
+_IN_USE = (
+    "A request with this Idempotency-Key is still in progress; retry with the same key "
+    "to get its response."
+)
+
+
+def _claim(*, user: Any, endpoint: str, key: str, digest: str) -> IdempotencyKey:
+    """Take the key inside the work's transaction, before the work: replace only an
+    expired row, then insert ours (still without a response). A concurrent holder of
+    the key makes the insert wait, at most ``IDEMPOTENCY_IN_FLIGHT_WAIT_SECONDS``."""
+    wait_ms = int(settings.IDEMPOTENCY_IN_FLIGHT_WAIT_SECONDS * 1000)
+    try:
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute("SELECT current_setting('lock_timeout')")
+                previous = cursor.fetchone()[0]
+                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{wait_ms}ms"])
+            IdempotencyKey.objects.filter(
+                user=user, endpoint=endpoint, key=key, created_at__lt=_fresh_after()
+            ).delete()
+            row = IdempotencyKey.objects.create(
+                user=user,
+                endpoint=endpoint,
+                key=key,
+                request_sha256=digest,
+                response_status=0,
+                response_body={},
+            )
+            if connection.vendor == "postgresql":
+                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
+    except IntegrityError:
+        raise _KeyTaken from None
+    except OperationalError as exc:
+        if not _is_lock_wait(exc):
+            raise
+        raise IdempotencyKeyInUse(_IN_USE) from None
+    return row
+
+
+def _is_lock_wait(exc: OperationalError) -> bool:
+    """PostgreSQL's lock_timeout (55P03) or SQLite's busy timeout."""
+    if getattr(exc.__cause__, "sqlstate", None) == "55P03":
+        return True
+    return "database is locked" in str(exc)
 
 
 def idempotency_purge(*, now: Any = None) -> int:

@@ -173,7 +173,11 @@ def submit_attempt(
         endpoint=f"POST /tasks/{task_id}/attempts",
         key=idempotency_key,
         status=201,
-        work=lambda: external.external_attempt_submit(task_id=task_id, attempt=payload),
+        work=lambda: external.external_attempt_submit(
+            task_id=task_id,
+            attempt=payload,
+            actor=request.auth,  # type: ignore[attr-defined]
+        ),
     )
 
 
@@ -196,7 +200,10 @@ def append_attempt_events(
         key=idempotency_key,
         status=200,
         work=lambda: external.external_attempt_append(
-            task_id=task_id, attempt_index=attempt_index, events=payload
+            task_id=task_id,
+            attempt_index=attempt_index,
+            events=payload,
+            actor=request.auth,  # type: ignore[attr-defined]
         ),
     )
 
@@ -220,7 +227,10 @@ def finish_attempt(
         key=idempotency_key,
         status=200,
         work=lambda: external.external_attempt_finish(
-            task_id=task_id, attempt_index=attempt_index, finish=payload
+            task_id=task_id,
+            attempt_index=attempt_index,
+            finish=payload,
+            actor=request.auth,  # type: ignore[attr-defined]
         ),
     )
 

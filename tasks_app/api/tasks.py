@@ -67,7 +67,7 @@ def me(request: HttpRequest) -> dict[str, Any]:
 
 @router.post(
     "/tasks",
-    response={201: TaskOut, **error_responses()},
+    response={201: TaskOut, **error_responses(409)},
     summary="Create a task; its first attempt is queued",
 )
 def create_task(

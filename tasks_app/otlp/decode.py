@@ -93,6 +93,20 @@ def _hex_ids_to_base64(node: Any) -> Any:
     return node
 
 
+def _parse_json(body: bytes, request: ExportTraceServiceRequest) -> ExportTraceServiceRequest:
+    try:
+        document = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UndecodableRequest(f"not JSON: {exc}") from None
+    if not isinstance(document, dict):
+        raise UndecodableRequest("an OTLP/JSON request is a JSON object")
+    try:
+        json_format.ParseDict(_hex_ids_to_base64(document), request, ignore_unknown_fields=True)
+    except (json_format.ParseError, binascii.Error, ValueError) as exc:
+        raise UndecodableRequest(f"not an OTLP/JSON trace request: {exc}") from None
+    return request
+
+
 def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
     if content_type == PROTOBUF:
@@ -103,16 +117,9 @@ def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
         return request
     if content_type == JSON:
         try:
-            document = json.loads(body)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise UndecodableRequest(f"not JSON: {exc}") from None
-        if not isinstance(document, dict):
-            raise UndecodableRequest("an OTLP/JSON request is a JSON object")
-        try:
-            json_format.ParseDict(_hex_ids_to_base64(document), request, ignore_unknown_fields=True)
-        except (json_format.ParseError, binascii.Error, ValueError) as exc:
-            raise UndecodableRequest(f"not an OTLP/JSON trace request: {exc}") from None
-        return request
+            return _parse_json(body, request)
+        except RecursionError:
+            raise UndecodableRequest("not an OTLP/JSON trace request: nested too deeply") from None
     raise UndecodableRequest(
         f"unsupported Content-Type '{content_type}' (use {PROTOBUF} or {JSON})"
     )

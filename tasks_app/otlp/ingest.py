@@ -65,6 +65,16 @@ def _task_id_of(record: SpanRecord) -> Any:
     return record.resource.get(TASK_ID_KEY) if value is None else value
 
 
+# A primary key is a 64-bit signed integer: at most 18 digits always fits.
+_MAX_KEY_DIGITS = 18
+
+
+def _is_primary_key(text: str) -> bool:
+    """ASCII digits that fit a primary key: ``str.isdigit`` alone accepts "²" and "①",
+    which ``int()`` refuses, and other scripts' digits, which it reads."""
+    return text.isascii() and text.isdigit() and len(text) <= _MAX_KEY_DIGITS
+
+
 def _refused_task_ids(user: Any, records: list[SpanRecord]) -> dict[str, str]:
     """Task ids named by ``evidentia.task_id`` that this user cannot attach a trace to,
     with the reason (the spans are rejected, partial success)."""
@@ -75,7 +85,7 @@ def _refused_task_ids(user: Any, records: list[SpanRecord]) -> dict[str, str]:
             named[str(value)] = value
     if not named:
         return {}
-    valid_ids = {key: int(key) for key in named if str(key).isdigit()}
+    valid_ids = {key: int(key) for key in named if _is_primary_key(key)}
     refused = {
         key: f"evidentia.task_id '{key}' is not a task id" for key in named if key not in valid_ids
     }
@@ -89,6 +99,9 @@ def _refused_task_ids(user: Any, records: list[SpanRecord]) -> dict[str, str]:
         task = tasks.get(pk)
         if task is None:
             refused[key] = f"task {pk} does not exist or is not yours"
+        elif task.owner_id != user.pk:
+            # Staff see every task, but only the owner answers one (as on the API).
+            refused[key] = f"task {pk} is not yours: only its owner submits its attempts"
         elif task.agent != "external":
             refused[key] = f"task {pk} is not an external task (agent '{task.agent}')"
     return refused
@@ -389,7 +402,10 @@ def otlp_trace_assemble(*, trace_pk: int, now: datetime | None = None) -> Assemb
         try:
             with transaction.atomic():
                 task = _task_for(trace, mapped.task_id, mapped)
-                submitted = external_attempt_submit(task_id=task.pk, attempt=mapped.attempt)
+                # The trace's owner sent it: refused (unusable) unless they own the task.
+                submitted = external_attempt_submit(
+                    task_id=task.pk, attempt=mapped.attempt, actor=trace.owner
+                )
                 attempt_index = int(submitted.get("attempt_index") or task.attempt_count or 1)
                 extra = other_spans(spans)
                 Run.objects.filter(

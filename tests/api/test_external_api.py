@@ -296,3 +296,17 @@ def test_account_page_shows_the_delivery_log_and_sends_again(
     intruder = Client()
     intruder.force_login(other_requester)
     assert intruder.post(f"/account/webhooks/deliveries/{delivery.pk}/resend/").status_code == 404
+
+
+def test_every_endpoint_taking_an_idempotency_key_documents_409_in_flight() -> None:
+    """A concurrent duplicate may get 409 idempotency_key_in_use: the document says so
+    wherever the header is taken."""
+    document = Client().get("/api/v1/openapi.json").json()
+    taking = [
+        (path, method, operation)
+        for path, operations in document["paths"].items()
+        for method, operation in operations.items()
+        if any(p.get("name") == "Idempotency-Key" for p in operation.get("parameters", []))
+    ]
+    assert len(taking) >= 6
+    assert [(p, m) for p, m, op in taking if "409" not in op["responses"]] == []

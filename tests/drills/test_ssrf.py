@@ -16,9 +16,14 @@ from typing import Any
 
 import httpx
 import pytest
+from django.test import Client
 
+from project.netguard import address_allowed
 from tasks_app.agents.tools import ToolError, fetch_url, run_tool
+from tasks_app.auth import api_token_create
+from tasks_app.models import WebhookEndpoint
 from tests.drills.support import report
+from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.drill]
 
@@ -167,6 +172,45 @@ def test_fetch_url_refuses_redirects_to_internal_addresses(
     assert len(seen) == 3 and all(PUBLIC in url for url in seen)
     assert canary["hits"] == 0
     FIGURES["redirects"] = len(targets) + 1
+
+
+# IPv6 spellings that carry an internal IPv4 address inside: IPv4-compatible (::/96),
+# IPv4-translated (::ffff:0:0/96), NAT64 (64:ff9b::/96, 64:ff9b:1::/48), 6to4
+# (2002::/16) and Teredo (2001::/32, the client address stored inverted).
+EMBEDDED_IPV4 = [
+    "::127.0.0.1",
+    "::ffff:0:7f00:1",
+    "64:ff9b::7f00:1",
+    "64:ff9b::a9fe:a9fe",
+    "64:ff9b:1::7f00:1",
+    "2002:7f00:1::",
+    "2002:a9fe:a9fe::1",
+    "2001:0:4136:e378:8000:63bf:80ff:fffe",
+]
+
+
+@pytest.mark.parametrize("address", EMBEDDED_IPV4)
+def test_ipv6_spellings_that_embed_an_ipv4_address_are_refused(
+    address: str, canary: dict[str, Any], db: Any
+) -> None:
+    """X8: an IPv6 address that embeds an IPv4 address (here loopback or the metadata
+    address) is refused by the guard, by fetch_url and by webhook registration."""
+    assert not address_allowed(address)
+    result = run_tool("fetch_url", {"url": f"http://[{address}]:{canary['port']}/"})
+    assert result.is_error and "refused" in result.content, result.content
+    assert canary["hits"] == 0
+    token = api_token_create(user=UserFactory(username="alice"), name="ssrf")[1]
+    response = Client(HTTP_AUTHORIZATION=f"Bearer {token}").post(
+        "/api/v1/webhooks", {"url": f"http://[{address}]/hooks"}, content_type="application/json"
+    )
+    assert response.status_code == 422, response.content
+    assert not WebhookEndpoint.objects.exists()
+
+
+def test_public_ipv6_and_ipv4_addresses_stay_allowed() -> None:
+    assert address_allowed("2606:4700:4700::1111")
+    assert address_allowed(PUBLIC)
+    assert address_allowed(f"::ffff:{PUBLIC}")
 
 
 def test_fetch_url_is_not_fooled_by_dns_rebinding(dns: Any) -> None:

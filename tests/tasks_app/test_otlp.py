@@ -26,7 +26,7 @@ from evidence_app.models import ValidationSnapshot
 from project.celery import app as celery_app
 from tasks_app.auth import api_token_create
 from tasks_app.jobs import otlp_sweep_job
-from tasks_app.models import OtlpSpan, OtlpTrace, Run, Task, ToolEvidence
+from tasks_app.models import OtlpSpan, OtlpTrace, Run, Task, TaskEvent, ToolEvidence
 from tasks_app.otlp.decode import SpanRecord
 from tasks_app.otlp.ingest import otlp_due_traces
 from tasks_app.states import TaskStatus as S
@@ -399,3 +399,114 @@ def test_ingest_rejects_what_it_cannot_attach_and_says_which_traces_are_ready(
     traces["b"].refresh_from_db()
     assert (traces["b"].span_count, traces["b"].late_span_count) == (2, 1)
     assert OtlpSpan.objects.get(span_id="8" * 16).late
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("staff", ["reviewer", "operator"])
+def test_staff_cannot_answer_another_users_task_through_otlp(
+    request: Any, requester: Any, staff: str, eager: Any
+) -> None:
+    """Only the task's owner submits its attempts, by any route: a reviewer's or an
+    operator's trace naming the requester's external task is rejected and changes
+    nothing, even once the sweep runs."""
+    from tasks_app.services import task_create
+
+    user = request.getfixturevalue(staff)
+    task = task_create(owner=requester, request=otlp_client.QUESTION, agent="external")
+    events_before = list(TaskEvent.objects.filter(task=task).values_list("id", flat=True))
+    spans = otlp_client.finished_spans({"evidentia.task_id": task.pk, "evidentia.final": True})
+    staff_token = api_token_create(user=user, name="otlp")[1]
+    eager()
+    response = _client(staff_token).post(
+        ENDPOINT, otlp_client.protobuf_body(spans), content_type=PROTOBUF
+    )
+    assert response.status_code == 200
+    answer = ExportTraceServiceResponse.FromString(response.content)
+    assert answer.partial_success.rejected_spans == len(spans)
+    assert "only its owner submits its attempts" in answer.partial_success.error_message
+    otlp_sweep_job()
+    task.refresh_from_db()
+    assert task.status == S.OPEN and task.attempt_count == 0 and task.final_answer == ""
+    assert list(TaskEvent.objects.filter(task=task).values_list("id", flat=True)) == events_before
+    assert not Run.objects.filter(task=task).exists()
+    assert OtlpSpan.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_staff_trace_that_names_another_users_task_is_not_submitted(
+    requester: Any, reviewer: Any, monkeypatch: Any
+) -> None:
+    """The assembly checks the owner too: a reviewer's stored trace that names the
+    requester's task (however its spans got past ingestion) is not submitted to it."""
+    from tasks_app.otlp import ingest
+    from tasks_app.otlp.decode import parse_request, spans_of
+    from tasks_app.services import task_create
+
+    task = task_create(owner=requester, request=otlp_client.QUESTION, agent="external")
+    spans = otlp_client.finished_spans({"evidentia.task_id": task.pk, "evidentia.final": True})
+    records, _ = spans_of(parse_request(otlp_client.protobuf_body(spans), PROTOBUF))
+    monkeypatch.setattr(ingest, "_refused_task_ids", lambda user, records: {})
+    result = ingest.otlp_ingest(user=reviewer, records=records)
+    assert result.accepted == len(spans) and len(result.ready) == 1
+    outcome = ingest.otlp_trace_assemble(trace_pk=result.ready[0][0])
+    assert outcome.outcome == "unusable" and "owner" in outcome.detail
+    task.refresh_from_db()
+    assert task.status == S.OPEN and task.attempt_count == 0
+    assert not TaskEvent.objects.filter(task=task, actor_kind="agent").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_owners_trace_is_accepted_and_its_events_name_the_owner(
+    requester: Any, token: str, eager: Any
+) -> None:
+    from tasks_app.services import task_create
+
+    task = task_create(owner=requester, request=otlp_client.QUESTION, agent="external")
+    spans = otlp_client.finished_spans({"evidentia.task_id": task.pk, "evidentia.final": True})
+    eager()
+    response = _client(token).post(
+        ENDPOINT, otlp_client.protobuf_body(spans), content_type=PROTOBUF
+    )
+    assert response.status_code == 200
+    _settle(eager)
+    agent_events = TaskEvent.objects.filter(task=task, actor_kind="agent")
+    assert agent_events.count() >= 2  # open -> running -> validating
+    assert set(agent_events.values_list("actor_id", flat=True)) == {requester.pk}
+
+
+def _json_export(task_id: str) -> str:
+    """A minimal OTLP/JSON request: one root span naming ``task_id``."""
+    span = {
+        "traceId": "ab" * 16,
+        "spanId": "cd" * 8,
+        "name": "invoke_agent",
+        "kind": 1,
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "attributes": [{"key": "evidentia.task_id", "value": {"stringValue": task_id}}],
+    }
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("task_id", ["²", "①", "٣", "99999999999999999999999", "-1"])
+def test_a_task_id_that_is_not_an_integer_key_is_rejected_not_a_500(
+    token: str, task_id: str
+) -> None:
+    """Digits int() cannot read (superscripts, circled, other scripts) and numbers beyond
+    any primary key are not task ids: the span is rejected (partial success), no 500."""
+    response = _client(token).post(ENDPOINT, _json_export(task_id), content_type="application/json")
+    assert response.status_code == 200, response.content
+    partial = response.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == "1"
+    assert "is not a task id" in partial["errorMessage"]
+    assert OtlpSpan.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_a_json_body_nested_5000_levels_deep_gets_400(token: str) -> None:
+    body = '{"resourceSpans": ' + "[" * 5000 + "]" * 5000 + "}"
+    response = _client(token).post(ENDPOINT, body, content_type="application/json")
+    assert response.status_code == 400
+    assert "nested too deeply" in response.json()["message"]
+    assert OtlpSpan.objects.count() == 0
