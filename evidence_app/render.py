@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable
 
 from evidence_app.packets import RunEvidence, TaskEvidencePacket, ToolEvidence
-from project.external import wrap_external
+from project.untrusted import wrap_external
 
 # What the validator's evidence says in place of the answer under review, which it
 # reads once, in its own section at the end.

@@ -41,7 +41,7 @@ from django.conf import settings
 
 from evidence_app.validator.citations import normalised
 from evidence_app.validator.schema import Claim, Requirement, ValidationResult
-from project.external import TAG, WARNING
+from project.untrusted import TAG, WARNING
 
 # Room kept per part for the part note and a closing/reopening wrapper.
 PART_OVERHEAD_CHARS = 600

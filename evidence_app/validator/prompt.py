@@ -24,7 +24,7 @@ from evidence_app.render import render_packet
 from evidence_app.validator.citations import CitableResult, citable_results
 from evidence_app.validator.schema import SCHEMA_DESCRIPTION
 from evidence_app.validator.templates import TemplateVersion
-from project.external import wrap_external
+from project.untrusted import wrap_external
 
 ANSWER_LABEL = "answer under review"
 REQUEST_LABEL = "user request"

@@ -29,8 +29,8 @@ from pydantic_ai.models import Model, ModelRequestParameters
 
 from project.db import release_connection
 from project.errors import DomainError
-from project.external import wrap_external
 from project.llm.registry import model_request_with_retry, resolve_model
+from project.untrusted import wrap_external
 from tasks_app.agents.recorder import RunRecorder
 from tasks_app.agents.tools import ToolOutput, run_tool, tool_definitions
 from tasks_app.fence import Fence, LeaseLost

@@ -28,8 +28,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from project.external import WARNING as EXTERNAL_WARNING
 from project.llm.messages import first_user_prompt, tool_calls, tool_returns
+from project.untrusted import WARNING as EXTERNAL_WARNING
 from tasks_app.agents.tools import keywords, stem
 
 MODEL_NAME = "offline:researcher"

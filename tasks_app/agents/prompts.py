@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from project.external import wrap_external
+from project.untrusted import wrap_external
 
 RESEARCHER_SYSTEM = (
     "You are a careful research assistant for a company knowledge base. Use the tools to "

@@ -25,8 +25,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from evidence_app.services import replay_validation, validation_run
-from project.external import TAG
 from project.llm.registry import register_model, unregister_model
+from project.untrusted import TAG
 from tasks_app.models import TaskEvent
 from tasks_app.states import TRANSITIONS
 from tasks_app.states import TaskStatus as S

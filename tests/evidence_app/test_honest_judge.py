@@ -362,7 +362,7 @@ def test_a_tool_whose_name_has_a_space_is_read_as_evidence() -> None:
     """External attempts name their tools freely ("web search"): still evidence."""
     from evidence_app.validator.offline_judge import judge
     from evidence_app.validator.prompt import ANSWER_LABEL, REQUEST_LABEL
-    from project.external import wrap_external
+    from project.untrusted import wrap_external
 
     prompt = "\n".join(
         [

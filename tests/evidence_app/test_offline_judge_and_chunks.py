@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from evidence_app.services import validation_run
 from evidence_app.validator.chunking import combine, split_evidence
 from evidence_app.validator.schema import ValidationResult
-from project.external import count_blocks, wrap_external
+from project.untrusted import count_blocks, wrap_external
 from tests.evidence_app.validation_helpers import validating_task
 
 pytestmark = pytest.mark.django_db
@@ -389,7 +389,7 @@ def test_combine_claims_prefers_verified_findings_and_the_best_requirement() -> 
 
 
 def _strip_wrappers(text: str) -> str:
-    from project.external import WARNING
+    from project.untrusted import WARNING
 
     kept = [
         line

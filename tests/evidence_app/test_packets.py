@@ -6,7 +6,7 @@ import pytest
 
 from evidence_app.packets import build_packet
 from evidence_app.render import render_packet
-from project.external import count_blocks, neutralise, wrap_external
+from project.untrusted import count_blocks, neutralise, wrap_external
 from tests.factories import RunFactory, RunMessageFactory, TaskFactory, ToolEvidenceFactory
 
 FACT = "The emergency shutdown code for the Hamburg data room is LATTICE-7731."
