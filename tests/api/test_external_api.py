@@ -255,6 +255,16 @@ def test_webhook_refusal_does_not_name_the_resolved_address(
     assert not WebhookEndpoint.objects.exists()
 
 
+def test_webhook_creation_response_with_the_secret_is_not_stored(
+    alice: Client, settings: Any
+) -> None:
+    """The API response that carries a new webhook's secret says Cache-Control: no-store."""
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    created = post(alice, "/api/v1/webhooks", {"url": "http://127.0.0.1:8001/hook"})
+    assert created.status_code == 201 and created.json()["secret"].startswith("whsec_")
+    assert "no-store" in created["Cache-Control"]
+
+
 def test_webhook_secret_is_shown_once(alice: Client, bob: Client, settings: Any) -> None:
     settings.WEBHOOK_ALLOW_PRIVATE = True
     created = post(
