@@ -30,6 +30,7 @@ from evidence_app.schemas import (
 from evidence_app.services import replay_request
 from evidence_app.validator.templates import get_template
 from project import roles
+from project.downloads import set_attachment
 from project.errors import DomainError
 from project.llm.registry import resolve_model
 from project.pagination import LimitOffset100, paginate
@@ -87,9 +88,7 @@ def get_evidence(request: HttpRequest, evidence_id: int, query: Query[EvidenceFo
         raise Http404(f"Evidence {evidence_id} not found.")
     if _wants_text(request, query.format):
         response = HttpResponse(item.content, content_type="text/plain; charset=utf-8")
-        response["Content-Disposition"] = (
-            f'attachment; filename="evidence-{item.pk}-{item.tool_name}.txt"'
-        )
+        set_attachment(response, "evidence", item.pk, item.tool_name)
         return response
     return item
 

@@ -36,6 +36,7 @@ from evidence_app.views_review import (
     reviewer_choices,
 )
 from project.diffs import diff_lines
+from project.downloads import set_attachment
 from project.errors import DomainError
 from project.pagination import CountedPaginator
 from project.roles import is_operator, is_reviewer, is_staff_role
@@ -512,8 +513,9 @@ def snapshot_download(request: HttpRequest, task_id: int, snapshot_id: int) -> H
     snap = _visible_snapshot(request, task_id, snapshot_id, field)
     response = HttpResponse(getattr(snap, field), content_type="text/plain; charset=utf-8")
     suffix = "system" if part == "system" else "input"
-    name = f"task-{task_id}-attempt-{snap.attempt_index}-{snap.kind}-{snap.pk}-{suffix}.txt"
-    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    set_attachment(
+        response, "task", task_id, "attempt", snap.attempt_index, snap.kind, snap.pk, suffix
+    )
     response["X-Content-Type-Options"] = "nosniff"
     return response
 

@@ -9,13 +9,17 @@ compatible ``::/96``, IPv4-translated ``::ffff:0:0:0/96``, NAT64 ``64:ff9b::/96`
 ``64:ff9b:1::/48``, 6to4 ``2002::/16``, Teredo ``2001::/32``) are refused whatever the
 address they carry: a gateway may deliver them to it. Callers connect to the address
 returned here, so a DNS answer that changes between check and connect (rebinding)
-cannot slip through.
+cannot slip through. A refusal does not name the address (it reaches the requester, who
+could map internal DNS with it); a WARNING log line does, for operators.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 import socket
+
+log = logging.getLogger(__name__)
 
 
 class UnsafeAddress(Exception):
@@ -62,8 +66,11 @@ def resolve_public_address(host: str, port: int, *, allow_private: bool = False)
     if not allow_private:
         refused = [a for a in addresses if not address_allowed(a)]
         if refused:
+            # The address stays out of the message, which reaches the requester: naming
+            # it would let anyone map internal DNS. Operators find it in the log.
+            log.warning("refused %r: it resolves to non-public address %s", host, refused[0])
             raise UnsafeAddress(
-                f"refused: '{host}' resolves to a private, loopback, link-local or otherwise "
-                f"non-public address ({refused[0]})"
+                f"refused: the URL's host '{host}' is not allowed (it does not resolve to "
+                "public addresses only)"
             )
     return addresses[0]

@@ -3,7 +3,8 @@ webhook endpoints with the delivery log and "send again" (issue 14).
 
 A new token's raw value, and a new webhook's signing secret, are shown exactly once:
 kept in the session only until the next page render, which pops them; the database
-holds only the token's hash (a webhook secret is kept, since signing needs it).
+holds only the token's hash (a webhook secret is kept, since signing needs it). The page
+says ``Cache-Control: no-store`` (``never_cache``), so no browser or proxy cache keeps it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from project.errors import DomainError
@@ -29,6 +31,7 @@ NEW_WEBHOOK_SESSION_KEY = "account_new_webhook_secret"
 RECENT_DELIVERIES = 50
 
 
+@never_cache  # it may show a new token or webhook secret: no cache may keep it
 @login_required
 def account(request: AuthenticatedHttpRequest) -> HttpResponse:
     new_token = request.session.pop(NEW_TOKEN_SESSION_KEY, None)

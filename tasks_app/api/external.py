@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import Query, Router, Schema, Status
 from ninja.errors import AuthorizationError, ValidationError
 from pydantic import ConfigDict, Field
@@ -287,7 +287,8 @@ def _own_endpoint(user: Any, endpoint_id: int) -> WebhookEndpoint:
     summary="Register a webhook endpoint (the secret is shown in this response only)",
     tags=["webhooks"],
 )
-def create_webhook(request: HttpRequest, payload: WebhookIn) -> Status:
+def create_webhook(request: HttpRequest, response: HttpResponse, payload: WebhookIn) -> Status:
+    response["Cache-Control"] = "no-store"  # the secret is in this response only
     user = request.auth  # type: ignore[attr-defined]
     try:
         endpoint = webhooks.webhook_endpoint_create(

@@ -166,3 +166,23 @@ def test_token_user_sees_only_their_tasks(requester: Any, other_requester: Any) 
     _, raw = api_token_create(user=requester)
     client = Client(headers={"Authorization": f"Bearer {raw}"})
     assert client.get("/api/v1/tasks").json()["count"] == 0
+
+
+def test_account_page_showing_a_new_token_or_webhook_secret_is_not_stored(
+    requester: Any, settings: Any
+) -> None:
+    """The page that shows a new API token or webhook secret once says Cache-Control:
+    no-store, so no browser or proxy cache keeps the secret."""
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    client = Client()
+    client.force_login(requester)
+    shown = client.post("/account/tokens/", {"name": "laptop"}, follow=True)
+    assert 'id="new-token-value">' in shown.content.decode()
+    assert "no-store" in shown["Cache-Control"]
+    created = client.post(
+        "/account/webhooks/", {"url": "http://127.0.0.1:9/hook", "events": ["task.closed"]}
+    )
+    assert created.status_code == 302
+    page = client.get("/account/")
+    assert "whsec_" in page.content.decode()
+    assert "no-store" in page["Cache-Control"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -209,3 +210,25 @@ def test_blank_document_is_422(otto: Client) -> None:
     )
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "title"
+
+
+def test_evidence_download_header_names_only_a_safe_file_name(
+    alice: Client, requester: Any
+) -> None:
+    """A tool name an agent chose (quotes, filename*=, CR/LF) never reaches the
+    Content-Disposition header raw: the download still answers 200 and names only a
+    file name made of safe characters."""
+    evidence = ToolEvidenceFactory(
+        run=RunFactory(task=TaskFactory(owner=requester)),
+        tool_name="x\"; filename*=UTF-8''evil.html; x=\"\r\nSet-Cookie: a=b",
+        content=BIG,
+    )
+    response = alice.get(f"/api/v1/evidence/{evidence.pk}?format=text")
+    assert response.status_code == 200
+    header = response["Content-Disposition"]
+    assert header.startswith("attachment; filename=")
+    assert "filename*" not in header
+    name = header.removeprefix("attachment; filename=").strip('"')
+    assert re.fullmatch(r"[A-Za-z0-9_.-]+", name), header
+    assert name.startswith(f"evidence-{evidence.pk}") and name.endswith(".txt")
+    assert "\r" not in header and "\n" not in header and "Set-Cookie" not in response

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import logging
 from typing import Any
 
 import pytest
@@ -233,6 +234,35 @@ def test_webhook_on_loopback_is_refused_without_the_setting(alice: Client, setti
     assert response.json()["errors"][0]["field"] == "url"
     assert "refused" in response.json()["detail"]
     assert not WebhookEndpoint.objects.exists()
+
+
+def test_webhook_refusal_does_not_name_the_resolved_address(
+    alice: Client, settings: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The 422 says the URL is not allowed without the address its host resolves to (no
+    mapping of internal DNS through the error); operators get the detail in the log."""
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    with caplog.at_level(logging.INFO, logger="project.netguard"):
+        response = post(alice, "/api/v1/webhooks", {"url": "http://localhost:8001/hook"})
+    assert response.status_code == 422
+    body = response.content.decode()
+    assert "refused" in response.json()["detail"]
+    assert "127.0.0.1" not in body and "::1" not in body
+    assert any(
+        "localhost" in r.getMessage() and ("127.0.0.1" in r.getMessage() or "::1" in r.getMessage())
+        for r in caplog.records
+    )
+    assert not WebhookEndpoint.objects.exists()
+
+
+def test_webhook_creation_response_with_the_secret_is_not_stored(
+    alice: Client, settings: Any
+) -> None:
+    """The API response that carries a new webhook's secret says Cache-Control: no-store."""
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    created = post(alice, "/api/v1/webhooks", {"url": "http://127.0.0.1:8001/hook"})
+    assert created.status_code == 201 and created.json()["secret"].startswith("whsec_")
+    assert "no-store" in created["Cache-Control"]
 
 
 def test_webhook_secret_is_shown_once(alice: Client, bob: Client, settings: Any) -> None:

@@ -103,10 +103,11 @@ def test_fetch_url_refuses_loopback_link_local_and_metadata_addresses(url: str) 
 def test_fetch_url_refuses_a_hostname_resolving_to_a_private_address(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """X8: the guard applies after DNS resolution."""
+    """X8: the guard applies after DNS resolution; the refusal, which becomes evidence the
+    requester reads, does not name the internal address."""
     fake_dns(monkeypatch, {"intranet.example.com": "10.1.2.3"})
     result = run_tool("fetch_url", {"url": "http://intranet.example.com/wiki"})
-    assert result.is_error and "refused" in result.content and "10.1.2.3" in result.content
+    assert result.is_error and "refused" in result.content and "10.1.2.3" not in result.content
 
 
 def test_fetch_url_refuses_a_redirect_to_a_private_address(monkeypatch: pytest.MonkeyPatch) -> None:
