@@ -15,7 +15,7 @@ from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Q
 from django.db.models.functions import Length, TruncDate
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone
@@ -522,6 +522,18 @@ def ops_charts(request: HttpRequest) -> HttpResponse:
     )
 
 
+def _filter_query(data: QueryDict, form: BulkReplayForm) -> str:
+    """The filter fields of ``data`` as a query string, and nothing else: never the
+    CSRF token a POST carries (it would reach the access log, history and the next
+    form's action)."""
+    query = QueryDict(mutable=True)
+    for name in form.fields:
+        values = [v for v in data.getlist(name) if v]
+        if values:
+            query.setlist(name, values)
+    return query.urlencode()
+
+
 def _bulk_candidates(filters: dict[str, Any]) -> list[ValidationSnapshot]:
     """The validations the bulk replay form's filters select, newest first."""
     days = filters["since_days"]
@@ -607,7 +619,7 @@ def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
         total=len(candidates),
         estimate=estimate,
         over_cap=len(candidates) > cap,
-        query=data.urlencode(),
+        query=_filter_query(data, form),
     )
     if request.method == "POST":
         queued = _queue_bulk_replay(
@@ -619,6 +631,6 @@ def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
             cap=cap,
         )
         if queued:
-            return redirect(reverse("ops_bulk_replay") + "?" + data.urlencode())
+            return redirect(reverse("ops_bulk_replay") + "?" + _filter_query(data, form))
         return render_page(request, "evidence_app/ops_bulk_replay.html", context, status=409)
     return render_page(request, "evidence_app/ops_bulk_replay.html", context)

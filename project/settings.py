@@ -343,9 +343,10 @@ for _name in ("OPS_WORKER_MAX_AGE_SECONDS", "OPS_BEAT_MAX_AGE_SECONDS"):
 OPS_CHECK_TIMEOUT_SECONDS = env_float("OPS_CHECK_TIMEOUT_SECONDS", 3.0, minimum=0.1)
 # Beat is optional in some deployments (e.g. an external scheduler): 0 leaves it out.
 OPS_REQUIRE_BEAT = env_bool("OPS_REQUIRE_BEAT", True)
-# /metrics: a request is served if it carries "Authorization: Bearer <METRICS_TOKEN>"
-# (when a token is set) or comes from one of METRICS_ALLOWED_NETWORKS (CIDRs; the
-# direct peer address, never X-Forwarded-For). Everything else gets 403.
+# /metrics: with METRICS_TOKEN set, only "Authorization: Bearer <METRICS_TOKEN>" is served
+# (any address); without a token, a request from one of METRICS_ALLOWED_NETWORKS (CIDRs;
+# the direct peer address, never X-Forwarded-For). Everything else gets 403. The token
+# also shows /ready's check details.
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 METRICS_ALLOWED_NETWORKS = env_list("METRICS_ALLOWED_NETWORKS", "127.0.0.1/32,::1/128")
 try:

@@ -11,6 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
@@ -22,6 +23,7 @@ from tasks_app.models import ServiceHeartbeat
 from tasks_app.services import heartbeat_record
 from tests.evidence_app.conftest import scripted_judge  # noqa: F401 - a fixture
 from tests.evidence_app.validation_helpers import validating_task, verdict
+from tests.factories import UserFactory
 from tests.workers import redis_url
 
 pytestmark = pytest.mark.django_db
@@ -52,6 +54,11 @@ def redis_broker(settings: Any) -> str:
 
 
 def ready(client: Client) -> tuple[int, dict[str, Any]]:
+    """/ready as a staff user sees it (the checks and their details)."""
+    staff, _ = get_user_model().objects.get_or_create(
+        username="ready-staff", defaults={"is_staff": True}
+    )
+    client.force_login(staff)
     response = client.get("/ready")
     return response.status_code, json.loads(response.content)
 
@@ -145,7 +152,60 @@ def test_metrics_are_refused_outside_the_allowed_networks_without_the_token(
     assert wrong.status_code == 403
     ok = client.get("/metrics", REMOTE_ADDR="203.0.113.9", HTTP_AUTHORIZATION="Bearer s3cret-token")
     assert ok.status_code == 200
+    settings.METRICS_TOKEN = ""
     assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 200
+    assert client.get("/metrics", REMOTE_ADDR="203.0.113.9").status_code == 403
+
+
+def test_metrics_with_a_token_set_refuse_loopback_without_the_token(
+    client: Client, settings: Any
+) -> None:
+    """Issue item 10: with METRICS_TOKEN set only the token opens /metrics; a proxy on the
+    same host (a loopback peer) does not make it public."""
+    settings.METRICS_TOKEN = "s3cret-token"
+    for peer in ("127.0.0.1", "::1"):
+        response = client.get("/metrics", REMOTE_ADDR=peer)
+        assert response.status_code in {401, 403}, peer
+        wrong = client.get("/metrics", REMOTE_ADDR=peer, HTTP_AUTHORIZATION="Bearer nope")
+        assert wrong.status_code in {401, 403}, peer
+    ok = client.get("/metrics", REMOTE_ADDR="127.0.0.1", HTTP_AUTHORIZATION="Bearer s3cret-token")
+    assert ok.status_code == 200
+
+
+def test_ready_tells_an_anonymous_caller_only_ready_or_not(
+    client: Client, settings: Any, live_processes: None
+) -> None:
+    """Issue item 10: no broker path, worker or queue counts or error lines for a caller
+    without credentials; only the status (200/503)."""
+    settings.METRICS_TOKEN = "s3cret-token"
+    response = client.get("/ready")
+    assert response.status_code == 200
+    assert json.loads(response.content) == {"status": "ready"}
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{unused_port()}/0"
+    response = client.get("/ready")
+    assert response.status_code == 503
+    assert json.loads(response.content) == {"status": "not ready"}
+    # A logged-in user who is not staff sees no more; nor does a wrong token.
+    client.force_login(UserFactory(username="plain-requester"))
+    assert json.loads(client.get("/ready").content) == {"status": "not ready"}
+    wrong = client.get("/ready", HTTP_AUTHORIZATION="Bearer nope")
+    assert json.loads(wrong.content) == {"status": "not ready"}
+
+
+def test_ready_shows_the_checks_to_a_staff_user_and_to_the_metrics_token(
+    client: Client, settings: Any, live_processes: None
+) -> None:
+    """Issue item 10: the details stay for a staff user's session and the metrics token."""
+    settings.CELERY_BROKER_URL = f"redis://127.0.0.1:{unused_port()}/0"
+    client.force_login(UserFactory(username="staff-reader", is_staff=True))
+    response = client.get("/ready")
+    assert response.status_code == 503
+    body = json.loads(response.content)
+    assert body["failing"] == ["broker"]
+    assert [c["name"] for c in body["checks"]][:3] == ["database", "migrations", "broker"]
+    settings.METRICS_TOKEN = "s3cret-token"
+    token = Client().get("/ready", HTTP_AUTHORIZATION="Bearer s3cret-token")
+    assert token.status_code == 503 and json.loads(token.content)["failing"] == ["broker"]
 
 
 def test_metrics_parse_and_count_verdicts_retries_tokens_and_cost(

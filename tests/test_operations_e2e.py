@@ -71,6 +71,8 @@ def test_task_through_a_real_worker_moves_counters_and_logs_carry_its_ids(
     _, raw = api_token_create(user=user, name="ops")
     api = Client(headers={"Authorization": f"Bearer {raw}"})
     web = Client()
+    # /ready's checks are shown to staff only (anonymous callers get ready / not ready).
+    web.force_login(UserFactory(username="ops-e2e-staff", is_staff=True))
     before = samples(web)
 
     env = {

@@ -3,6 +3,7 @@ attempts, LLM request snapshots, replay side by side, agreement, status charts."
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -221,3 +222,59 @@ def test_bulk_replay_lists_refuses_nothing_and_narrows_by_age(
     ValidationSnapshot.objects.update(created_at=timezone.now() - timedelta(days=3))
     assert "0 tasks match" in client.get(url, {"since_days": "2"}).content.decode()
     assert ReplayRequest.objects.count() == 0
+
+
+def _form_actions(html: str) -> list[str]:
+    return re.findall(r'<form[^>]*\saction="([^"]*)"', html)
+
+
+def _post_form_fields(html: str) -> list[tuple[str, str]]:
+    form = re.search(r'<form method="post"[^>]*>(.*?)</form>', html, re.S)
+    assert form, "no POST form on the preview"
+    return re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form.group(1))
+
+
+def test_bulk_replay_urls_never_carry_the_csrf_token(
+    client: Any,
+    operator: Any,
+    requester: Any,
+    monkeypatch: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Issue item 9: the CSRF token is posted in the body only; no redirect Location and
+    no rendered form action carries ``csrfmiddlewaretoken`` (access log, history)."""
+    from project.celery import app as celery_app
+
+    monkeypatch.setattr(celery_app, "send_task", lambda *a, **kw: None)
+    make_reviewable_task(requester)
+    make_reviewable_task(requester, title="Second")
+    client.force_login(operator)
+    url = reverse("ops_bulk_replay")
+    preview = client.get(url, {"validator_statuses": ["insufficient_evidence"]})
+    html = preview.content.decode()
+    assert "Replay 2 validations" in html
+    assert all("csrfmiddlewaretoken" not in a for a in _form_actions(html))
+    # Submit the POST form as a browser does: its action and every field it holds.
+    action = re.search(r'<form method="post" action="([^"]*)"', html)
+    assert action
+    fields = _post_form_fields(html)
+    assert any(name == "csrfmiddlewaretoken" for name, _ in fields)
+    data: dict[str, list[str]] = {}
+    for name, value in fields:
+        data.setdefault(name, []).append(value)
+    with django_capture_on_commit_callbacks(execute=True):
+        queued = client.post(action.group(1).replace("&amp;", "&"), data)
+    assert queued.status_code == 302
+    assert "csrfmiddlewaretoken" not in queued["Location"]
+    assert "validator_statuses=insufficient_evidence" in queued["Location"]
+    after = _form_actions(client.get(queued["Location"]).content.decode())
+    assert after and all("csrfmiddlewaretoken" not in a for a in after)
+    # An old URL that still holds the token does not carry it on into the page's forms.
+    stale = client.get(
+        url, {"validator_statuses": ["insufficient_evidence"], "csrfmiddlewaretoken": "x" * 64}
+    ).content.decode()
+    assert all("csrfmiddlewaretoken" not in a for a in _form_actions(stale))
+    # A refused queue (nothing matches) renders the page again: no token in its actions.
+    refused = client.post(url, {"task_ids": "999999", "csrfmiddlewaretoken": "x" * 64})
+    assert refused.status_code == 409
+    assert all("csrfmiddlewaretoken" not in a for a in _form_actions(refused.content.decode()))
