@@ -52,8 +52,13 @@ from tasks_app.models import (
     Task,
     ValidationPolicy,
 )
-from tasks_app.outbox import outbox_send
-from tasks_app.services import attempt_enqueue, new_job_id, task_transition, validation_enqueue
+from tasks_app.services import (
+    attempt_enqueue,
+    job_enqueue,
+    new_job_id,
+    task_transition,
+    validation_enqueue,
+)
 from tasks_app.states import TaskStatus
 from tasks_app.validation_claims import (
     ClaimKeeper,
@@ -393,9 +398,8 @@ def _validation_crashed(task_id: int, attempt_index: int, exc: Exception) -> Val
     ValidationFailure.objects.create(task_id=task_id, attempt_index=attempt_index, error=error)
     tries = ValidationFailure.objects.filter(task_id=task_id, attempt_index=attempt_index).count()
     if tries < settings.JOB_MAX_TRIES:
-        job_id = new_job_id()
-        current.update(job_id=job_id)
-        validation_enqueue(task_id, attempt_index, job_id=job_id, countdown=5 * tries)
+        # Without a job id, job_send_on_commit records the new one on the task itself.
+        validation_enqueue(task_id, attempt_index, countdown=5 * tries)
         return ValidationOutcome(CRASHED)
     task_transition(
         task_id=task_id,
@@ -561,7 +565,7 @@ def replay_request(
         model=model or "",
         requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
     )
-    outbox_send(REPLAY_JOB, (request.pk,), job_id=new_job_id(), task_ref=snapshot.task_id)
+    job_enqueue(REPLAY_JOB, (request.pk,), task_ref=snapshot.task_id)
     return request
 
 

@@ -115,11 +115,13 @@ def job_send_on_commit(
 def job_enqueue(
     job: Any, args: tuple[Any, ...], *, task_ref: int | None = None, countdown: float = 0
 ) -> str:
-    """Send ``job`` through the outbox once the current transaction commits, for jobs
-    whose id the task does not record (a replay, an OTLP trace's assembly), to run no
-    earlier than ``countdown`` seconds from now; returns the job id (issue 17)."""
+    """Send ``job`` (a job or its name) through the outbox once the current transaction
+    commits, for jobs whose id the task does not record (a replay, an OTLP trace's
+    assembly), to run no earlier than ``countdown`` seconds from now; returns the job id
+    (issue 17)."""
     job_id = new_job_id()
-    outbox_send(job.name, args, job_id=job_id, task_ref=task_ref, countdown=countdown)
+    name = job if isinstance(job, str) else job.name
+    outbox_send(name, args, job_id=job_id, task_ref=task_ref, countdown=countdown)
     return job_id
 
 
