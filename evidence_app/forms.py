@@ -12,7 +12,7 @@ from evidence_app.models import FailureCategory, ValidationStatus
 from project.llm.registry import ModelConfigurationError, resolve_model
 from tasks_app.agents.plans import parse_plan
 from tasks_app.models import ValidationPolicy
-from tasks_app.states import TaskStatus
+from tasks_app.workflow.states import TaskStatus
 
 
 class ReplayForm(forms.Form):

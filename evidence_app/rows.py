@@ -23,7 +23,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 from django.utils.timesince import TIME_STRINGS, timesince
 
-from tasks_app.states import TaskStatus
+from tasks_app.workflow.states import TaskStatus
 
 DASH = '<span class="muted">–</span>'
 

@@ -17,7 +17,7 @@ from evidence_app.models import FailureCategory, SnapshotKind, ValidationStatus
 from project.costs import CostTotal, format_cost
 from project.llm.registry import display_model_name
 from tasks_app.models import FeedbackAction, RunKind, RunStatus
-from tasks_app.states import TaskStatus
+from tasks_app.workflow.states import TaskStatus
 
 register = template.Library()
 

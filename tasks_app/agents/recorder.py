@@ -34,9 +34,7 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model, ModelRequestParameters
 
 from project.costs import CURRENCY, CostTotal, price_request
-from tasks_app import services
 from tasks_app.agents.tools import ToolOutput
-from tasks_app.fence import Fence, fenced_insert, unfenced_write
 from tasks_app.models import (
     LLMRequestSnapshot,
     Run,
@@ -45,6 +43,8 @@ from tasks_app.models import (
     ToolEvidence,
     content_digest,
 )
+from tasks_app.runtime.fence import Fence, fenced_insert, unfenced_write
+from tasks_app.workflow import services
 
 
 def message_text(message: ModelMessage) -> str:

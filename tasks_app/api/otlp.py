@@ -22,8 +22,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Router
 
 from project.schemas import ErrorOut
-from tasks_app.jobs import otlp_assemble_traces_job
-from tasks_app.otlp.decode import (
+from tasks_app.intake.otlp.decode import (
     JSON,
     PROTOBUF,
     UndecodableRequest,
@@ -33,8 +32,9 @@ from tasks_app.otlp.decode import (
     parse_request,
     spans_of,
 )
-from tasks_app.otlp.ingest import otlp_ingest
-from tasks_app.services import job_enqueue
+from tasks_app.intake.otlp.ingest import otlp_ingest
+from tasks_app.jobs import otlp_assemble_traces_job
+from tasks_app.workflow.services import job_enqueue
 
 router = Router(tags=["otlp"])
 OTLP_CONTENT = {

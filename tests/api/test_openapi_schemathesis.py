@@ -18,8 +18,8 @@ import schemathesis
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from tasks_app.auth import api_token_create
-from tasks_app.states import TaskStatus as S
+from tasks_app.accounts.auth import api_token_create
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import (
     KnowledgeDocumentFactory,
     RunFactory,

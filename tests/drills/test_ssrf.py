@@ -19,8 +19,8 @@ import pytest
 from django.test import Client
 
 from project.netguard import address_allowed
+from tasks_app.accounts.auth import api_token_create
 from tasks_app.agents.tools import ToolError, fetch_url, run_tool
-from tasks_app.auth import api_token_create
 from tasks_app.models import WebhookEndpoint
 from tests.drills.support import report
 from tests.factories import UserFactory

@@ -13,7 +13,7 @@ from tasks_app.agents import prompts
 from tasks_app.agents.loop import AgentLoop
 from tasks_app.agents.offline_researcher import NOTHING_FOUND
 from tasks_app.agents.tools import DEFAULT_TOOLS
-from tasks_app.knowledge import import_folder
+from tasks_app.knowledge.importer import import_folder
 from tasks_app.models import LLMRequestSnapshot, RunMessage, ToolEvidence
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 
@@ -142,7 +142,7 @@ def test_team_synthesis_quotes_node_evidence_not_packet_structure() -> None:
     """X5, X7: with no tools, the offline researcher answers from the evidence inside
     the rendered team packet (each node researching its own instructions), never from
     packet headers such as "[R1] search_knowledge(...) — 1526 chars"."""
-    from tasks_app.attempts import attempt_run
+    from tasks_app.runtime.attempts import attempt_run
 
     KnowledgeDocumentFactory(
         title="Password Policy",

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tasks_app.models import Task
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory, ValidationSnapshotFactory
 
 pytestmark = pytest.mark.django_db

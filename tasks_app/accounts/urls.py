@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tasks_app import views_account
+from tasks_app.accounts import views as views_account
 
 urlpatterns = [
     path("", views_account.account, name="account"),

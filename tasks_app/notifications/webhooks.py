@@ -1,7 +1,7 @@
 """Signed webhooks back to external agents and other programs (issue 14).
 
 Events come from the one place every status change goes through:
-``tasks_app.services.task_transition`` calls ``webhook_events_for_transition`` inside its
+``tasks_app.workflow.services.task_transition`` calls ``webhook_events_for_transition`` inside its
 transaction, which writes one ``WebhookDelivery`` row (the outbox) per subscribed
 endpoint and sends the delivery job once the transaction commits. A rolled-back change
 sends nothing; a committed one cannot skip its events.
@@ -43,7 +43,7 @@ from project.celery import app
 from project.db import MARKER_ID, Prepared
 from project.errors import InvalidInput
 from project.netguard import UnsafeAddress, resolve_public_address
-from tasks_app.external import revision_feedback, validation_summary
+from tasks_app.intake.external import revision_feedback, validation_summary
 from tasks_app.models import (
     DeliveryStatus,
     Task,
@@ -52,7 +52,7 @@ from tasks_app.models import (
     WebhookEndpoint,
     WebhookEvent,
 )
-from tasks_app.states import TaskStatus
+from tasks_app.workflow.states import TaskStatus
 
 log = logging.getLogger(__name__)
 

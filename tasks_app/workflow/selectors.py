@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404
 
 from project import roles
 from tasks_app.models import ClaimEvent, Run, Task, TaskEvent, TaskQuerySet, TaskStatusCount
-from tasks_app.verdicts import validator
+from tasks_app.workflow.verdicts import validator
 
 
 def visible_tasks(user: Any) -> TaskQuerySet:

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from project.db import Keeper
 from tasks_app.models import Task
-from tasks_app.states import TaskStatus
+from tasks_app.workflow.states import TaskStatus
 
 log = logging.getLogger(__name__)
 

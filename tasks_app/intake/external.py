@@ -31,7 +31,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from project.errors import DomainError
 from project.schemas import NO_NUL, NO_NUL_KEYS, Text
-from tasks_app import services
 from tasks_app.models import (
     Feedback,
     FeedbackAction,
@@ -43,8 +42,9 @@ from tasks_app.models import (
     TaskAgent,
     ToolEvidence,
 )
-from tasks_app.states import RUNNABLE_STATUSES, TaskStatus
-from tasks_app.verdicts import validator
+from tasks_app.workflow import services
+from tasks_app.workflow.states import RUNNABLE_STATUSES, TaskStatus
+from tasks_app.workflow.verdicts import validator
 
 KEY_PATTERN = r"^[A-Za-z0-9_.:-]+$"
 MAX_RUNS = 200

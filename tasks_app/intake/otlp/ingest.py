@@ -6,8 +6,8 @@ attempt is stored as late and shown on the task page.
 A trace is complete when its root span (the one without a parent) has arrived and no
 span of the trace arrived for ``OTLP_TRACE_QUIET_SECONDS``, or at once when the root
 carries ``evidentia.final = true``. ``otlp_trace_assemble`` then maps it
-(``tasks_app.otlp.mapping``) and submits it through the same service as the attempts API
-(``tasks_app.external.external_attempt_submit``), so validation, claims and review work
+(``tasks_app.intake.otlp.mapping``) and submits it through the same service as the attempts API
+(``tasks_app.intake.external.external_attempt_submit``), so validation, claims and review work
 unchanged.
 """
 
@@ -26,10 +26,9 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from project.errors import DomainError
-from tasks_app.external import external_attempt_submit
-from tasks_app.models import OtlpSpan, OtlpTrace, OtlpTraceState, Run, Task
-from tasks_app.otlp.decode import RejectedSpan, SpanRecord
-from tasks_app.otlp.mapping import (
+from tasks_app.intake.external import external_attempt_submit
+from tasks_app.intake.otlp.decode import RejectedSpan, SpanRecord
+from tasks_app.intake.otlp.mapping import (
     AGENT,
     FINAL_KEY,
     TASK_ID_KEY,
@@ -38,7 +37,8 @@ from tasks_app.otlp.mapping import (
     map_trace,
     other_spans,
 )
-from tasks_app.services import task_create
+from tasks_app.models import OtlpSpan, OtlpTrace, OtlpTraceState, Run, Task
+from tasks_app.workflow.services import task_create
 
 log = logging.getLogger(__name__)
 

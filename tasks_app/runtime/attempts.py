@@ -32,14 +32,12 @@ from project.db import Keeper, close_quietly
 from project.errors import DomainError, StaleAction
 from project.errors import first_line as _first_line
 from project.logs import extended as log_context
-from tasks_app import services
 from tasks_app.agents import prompts
 from tasks_app.agents.db import db_turn
 from tasks_app.agents.loop import AgentLoop, AgentResult
 from tasks_app.agents.plans import SinglePlan, TeamPlan, parse_plan
 from tasks_app.agents.team import run_team
 from tasks_app.agents.tools import DEFAULT_TOOLS
-from tasks_app.fence import Fence, LeaseLost
 from tasks_app.models import (
     RUN_LEASE_EXPIRED,
     RUN_TAKEN_OVER,
@@ -51,9 +49,11 @@ from tasks_app.models import (
     Task,
     TaskAgent,
 )
-from tasks_app.outbox import outbox_waiting_job_ids
-from tasks_app.states import RUNNABLE_STATUSES, TaskStatus
-from tasks_app.verdicts import validator
+from tasks_app.notifications.outbox import outbox_waiting_job_ids
+from tasks_app.runtime.fence import Fence, LeaseLost
+from tasks_app.workflow import services
+from tasks_app.workflow.states import RUNNABLE_STATUSES, TaskStatus
+from tasks_app.workflow.verdicts import validator
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from tasks_app.agents.db import db_turn
 from tasks_app.models import Task
-from tasks_app.states import TaskStatus
+from tasks_app.workflow.states import TaskStatus
 
 
 class LeaseLost(Exception):

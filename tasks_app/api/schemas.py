@@ -26,13 +26,13 @@ from project.schemas import (
     json_integer,
     not_blank,
 )
-from tasks_app import states
 from tasks_app.agents.plans import Plan
-from tasks_app.external import revision_feedback
+from tasks_app.intake.external import revision_feedback
 from tasks_app.models import ClaimEvent, Run, Task
-from tasks_app.selectors import attempt_summaries
-from tasks_app.states import TaskStatus
-from tasks_app.verdicts import validator
+from tasks_app.workflow import states
+from tasks_app.workflow.selectors import attempt_summaries
+from tasks_app.workflow.states import TaskStatus
+from tasks_app.workflow.verdicts import validator
 
 # --- Tasks ------------------------------------------------------------------------------
 
@@ -217,7 +217,7 @@ class TaskListItemOut(Schema):
 
     @staticmethod
     def resolve_latest_validation(task: Task) -> dict[str, Any] | None:
-        # Lists attach it to each task (tasks_app.selectors.tasks_for_list).
+        # Lists attach it to each task (tasks_app.workflow.selectors.tasks_for_list).
         return validator().list_summary(task)
 
 

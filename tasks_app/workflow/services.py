@@ -27,9 +27,7 @@ from django.utils import timezone
 from project.errors import ClaimConflict, IllegalTransition, InvalidInput, StaleAction
 from project.logs import bind as bind_log_context
 from project.roles import is_reviewer
-from tasks_app import states
 from tasks_app.agents.db import db_turn
-from tasks_app.fence import fenced_update
 from tasks_app.models import (
     ClaimEvent,
     ClaimEventKind,
@@ -44,13 +42,15 @@ from tasks_app.models import (
     ValidationOutcome,
     ValidationPolicy,
 )
-from tasks_app.outbox import outbox_send
-from tasks_app.signals import task_transitioned
-from tasks_app.states import TaskStatus
-from tasks_app.verdicts import validator
+from tasks_app.notifications.outbox import outbox_send
+from tasks_app.runtime.fence import fenced_update
+from tasks_app.workflow import states
+from tasks_app.workflow.signals import task_transitioned
+from tasks_app.workflow.states import TaskStatus
+from tasks_app.workflow.verdicts import validator
 
 if TYPE_CHECKING:
-    from tasks_app.fence import Fence
+    from tasks_app.runtime.fence import Fence
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from django.views.decorators.http import require_POST
 
 from project.errors import DomainError
 from project.views import AuthenticatedHttpRequest
-from tasks_app.auth import api_token_create, api_token_revoke
+from tasks_app.accounts.auth import api_token_create, api_token_revoke
 from tasks_app.models import ApiToken, WebhookDelivery, WebhookEndpoint, WebhookEvent
-from tasks_app.webhooks import (
+from tasks_app.notifications.webhooks import (
     webhook_delivery_resend,
     webhook_endpoint_create,
     webhook_endpoint_disable,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tasks_app import views_knowledge
+from tasks_app.knowledge import views as views_knowledge
 
 urlpatterns = [
     path("knowledge/", views_knowledge.kb_search, name="kb_search"),

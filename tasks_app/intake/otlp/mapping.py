@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tasks_app.external import AttemptIn, MessageIn, RunIn, ToolResultIn, UsageIn
+from tasks_app.intake.external import AttemptIn, MessageIn, RunIn, ToolResultIn, UsageIn
 
 AGENT = "invoke_agent"
 CHAT = {"chat", "text_completion", "generate_content"}
