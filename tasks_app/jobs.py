@@ -13,13 +13,13 @@ from celery import shared_task
 
 from tasks_app.api.idempotency import idempotency_purge
 from tasks_app.intake.otlp.ingest import otlp_due_traces, otlp_trace_assemble
-from tasks_app.notifications.outbox import outbox_purge, outbox_relay
 from tasks_app.notifications.webhooks import (
     DELIVER_WEBHOOKS_JOB,
     webhook_send_pending,
     webhook_sweep,
 )
 from tasks_app.runtime.attempts import attempt_reap, attempt_run
+from tasks_app.workflow.outbox import outbox_purge, outbox_relay
 from tasks_app.workflow.services import RUN_ATTEMPT_JOB
 
 

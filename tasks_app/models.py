@@ -1,5 +1,6 @@
-"""The app's models, each defined in its capability's package (workflow, runtime, intake,
-notifications, knowledge, accounts, api); Django finds them here."""
+"""The app's models, each defined in the package of the capability that owns it
+(workflow, runtime, intake, notifications, knowledge, accounts, api); Django finds them
+here, and code outside ``tasks_app`` imports them from here."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ from tasks_app.intake.models import OtlpSpan, OtlpTrace, OtlpTraceState
 from tasks_app.knowledge.models import KnowledgeDocument, KnowledgeDocumentQuerySet
 from tasks_app.notifications.models import (
     DeliveryStatus,
-    OutboxJob,
-    OutboxJobQuerySet,
     WebhookDelivery,
     WebhookDeliveryAttempt,
     WebhookEndpoint,
@@ -38,6 +37,8 @@ from tasks_app.workflow.models import (
     ClaimEventKind,
     Feedback,
     FeedbackAction,
+    OutboxJob,
+    OutboxJobQuerySet,
     Task,
     TaskAgent,
     TaskEvent,

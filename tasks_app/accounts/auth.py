@@ -21,7 +21,7 @@ from ninja.security import APIKeyCookie, HttpBearer
 from ninja.utils import check_csrf
 
 from project.errors import InvalidInput
-from tasks_app.models import ApiToken, hash_token
+from tasks_app.accounts.models import ApiToken, hash_token
 
 # Writing last_used_at on every request would turn each read into a write; once a
 # minute is precise enough to tell a live token from a forgotten one.

@@ -19,7 +19,8 @@ from django.views.decorators.http import require_POST
 from project.errors import DomainError
 from project.views import AuthenticatedHttpRequest
 from tasks_app.accounts.auth import api_token_create, api_token_revoke
-from tasks_app.models import ApiToken, WebhookDelivery, WebhookEndpoint, WebhookEvent
+from tasks_app.accounts.models import ApiToken
+from tasks_app.notifications.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from tasks_app.notifications.webhooks import (
     webhook_delivery_resend,
     webhook_endpoint_create,

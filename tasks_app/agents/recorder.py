@@ -35,7 +35,7 @@ from pydantic_ai.models import Model, ModelRequestParameters
 
 from project.costs import CURRENCY, CostTotal, price_request
 from tasks_app.agents.tools import ToolOutput
-from tasks_app.models import (
+from tasks_app.runtime.models import (
     LLMRequestSnapshot,
     Run,
     RunMessage,
@@ -43,8 +43,8 @@ from tasks_app.models import (
     ToolEvidence,
     content_digest,
 )
-from tasks_app.runtime.fence import Fence, fenced_insert, unfenced_write
 from tasks_app.workflow import services
+from tasks_app.workflow.fence import Fence, fenced_insert, unfenced_write
 
 
 def message_text(message: ModelMessage) -> str:

@@ -16,8 +16,9 @@ from tasks_app.agents import prompts
 from tasks_app.agents.loop import AgentLoop, AgentResult
 from tasks_app.agents.plans import PlanNode, TeamPlan
 from tasks_app.agents.tools import DEFAULT_TOOLS
-from tasks_app.models import RunKind, Task
-from tasks_app.runtime.fence import Fence, LeaseLost
+from tasks_app.runtime.models import RunKind
+from tasks_app.workflow.fence import Fence, LeaseLost
+from tasks_app.workflow.models import Task
 from tasks_app.workflow.verdicts import validator
 
 log = logging.getLogger(__name__)

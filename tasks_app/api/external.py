@@ -27,8 +27,8 @@ from project.pagination import LimitOffset
 from project.schemas import NO_NUL, error_responses
 from tasks_app.api.idempotency import idempotency_header, run_idempotent
 from tasks_app.intake import external
-from tasks_app.models import WebhookDelivery, WebhookEndpoint
 from tasks_app.notifications import webhooks
+from tasks_app.notifications.models import WebhookDelivery, WebhookEndpoint
 from tasks_app.workflow.selectors import visible_tasks
 
 router = Router(tags=["external agents"])

@@ -33,7 +33,7 @@ from ninja import Header
 from ninja.responses import NinjaJSONEncoder
 
 from project.errors import DomainError
-from tasks_app.models import IdempotencyKey
+from tasks_app.api.models import IdempotencyKey
 
 MAX_KEY_LENGTH = 255
 

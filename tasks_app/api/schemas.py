@@ -28,8 +28,9 @@ from project.schemas import (
 )
 from tasks_app.agents.plans import Plan
 from tasks_app.intake.external import revision_feedback
-from tasks_app.models import ClaimEvent, Run, Task
+from tasks_app.runtime.models import Run
 from tasks_app.workflow import states
+from tasks_app.workflow.models import ClaimEvent, Task
 from tasks_app.workflow.selectors import attempt_summaries
 from tasks_app.workflow.states import TaskStatus
 from tasks_app.workflow.verdicts import validator

@@ -32,8 +32,8 @@ from tasks_app.api.schemas import (
     TaskOrderingQuery,
     TaskOut,
 )
-from tasks_app.models import Task
 from tasks_app.workflow import services
+from tasks_app.workflow.models import Task
 from tasks_app.workflow.selectors import (
     count_of,
     get_visible_task,

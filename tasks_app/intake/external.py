@@ -31,18 +31,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from project.errors import DomainError
 from project.schemas import NO_NUL, NO_NUL_KEYS, Text
-from tasks_app.models import (
-    Feedback,
-    FeedbackAction,
-    Run,
-    RunKind,
-    RunMessage,
-    RunStatus,
-    Task,
-    TaskAgent,
-    ToolEvidence,
-)
+from tasks_app.runtime.models import Run, RunKind, RunMessage, RunStatus, ToolEvidence
 from tasks_app.workflow import services
+from tasks_app.workflow.models import Feedback, FeedbackAction, Task, TaskAgent
 from tasks_app.workflow.states import RUNNABLE_STATUSES, TaskStatus
 from tasks_app.workflow.verdicts import validator
 

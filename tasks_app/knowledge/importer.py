@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from tasks_app.models import KnowledgeDocument
+from tasks_app.knowledge.models import KnowledgeDocument
 
 SUFFIXES = {".md", ".markdown", ".txt"}
 

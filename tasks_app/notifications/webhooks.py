@@ -44,14 +44,14 @@ from project.db import MARKER_ID, Prepared
 from project.errors import InvalidInput
 from project.netguard import UnsafeAddress, resolve_public_address
 from tasks_app.intake.external import revision_feedback, validation_summary
-from tasks_app.models import (
+from tasks_app.notifications.models import (
     DeliveryStatus,
-    Task,
     WebhookDelivery,
     WebhookDeliveryAttempt,
     WebhookEndpoint,
     WebhookEvent,
 )
+from tasks_app.workflow.models import Task
 from tasks_app.workflow.states import TaskStatus
 
 log = logging.getLogger(__name__)

@@ -29,29 +29,26 @@ from django.utils import timezone
 
 from project.broker import Held, held_jobs
 from project.db import Keeper, close_quietly
+from project.dbturn import db_turn
 from project.errors import DomainError, StaleAction
 from project.errors import first_line as _first_line
 from project.logs import extended as log_context
 from tasks_app.agents import prompts
-from tasks_app.agents.db import db_turn
 from tasks_app.agents.loop import AgentLoop, AgentResult
 from tasks_app.agents.plans import SinglePlan, TeamPlan, parse_plan
 from tasks_app.agents.team import run_team
 from tasks_app.agents.tools import DEFAULT_TOOLS
-from tasks_app.models import (
+from tasks_app.runtime.models import (
     RUN_LEASE_EXPIRED,
     RUN_TAKEN_OVER,
-    Feedback,
-    FeedbackAction,
     Run,
     RunStatus,
     ServiceHeartbeat,
-    Task,
-    TaskAgent,
 )
-from tasks_app.notifications.outbox import outbox_waiting_job_ids
-from tasks_app.runtime.fence import Fence, LeaseLost
 from tasks_app.workflow import services
+from tasks_app.workflow.fence import Fence, LeaseLost
+from tasks_app.workflow.models import Feedback, FeedbackAction, Task, TaskAgent
+from tasks_app.workflow.outbox import outbox_waiting_job_ids
 from tasks_app.workflow.states import RUNNABLE_STATUSES, TaskStatus
 from tasks_app.workflow.verdicts import validator
 

@@ -297,3 +297,46 @@ class TaskStatusCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.status}[{self.shard}] = {self.n}"
+
+
+class OutboxJobQuerySet(models.QuerySet["OutboxJob"]):
+    def unpublished(self) -> OutboxJobQuerySet:
+        return self.filter(published_at__isnull=True)
+
+
+class OutboxJob(models.Model):
+    """A background job recorded in the transaction of the work that needs it (issue 17:
+    the transactional outbox). Published to the broker right after the commit when the
+    broker answers, else by the relay (``tasks_app.workflow.outbox``) once it is back:
+    a request never fails after its write committed, and no job is lost with the broker."""
+
+    name = models.CharField(max_length=200)  # the Celery job name, e.g. tasks_app.run_attempt
+    args = models.JSONField(default=list, blank=True)
+    # Chosen before sending, so the reaper can ask the broker whether it still holds it.
+    job_id = models.CharField(max_length=36, unique=True)
+    # The Evidentia task the job works for (log lines name it); not a foreign key, so the
+    # outbox never holds up deleting a task (its job then finds nothing to do).
+    task_ref = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    # A job that must not run before this time (a countdown, e.g. an OTLP trace's quiet
+    # period): published with it as the job's ETA, whenever the publication happens.
+    not_before = models.DateTimeField(null=True, blank=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True, default="")
+
+    objects = OutboxJobQuerySet.as_manager()
+
+    class Meta:
+        indexes = [
+            # The relay reads the waiting rows oldest first; published ones are purged.
+            models.Index(
+                fields=["id"],
+                name="outbox_waiting",
+                condition=models.Q(published_at__isnull=True),
+            ),
+            models.Index(fields=["published_at"], name="outbox_published"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.job_id}"

@@ -11,7 +11,8 @@ from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
 from project import roles
-from tasks_app.models import ClaimEvent, Run, Task, TaskEvent, TaskQuerySet, TaskStatusCount
+from tasks_app.runtime.models import Run
+from tasks_app.workflow.models import ClaimEvent, Task, TaskEvent, TaskQuerySet, TaskStatusCount
 from tasks_app.workflow.verdicts import validator
 
 

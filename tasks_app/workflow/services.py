@@ -24,33 +24,31 @@ from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
+from project.dbturn import db_turn
 from project.errors import ClaimConflict, IllegalTransition, InvalidInput, StaleAction
 from project.logs import bind as bind_log_context
 from project.roles import is_reviewer
-from tasks_app.agents.db import db_turn
-from tasks_app.models import (
+from tasks_app.runtime.models import Run, RunStatus, ServiceHeartbeat
+from tasks_app.workflow import states
+from tasks_app.workflow.fence import fenced_update
+from tasks_app.workflow.models import (
     ClaimEvent,
     ClaimEventKind,
     Feedback,
     FeedbackAction,
-    Run,
-    RunStatus,
-    ServiceHeartbeat,
     Task,
     TaskAgent,
     TaskEvent,
     ValidationOutcome,
     ValidationPolicy,
 )
-from tasks_app.notifications.outbox import outbox_send
-from tasks_app.runtime.fence import fenced_update
-from tasks_app.workflow import states
+from tasks_app.workflow.outbox import outbox_send
 from tasks_app.workflow.signals import task_transitioned
 from tasks_app.workflow.states import TaskStatus
 from tasks_app.workflow.verdicts import validator
 
 if TYPE_CHECKING:
-    from tasks_app.runtime.fence import Fence
+    from tasks_app.workflow.fence import Fence
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from project.db import Keeper
-from tasks_app.models import Task
+from tasks_app.workflow.models import Task
 from tasks_app.workflow.states import TaskStatus
 
 log = logging.getLogger(__name__)

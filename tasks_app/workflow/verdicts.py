@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from django.core.exceptions import ImproperlyConfigured
 
 if TYPE_CHECKING:
-    from tasks_app.models import Task, TaskQuerySet
+    from tasks_app.workflow.models import Task, TaskQuerySet
 
 REJECTED = "rejected"
 

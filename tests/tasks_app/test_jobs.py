@@ -20,8 +20,8 @@ from tasks_app.agents.tools import REGISTRY, Tool, ToolOutput, register_tool
 from tasks_app.jobs import reap_attempts_job, run_attempt_job
 from tasks_app.models import OutboxJob, Run, RunMessage, Task, TaskEvent, ToolEvidence
 from tasks_app.runtime.attempts import attempt_claim, attempt_finish, attempt_reap
-from tasks_app.runtime.fence import Fence, LeaseLost
 from tasks_app.workflow import services
+from tasks_app.workflow.fence import Fence, LeaseLost
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import (
     KnowledgeDocumentFactory,

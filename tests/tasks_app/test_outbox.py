@@ -33,9 +33,9 @@ from tasks_app.models import (
     TaskEvent,
     WebhookDelivery,
 )
-from tasks_app.notifications.outbox import outbox_relay
 from tasks_app.notifications.webhooks import webhook_endpoint_create
 from tasks_app.runtime.attempts import attempt_reap
+from tasks_app.workflow.outbox import outbox_relay
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import KnowledgeDocumentFactory, TaskFactory, ValidationSnapshotFactory
 from tests.tasks_app import otlp_client
@@ -116,7 +116,7 @@ def test_broker_down_during_create_answers_201_and_the_relay_publishes_once(
     dead = f"redis://127.0.0.1:{_free_port()}/0"
     with (
         project_broker(dead),
-        caplog.at_level(logging.WARNING, logger="tasks_app.notifications.outbox"),
+        caplog.at_level(logging.WARNING, logger="tasks_app.workflow.outbox"),
         django_capture_on_commit_callbacks(execute=True),
     ):
         response = _create(client, {"request": "Created while the broker is down"})

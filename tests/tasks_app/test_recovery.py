@@ -27,8 +27,8 @@ from tasks_app.agents.loop import AgentResult
 from tasks_app.jobs import run_attempt_job
 from tasks_app.models import Run, RunStatus, Task, TaskEvent, ToolEvidence
 from tasks_app.runtime.attempts import Heartbeat, attempt_claim, attempt_finish, attempt_reap
-from tasks_app.runtime.fence import LeaseLost
 from tasks_app.workflow import services
+from tasks_app.workflow.fence import LeaseLost
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import (
     KnowledgeDocumentFactory,

@@ -19,8 +19,8 @@ from django.utils import timezone
 
 from tasks_app.models import ClaimEvent, OutboxJob, Run, RunStatus, Task, TaskEvent
 from tasks_app.runtime.attempts import attempt_claim, attempt_reap
-from tasks_app.runtime.fence import Fence, LeaseLost
 from tasks_app.workflow import services
+from tasks_app.workflow.fence import Fence, LeaseLost
 from tasks_app.workflow.states import TaskStatus as S
 from tests.api.conftest import bearer_client
 from tests.factories import RunFactory, TaskFactory, UserFactory

@@ -12,9 +12,9 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from project.db import MARKER_ID, MARKER_TEXT, Prepared
-from tasks_app.agents.db import db_turn
+from project.dbturn import db_turn
 from tasks_app.agents.tools.registry import Tool, ToolError, ToolOutput, register_tool
-from tasks_app.models import KnowledgeDocument
+from tasks_app.knowledge.models import KnowledgeDocument
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations

@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from project.errors import DomainError
 from tasks_app.intake.external import external_attempt_submit
+from tasks_app.intake.models import OtlpSpan, OtlpTrace, OtlpTraceState
 from tasks_app.intake.otlp.decode import RejectedSpan, SpanRecord
 from tasks_app.intake.otlp.mapping import (
     AGENT,
@@ -37,7 +38,8 @@ from tasks_app.intake.otlp.mapping import (
     map_trace,
     other_spans,
 )
-from tasks_app.models import OtlpSpan, OtlpTrace, OtlpTraceState, Run, Task
+from tasks_app.runtime.models import Run
+from tasks_app.workflow.models import Task
 from tasks_app.workflow.services import task_create
 
 log = logging.getLogger(__name__)

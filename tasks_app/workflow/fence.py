@@ -14,8 +14,8 @@ from typing import Any
 from django.db import connection, models, transaction
 from django.utils import timezone
 
-from tasks_app.agents.db import db_turn
-from tasks_app.models import Task
+from project.dbturn import db_turn
+from tasks_app.workflow.models import Task
 from tasks_app.workflow.states import TaskStatus
 
 

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from project.celery import app
 from project.db import insert_new
-from tasks_app.models import OutboxJob
+from tasks_app.workflow.models import OutboxJob
 
 log = logging.getLogger(__name__)
 
