@@ -12,7 +12,7 @@ from typing import Any
 from celery import shared_task
 
 from tasks_app.api.idempotency import idempotency_purge
-from tasks_app.intake.otlp.ingest import otlp_due_traces, otlp_trace_assemble
+from tasks_app.intake.otlp.ingest import OTLP_ASSEMBLE_JOB, otlp_due_traces, otlp_trace_assemble
 from tasks_app.notifications.webhooks import (
     DELIVER_WEBHOOKS_JOB,
     webhook_send_pending,
@@ -53,7 +53,7 @@ def relay_outbox_job() -> int:
     return outbox_relay()
 
 
-@shared_task(name="tasks_app.otlp_assemble_traces", bind=True)
+@shared_task(name=OTLP_ASSEMBLE_JOB, bind=True)
 def otlp_assemble_traces_job(self, trace_pks: list[int]) -> dict[str, int]:
     """Turn complete OTLP traces into attempts; the ones still receiving spans are looked
     at again when their quiet period has passed (issue 15). Each trace is submitted once:

@@ -39,9 +39,9 @@ from tasks_app.notifications.models import DeliveryStatus, WebhookDelivery, Webh
 from tasks_app.notifications.webhooks import webhook_events_for_transition
 from tasks_app.runtime.attempts import attempt_reap
 from tasks_app.runtime.models import LLMRequestSnapshot, ServiceHeartbeat
+from tasks_app.runtime.runs import heartbeat_forget, heartbeat_record
 from tasks_app.workflow.models import Task, TaskEvent
 from tasks_app.workflow.outbox import outbox_relay
-from tasks_app.workflow.services import heartbeat_forget, heartbeat_record
 from tasks_app.workflow.signals import task_transitioned
 from tasks_app.workflow.states import TaskStatus
 

@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from evidence_app.services import validation_run
 from project.logs import ContextFilter, JsonFormatter, bound
 from tasks_app.models import ServiceHeartbeat
-from tasks_app.workflow.services import heartbeat_record
+from tasks_app.runtime.runs import heartbeat_record
 from tests.evidence_app.conftest import scripted_judge  # noqa: F401 - a fixture
 from tests.evidence_app.validation_helpers import validating_task, verdict
 from tests.factories import UserFactory

@@ -26,12 +26,12 @@ from project.schemas import (
     json_integer,
     not_blank,
 )
-from tasks_app.agents.plans import Plan
 from tasks_app.intake.external import revision_feedback
+from tasks_app.runtime.agents.plans import Plan
 from tasks_app.runtime.models import Run
+from tasks_app.runtime.selectors import attempt_summaries
 from tasks_app.workflow import states
 from tasks_app.workflow.models import ClaimEvent, Task
-from tasks_app.workflow.selectors import attempt_summaries
 from tasks_app.workflow.states import TaskStatus
 from tasks_app.workflow.verdicts import validator
 
@@ -65,7 +65,7 @@ class TaskCreateIn(Schema):
     @field_validator("plan", mode="before")
     @classmethod
     def _default_kind(cls, value: Any) -> Any:
-        # Same defaulting as tasks_app.agents.plans.parse_plan: {} is a single agent.
+        # Same defaulting as tasks_app.runtime.agents.plans.parse_plan: {} is a single agent.
         if isinstance(value, dict) and "kind" not in value:
             return {**value, "kind": "team" if "nodes" in value else "single"}
         return value

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from project.errors import DomainError
 from project.schemas import NO_NUL, NO_NUL_KEYS, Text
+from tasks_app.runtime import runs
 from tasks_app.runtime.models import Run, RunKind, RunMessage, RunStatus, ToolEvidence
 from tasks_app.workflow import services
 from tasks_app.workflow.models import Feedback, FeedbackAction, Task, TaskAgent
@@ -297,7 +298,7 @@ def _end_run(run: Run, end: RunEndIn | RunIn, *, status: str, now: datetime) -> 
     counted: dict[str, Any] = (
         {} if end.tool_iterations is None else {"tool_iterations": end.tool_iterations}
     )
-    services.run_finish(
+    runs.run_finish(
         run=run,
         status=status,
         **counted,

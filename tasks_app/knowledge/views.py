@@ -11,8 +11,8 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
 from project.views import HtmxHttpRequest, render_fragment, render_page, reviewer_required
-from tasks_app.agents.tools.knowledge import keywords, search_documents, stem
 from tasks_app.knowledge.models import KnowledgeDocument
+from tasks_app.knowledge.search import keywords, search_documents, stem
 
 KB_RESULTS = 8
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")

@@ -33,11 +33,12 @@ from project.dbturn import db_turn
 from project.errors import DomainError, StaleAction
 from project.errors import first_line as _first_line
 from project.logs import extended as log_context
-from tasks_app.agents import prompts
-from tasks_app.agents.loop import AgentLoop, AgentResult
-from tasks_app.agents.plans import SinglePlan, TeamPlan, parse_plan
-from tasks_app.agents.team import run_team
-from tasks_app.agents.tools import DEFAULT_TOOLS
+from tasks_app.runtime import runs
+from tasks_app.runtime.agents import prompts
+from tasks_app.runtime.agents.loop import AgentLoop, AgentResult
+from tasks_app.runtime.agents.plans import SinglePlan, TeamPlan, parse_plan
+from tasks_app.runtime.agents.team import run_team
+from tasks_app.runtime.agents.tools import DEFAULT_TOOLS
 from tasks_app.runtime.models import (
     RUN_LEASE_EXPIRED,
     RUN_TAKEN_OVER,
@@ -167,7 +168,7 @@ def attempt_takeover(
         for run in Run.objects.filter(
             task_id=task_id, attempt_index=locked.attempt_count, status=RunStatus.RUNNING
         ).only("pk"):
-            services.run_finish(
+            runs.run_finish(
                 run=run,
                 status=RunStatus.FAILED,
                 finish_reason=RUN_TAKEN_OVER,
@@ -471,7 +472,7 @@ def attempt_reap(*, now: datetime | None = None) -> ReapReport:
                 for run in Run.objects.filter(
                     task_id=task_id, attempt_index=locked.attempt_count, status=RunStatus.RUNNING
                 ).only("pk"):
-                    services.run_finish(
+                    runs.run_finish(
                         run=run,
                         status=RunStatus.FAILED,
                         finish_reason=RUN_LEASE_EXPIRED,

@@ -67,7 +67,7 @@ class Task(models.Model):
     title = models.CharField(max_length=300)
     request = models.TextField()
     rules = models.TextField(blank=True, default="")
-    # A validated team or single plan (tasks_app.agents.plans); {} means single agent.
+    # A validated team or single plan (tasks_app.runtime.agents.plans); {} means single agent.
     plan = models.JSONField(default=dict, blank=True)
     validation_policy = models.CharField(
         max_length=16, choices=ValidationPolicy.choices, default=ValidationPolicy.ALWAYS

@@ -11,7 +11,6 @@ from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
 from project import roles
-from tasks_app.runtime.models import Run
 from tasks_app.workflow.models import ClaimEvent, Task, TaskEvent, TaskQuerySet, TaskStatusCount
 from tasks_app.workflow.verdicts import validator
 
@@ -46,16 +45,6 @@ def task_history(task_id: int) -> list[TaskEvent | ClaimEvent]:
     return events
 
 
-def get_visible_run(user: Any, run_id: int) -> Run:
-    runs = Run.objects.all()
-    if not roles.is_staff_role(user):
-        runs = runs.filter(task__owner=user)
-    run = runs.defer("output_text").filter(pk=run_id).first()
-    if run is None:
-        raise Http404(f"Run {run_id} not found.")
-    return run
-
-
 def visible_task(request: HttpRequest, task_id: int, *, defer_big: bool = True) -> Task:
     """The task if this user may see it (A2), else 404 (no existence leak)."""
     qs = Task.objects.visible_to(request.user).select_related("owner", "claimed_by")
@@ -77,29 +66,6 @@ def tasks_for_list(tasks: TaskQuerySet, *, ordering: str) -> TaskQuerySet:
     tie_breaker = "-id" if ordering.startswith("-") else "id"
     listed = validator().with_list_summaries(tasks.for_list())
     return listed.order_by(ordering, tie_breaker)
-
-
-def attempt_summaries(task: Task) -> list[dict[str, Any]]:
-    """Per attempt (1..attempt_count, plus any with rows): its run ids and its latest
-    original validation, in two queries."""
-    runs_by_attempt: dict[int, list[int]] = {}
-    for run_id, attempt_index in Run.objects.filter(task_id=task.pk).values_list(
-        "id", "attempt_index"
-    ):
-        runs_by_attempt.setdefault(attempt_index, []).append(run_id)
-    validation_by_attempt = validator().attempt_verdicts(task.pk)
-    indexes = sorted(
-        set(range(1, task.attempt_count + 1)) | set(runs_by_attempt) | set(validation_by_attempt)
-    )
-    return [
-        {
-            "attempt_index": index,
-            "run_ids": runs_by_attempt.get(index, []),
-            "validation_id": validation_by_attempt.get(index, (None, None))[0],
-            "validation_status": validation_by_attempt.get(index, (None, None))[1],
-        }
-        for index in indexes
-    ]
 
 
 def status_counts(base: TaskQuerySet | None = None) -> dict[str, int]:

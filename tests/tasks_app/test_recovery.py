@@ -23,9 +23,9 @@ from evidence_app.jobs import validate_attempt_job
 from evidence_app.models import ValidationSnapshot
 from evidence_app.packets import build_packet
 from project.celery import app as celery_app
-from tasks_app.agents.loop import AgentResult
 from tasks_app.jobs import run_attempt_job
 from tasks_app.models import Run, RunStatus, Task, TaskEvent, ToolEvidence
+from tasks_app.runtime.agents.loop import AgentResult
 from tasks_app.runtime.attempts import Heartbeat, attempt_claim, attempt_finish, attempt_reap
 from tasks_app.workflow import services
 from tasks_app.workflow.fence import LeaseLost

@@ -45,6 +45,9 @@ from tasks_app.workflow.services import task_create
 log = logging.getLogger(__name__)
 
 
+# The job that turns complete traces into attempts (tasks_app.jobs), sent by name.
+OTLP_ASSEMBLE_JOB = "tasks_app.otlp_assemble_traces"
+
 OTHER_ACCOUNT = "the trace belongs to another account"
 
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection
 
-from tasks_app.agents import prompts
-from tasks_app.agents.loop import AgentLoop, AgentResult
-from tasks_app.agents.plans import PlanNode, TeamPlan
-from tasks_app.agents.tools import DEFAULT_TOOLS
+from tasks_app.runtime.agents import prompts
+from tasks_app.runtime.agents.loop import AgentLoop, AgentResult
+from tasks_app.runtime.agents.plans import PlanNode, TeamPlan
+from tasks_app.runtime.agents.tools import DEFAULT_TOOLS
 from tasks_app.runtime.models import RunKind
 from tasks_app.workflow.fence import Fence, LeaseLost
 from tasks_app.workflow.models import Task

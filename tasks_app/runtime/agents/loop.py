@@ -31,8 +31,8 @@ from project.db import release_connection
 from project.errors import DomainError
 from project.llm.registry import model_request_with_retry, resolve_model
 from project.untrusted import wrap_external
-from tasks_app.agents.recorder import RunRecorder
-from tasks_app.agents.tools import ToolOutput, run_tool, tool_definitions
+from tasks_app.runtime.agents.recorder import RunRecorder
+from tasks_app.runtime.agents.tools import ToolOutput, run_tool, tool_definitions
 from tasks_app.runtime.models import RunKind, RunStatus
 from tasks_app.workflow.fence import Fence, LeaseLost
 from tasks_app.workflow.models import NO_USABLE_ANSWER

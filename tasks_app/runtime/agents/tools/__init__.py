@@ -4,9 +4,9 @@ tools; errors become results), ``knowledge`` (``search_knowledge``, ``read_docum
 
 from __future__ import annotations
 
-from tasks_app.agents.tools.fetch import fetch_url, html_to_text
-from tasks_app.agents.tools.knowledge import keywords, read_document, search_knowledge, stem
-from tasks_app.agents.tools.registry import (
+from tasks_app.runtime.agents.tools.fetch import fetch_url, html_to_text
+from tasks_app.runtime.agents.tools.knowledge import read_document, search_knowledge
+from tasks_app.runtime.agents.tools.registry import (
     DEFAULT_TOOLS,
     REGISTRY,
     Tool,
@@ -25,11 +25,9 @@ __all__ = [
     "ToolOutput",
     "fetch_url",
     "html_to_text",
-    "keywords",
     "read_document",
     "register_tool",
     "run_tool",
     "search_knowledge",
-    "stem",
     "tool_definitions",
 ]

@@ -1,5 +1,5 @@
-"""Knowledge-base tools (X8): full-text search (PostgreSQL; a simpler search on
-SQLite) and reading a document in full."""
+"""Searching the knowledge base (X8): full-text search on PostgreSQL (a GIN index, ranked),
+a simpler word match on SQLite. The agents' tools and the search page use it."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from django.db.models import QuerySet
 
 from project.db import MARKER_ID, MARKER_TEXT, Prepared
 from project.dbturn import db_turn
-from tasks_app.agents.tools.registry import Tool, ToolError, ToolOutput, register_tool
 from tasks_app.knowledge.models import KnowledgeDocument
 
 if TYPE_CHECKING:
@@ -62,7 +61,7 @@ def stem(word: str) -> str:
     return word
 
 
-def _snippet(body: str, terms: list[str], width: int = 240) -> str:
+def snippet(body: str, terms: list[str], width: int = 240) -> str:
     lowered = body.lower()
     positions = [lowered.find(t) for t in terms if lowered.find(t) >= 0]
     start = max(min(positions) - 60, 0) if positions else 0
@@ -105,22 +104,20 @@ def _ranked(raw_query: str, limit: int) -> QuerySet[WithAnnotations[KnowledgeDoc
     )
 
 
-_DOC_FIELDS = ("id", "title", "body", "source_url", "source_key", "created_at", "updated_at")
+DOC_FIELDS = ("id", "title", "body", "source_url", "source_key", "created_at", "updated_at")
 
 
 @functools.cache
 def _prepared_search(limit: int) -> Prepared:
     """``_ranked`` compiled once per limit (issue 16: compiling its text-search
     expressions cost the worker more than PostgreSQL spent running it)."""
-    return Prepared(
-        _ranked(MARKER_TEXT, limit).values_list(*_DOC_FIELDS, "rank"), terms=MARKER_TEXT
-    )
+    return Prepared(_ranked(MARKER_TEXT, limit).values_list(*DOC_FIELDS, "rank"), terms=MARKER_TEXT)
 
 
 @functools.cache
-def _prepared_document() -> Prepared:
+def prepared_document() -> Prepared:
     return Prepared(
-        KnowledgeDocument.objects.filter(pk=MARKER_ID).values_list(*_DOC_FIELDS), pk=MARKER_ID
+        KnowledgeDocument.objects.filter(pk=MARKER_ID).values_list(*DOC_FIELDS), pk=MARKER_ID
     )
 
 
@@ -129,7 +126,7 @@ def _search_postgres(terms: list[str], limit: int) -> list[tuple[KnowledgeDocume
     if not raw_query:
         return []
     return [
-        (KnowledgeDocument(**dict(zip(_DOC_FIELDS, row[:-1], strict=True))), float(row[-1]))
+        (KnowledgeDocument(**dict(zip(DOC_FIELDS, row[:-1], strict=True))), float(row[-1]))
         for row in _prepared_search(limit).rows(terms=raw_query)
     ]
 
@@ -162,83 +159,3 @@ def search_documents(query: str, limit: int = 5) -> list[tuple[KnowledgeDocument
         if connection.vendor == "postgresql":
             return _search_postgres(terms, limit)
         return _search_simple(terms, limit)
-
-
-def search_knowledge(query: str, limit: int = 5) -> ToolOutput:
-    query = str(query).strip()
-    if not query:
-        raise ToolError("query must not be empty")
-    limit = max(1, min(int(limit), 10))
-    terms = keywords(query) or [query.lower()]
-    hits = search_documents(query, limit)
-    if not hits:
-        return ToolOutput(
-            content=f"No documents match '{query}'.", payload={"query": query, "hits": []}
-        )
-    # Plain list without counts or scores in the text (they are in the payload): figures
-    # here would read like competing facts to a grounding check.
-    lines = [f"Documents matching '{query}', best first:"]
-    for doc, _score in hits:
-        lines.append(f"- [doc {doc.pk}] {doc.title}")
-        lines.append(f"   {_snippet(doc.body, terms)}")
-    lines.append("Use read_document with a document_id to read a document in full.")
-    return ToolOutput(
-        content="\n".join(lines),
-        payload={
-            "query": query,
-            "hits": [{"id": d.pk, "title": d.title, "score": s} for d, s in hits],
-        },
-    )
-
-
-def read_document(document_id: int | str) -> ToolOutput:
-    try:
-        pk = int(str(document_id).strip().removeprefix("doc").strip())
-    except ValueError:
-        raise ToolError(f"document_id must be a number, got {document_id!r}") from None
-    with db_turn():
-        found = _prepared_document().rows(pk=pk)
-    doc = KnowledgeDocument(**dict(zip(_DOC_FIELDS, found[0], strict=True))) if found else None
-    if doc is None:
-        raise ToolError(f"there is no document with id {pk}")
-    # The whole body, never cut: a fact deep in a long document must reach the evidence.
-    return ToolOutput(
-        content=f"Title: {doc.title}\n\n{doc.body}",
-        title=doc.title,
-        url=doc.source_url,
-        payload={"document_id": doc.pk},
-    )
-
-
-register_tool(
-    Tool(
-        name="search_knowledge",
-        description=(
-            "Search the company knowledge base. Returns the best matching documents with "
-            "their ids, titles and a short snippet. Read a document with read_document."
-        ),
-        parameters={
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "Key words to search for."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5},
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-        func=search_knowledge,
-    )
-)
-register_tool(
-    Tool(
-        name="read_document",
-        description="Read one knowledge-base document in full, by the id search_knowledge gave.",
-        parameters={
-            "type": "object",
-            "properties": {"document_id": {"type": "integer"}},
-            "required": ["document_id"],
-            "additionalProperties": False,
-        },
-        func=read_document,
-    )
-)

@@ -15,7 +15,7 @@ from inscriptis import Inscriptis
 from inscriptis.model.config import ParserConfig
 
 from project.netguard import UnsafeAddress, resolve_public_address
-from tasks_app.agents.tools.registry import Tool, ToolError, ToolOutput, register_tool
+from tasks_app.runtime.agents.tools.registry import Tool, ToolError, ToolOutput, register_tool
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from project.llm.messages import first_user_prompt, tool_calls, tool_returns
 from project.untrusted import WARNING as EXTERNAL_WARNING
-from tasks_app.agents.tools import keywords, stem
+from tasks_app.knowledge.search import keywords, stem
 
 MODEL_NAME = "offline:researcher"
 MAX_READS = 3

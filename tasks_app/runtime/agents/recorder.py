@@ -34,7 +34,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models import Model, ModelRequestParameters
 
 from project.costs import CURRENCY, CostTotal, price_request
-from tasks_app.agents.tools import ToolOutput
+from tasks_app.runtime import runs
+from tasks_app.runtime.agents.tools import ToolOutput
 from tasks_app.runtime.models import (
     LLMRequestSnapshot,
     Run,
@@ -43,7 +44,6 @@ from tasks_app.runtime.models import (
     ToolEvidence,
     content_digest,
 )
-from tasks_app.workflow import services
 from tasks_app.workflow.fence import Fence, fenced_insert, unfenced_write
 
 
@@ -323,7 +323,7 @@ class RunRecorder:
         by the lease unless ``fenced=False`` (bookkeeping after the lease was lost)."""
         finished = timezone.now()
         run = self.run
-        services.run_finish(
+        runs.run_finish(
             run=run,
             status=status,
             fence=self.fence if fenced else None,
