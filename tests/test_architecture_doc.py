@@ -36,9 +36,7 @@ def test_the_model_table_lists_every_model_of_the_apps() -> None:
     section = _section("Models")
     listed = {
         (model.strip("|` "), app.strip("` "), where.strip("` "))
-        for model, app, where in zip(
-            _table_cells(section, 0), _table_cells(section, 1), _table_cells(section, 2), strict=True
-        )
+        for model, app, where in zip(*(_table_cells(section, i) for i in range(3)), strict=True)
     }
     actual = {
         (model.__name__, model._meta.app_label, model.__module__.replace(".", "/") + ".py")
