@@ -296,6 +296,7 @@ def test_axe_core_sweep_over_every_page_and_role(
             ("task", f"/tasks/{task.pk}/", None),
             ("closed task", f"/tasks/{closed.pk}/", None),
             ("forbidden", "/review/", None),
+            ("account", "/account/", None),
         ],
         "rita": [
             ("queue, row selected", "/review/", lambda p: p.keyboard.press("j")),
