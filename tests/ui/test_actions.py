@@ -76,7 +76,13 @@ def test_blank_revise_comes_back_beside_the_field_with_the_text(
     events = review_task.events.count()
     response = client.post(
         feedback_url(review_task),
-        {"action": "revise", "comment": "  \n ", "version": review_task.version},
+        {
+            "action": "revise",
+            "comment": "  \n ",
+            "version": review_task.version,
+            "return_to": "next",
+            "filters": "vstatus=insufficient_evidence",
+        },
         **(HX_MAIN if htmx else {}),
     )
     assert response.status_code == 422
@@ -87,6 +93,8 @@ def test_blank_revise_comes_back_beside_the_field_with_the_text(
     assert '<p id="revise-error" class="field-error">Say what should change' in html
     assert 'aria-describedby="revise-error revise-help"' in html
     assert "msg-error" not in html
+    # The queue's filters stay in the form, for complete-and-next after the retry.
+    assert 'name="filters" value="vstatus=insufficient_evidence"' in html
     assert [str(m) for m in get_messages(response.wsgi_request)] == []
     review_task.refresh_from_db()
     assert review_task.status == S.NEEDS_REVIEW
