@@ -643,11 +643,7 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
         )
         return render_page(request, "tasks_app/task_detail.html", context, status=422)
     if not form.is_valid():
-        messages.error(
-            request,
-            "The action was not understood: "
-            + "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items()),
-        )
+        messages.error(request, _form_refusal(form))
         status = 422
         return_to = request.POST.get("return_to", "")
     else:
@@ -679,6 +675,14 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
             )
     return _after_action(
         request, task.pk, return_to=return_to, status=status, next_id=next_id, query=query
+    )
+
+
+def _form_refusal(form: FeedbackForm) -> str:
+    if set(form.errors) == {"comment"}:
+        return f"Not applied: {form.errors['comment'][0]}"
+    return "The action was not understood: " + "; ".join(
+        f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items()
     )
 
 
