@@ -414,6 +414,14 @@ def test_empty_revise_keeps_the_form_and_typed_text_decides_nothing(
     expect(box).to_be_focused()
     assert page.url.endswith(f"/tasks/{task.pk}/")
     assert decision_state() == before
+    # Out of the box but still in the form that reported the error: keys stay keys.
+    page.focus("#act-satisfied")
+    page.keyboard.type("sr")
+    page.wait_for_timeout(300)
+    expect(page.locator("#revise-panel")).to_be_visible()
+    expect(box).to_have_value(REVISION_TEXT)
+    assert page.url.endswith(f"/tasks/{task.pk}/")
+    assert decision_state() == before
     assert page.dialogs == [] and page.errors == []
 
 
