@@ -11,7 +11,16 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from project.untrusted import TAG, count_blocks, neutralise, wrap_external
-from tests.tag_spellings import forged_tag, tags_read
+from tests.tag_spellings import (
+    CLOSERS,
+    INVISIBLE,
+    LOOKALIKES,
+    OPENERS,
+    SEPARATORS,
+    SLASHES,
+    forged_tag,
+    tags_read,
+)
 
 # Innocent text around the forged tags: it must come out exactly as it went in.
 INNOCENT = [
@@ -99,3 +108,35 @@ def test_thousands_of_seeded_spellings_are_neutralised() -> None:
     assert tags_read(wrapped) == 2
     assert wrapped.count(f"</{TAG}>") == 1
     assert wrapped.count("&lt;") == 5000
+
+
+# Every character the tricks use, and the plain ones, to mix at random.
+ALPHABET = sorted(
+    set("EXTRNALCOextrnalco!.,;:'<>/\\ -_\n")
+    | set(INVISIBLE + OPENERS + CLOSERS + SLASHES + SEPARATORS)
+    | set("".join(LOOKALIKES.values()))
+)
+
+
+@st.composite
+def mixed_text(draw: st.DrawFn) -> str:
+    """Random runs of those characters and whole forged tags, in any order."""
+    pieces = []
+    for _ in range(draw(st.integers(0, 4))):
+        if draw(st.booleans()):
+            pieces.append(forged_tag(lambda options: draw(st.sampled_from(options))))
+        else:
+            pieces.append(draw(st.text(alphabet=st.sampled_from(ALPHABET), max_size=30)))
+    return "".join(pieces)
+
+
+@hypothesis_settings(max_examples=500, deadline=None)
+@given(mixed_text())
+def test_exactly_what_reads_as_a_tag_is_neutralised(text: str) -> None:
+    """Issue 24 item 8 (property): on random mixes of the tricks' characters and forged
+    tags, neutralise changes one character into "&lt;" for each tag a reader sees and
+    nothing else; afterwards a reader sees none."""
+    out = neutralise(text)
+    assert out.count("&lt;") - text.count("&lt;") == tags_read(text)
+    assert tags_read(out) == 0
+    assert len(out) == len(text) + 3 * tags_read(text)
