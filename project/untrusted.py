@@ -74,11 +74,13 @@ def _read(ch: str) -> str:
 
 
 # Characters that read as "<" (NFKC's "＜", "﹤" and "≮", and the look-alikes): a tag can
-# only start at one of them. The lookahead only saves time on HTML and code ("<div>",
-# "</p>", "a < b"): after ASCII spaces and slashes, an ASCII character other than "e"
-# cannot begin the tag's name, so only the other openers are read one by one.
+# only start at one of them, and neutralise replaces it with "&lt;".
+OPENERS = "<\uff1c\ufe64\u226e" + _LOOKALIKES["<"]
+# The lookahead only saves time on HTML and code ("<div>", "</p>", "a < b"): after ASCII
+# spaces and slashes, an ASCII character other than "e" cannot begin the tag's name, so
+# only the other openers are read one by one.
 _OPENER_RE = re.compile(
-    "[" + re.escape("<\uff1c\ufe64\u226e" + _LOOKALIKES["<"]) + "]"
+    "[" + re.escape(OPENERS) + "]"
     r"(?=[ \t\r\n\f\v/\\]*(?:[eE]|[^\x00-\x7f]))"
 )
 
