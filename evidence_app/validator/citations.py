@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from evidence_app.packets import TaskEvidencePacket
 from evidence_app.render import evidence_labels
 from evidence_app.validator.schema import Citation, ValidationResult
+from project.untrusted import OPENERS
 
 # A quote shorter than this (after normalising) proves nothing: "a" occurs everywhere.
 MIN_QUOTE_CHARS = 4
@@ -103,6 +104,10 @@ def normalised(text: str) -> str:
     return normalise(text)[0]
 
 
+# What a "&lt;" in a quote stands for: itself, or a "<" neutralise replaced.
+_NEUTRALISED = "(?:&lt;|[" + re.escape(OPENERS) + "])"
+
+
 @dataclass(frozen=True)
 class Span:
     start: int
@@ -113,23 +118,24 @@ def find_quote(quote: str, content: str) -> Span | None:
     """Where ``quote`` occurs in ``content`` (first occurrence, after normalising), as
     offsets in ``content``; None when it does not occur or is too short to mean much.
 
-    The validator saw wrapper-like tags in tool output neutralised (``<`` shown as
-    ``&lt;``, E6), so a quote of such text is also tried with ``&lt;`` read as ``<``."""
+    The validator saw wrapper-like tags in tool output neutralised (their ``<``, or the
+    "<"-like character, shown as ``&lt;``, E6), so a ``&lt;`` in a quote also matches
+    any of those characters."""
     needle = normalised(quote)
     if len(needle) < MIN_QUOTE_CHARS:
         return None
     haystack, origin = normalise(content)
-    for candidate in dict.fromkeys([needle, needle.replace("&lt;", "<")]):
-        at = haystack.find(candidate)
-        while at >= 0:
-            end = at + len(candidate)
-            # A match must not start or end inside one character's lowercase expansion.
-            splits = (at > 0 and origin[at - 1] == origin[at]) or (
-                end < len(origin) and origin[end] == origin[end - 1]
-            )
-            if not splits:
-                return Span(start=origin[at], end=origin[end - 1] + 1)
-            at = haystack.find(candidate, at + 1)
+    pattern = re.compile(_NEUTRALISED.join(re.escape(part) for part in needle.split("&lt;")))
+    match = pattern.search(haystack)
+    while match is not None:
+        at, end = match.span()
+        # A match must not start or end inside one character's lowercase expansion.
+        splits = (at > 0 and origin[at - 1] == origin[at]) or (
+            end < len(origin) and origin[end] == origin[end - 1]
+        )
+        if not splits:
+            return Span(start=origin[at], end=origin[end - 1] + 1)
+        match = pattern.search(haystack, at + 1)
     return None
 
 

@@ -482,11 +482,13 @@ def check(
 def _conflict(
     claim: list[Token], support: Sentence, evidence: list[Sentence], vocabulary: set[str]
 ) -> Sentence | None:
-    """Another source stating the same thing with other figures: a person decides."""
+    """Another sentence stating the same thing with other figures, in another source or
+    in the supporting one (a page that disagrees with itself, or forges a second block):
+    a person decides."""
     if not any(t.figure for t in claim):
         return None
     for s in _candidates(claim, evidence, slack=2):
-        if s.source != support.source and contradicts(claim, align(claim, s.toks), vocabulary):
+        if s is not support and contradicts(claim, align(claim, s.toks), vocabulary):
             return s
     return None
 

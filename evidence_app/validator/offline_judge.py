@@ -393,7 +393,7 @@ def _claim_entry(index: int, judged: Judged) -> dict[str, object]:
     note = finding.note
     if finding.conflict is not None:
         cited.append(finding.conflict)
-        note = (note + " Another source states other figures: a person must decide.").strip()
+        note = (note + f" {_conflict_where(finding)} other figures: a person must decide.").strip()
     return {
         "id": str(index),
         "text": judged.claim.text,
@@ -401,6 +401,14 @@ def _claim_entry(index: int, judged: Judged) -> dict[str, object]:
         "citations": [{"ref": _ref(e), "quote": e.text} for e in cited],
         "note": note,
     }
+
+
+def _conflict_where(finding: Finding) -> str:
+    """Who states the other figures: the supporting source itself, or another one."""
+    if finding.support and finding.conflict is not None:
+        if finding.conflict.source == finding.support[0].source:
+            return "The same source also states"
+    return "Another source states"
 
 
 def _has_figure(text: str) -> bool:
@@ -669,7 +677,7 @@ def _insufficient(
         failure_category="incomplete" if missing and not gaps else None,
         reasoning=(
             f"{len(supported)} of {len(judged)} claim(s) stated in the evidence"
-            + (f"; {conflicts} disputed by another source" if conflicts else "")
+            + (f"; {conflicts} disputed by other figures in the evidence" if conflicts else "")
             + ("; " + " ".join(missing) if missing else "")
             + ". offline:judge accepts only what the evidence states word for word; "
             "a person should check the rest."
