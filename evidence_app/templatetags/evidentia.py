@@ -116,21 +116,34 @@ def money(value: Any) -> str:
     return format_cost(value)
 
 
+def indented_json(text: str) -> str:
+    """``text`` indented when it is a JSON object or array (a model's verdict), else ""."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return ""
+    try:
+        return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
+    except ValueError:
+        return ""
+
+
 @register.filter
 def raw_parts(item: Any) -> dict[str, Any]:
     """A stored raw validator response split into its text, exactly as the model
-    returned it, and the facts recorded beside it (attempt, tokens, latency...)."""
+    returned it, the same text indented when it is JSON (``pretty``, "" otherwise), and
+    the facts recorded beside it (attempt, tokens, latency...)."""
     if isinstance(item, str):
-        return {"text": item, "meta": []}
+        return {"text": item, "pretty": indented_json(item), "meta": []}
     if isinstance(item, dict) and isinstance(item.get("text"), str):
         meta = [(k, v) for k, v in item.items() if k != "text" and v not in (None, "", [], {})]
         return {
             "text": item["text"],
+            "pretty": indented_json(item["text"]),
             "meta": [
                 (k, compact_json(v) if not isinstance(v, str | int | float) else v) for k, v in meta
             ],
         }
-    return {"text": pretty_json(item), "meta": []}
+    return {"text": pretty_json(item), "pretty": "", "meta": []}
 
 
 _STATUS_LABELS: dict[str, str] = {}
@@ -163,11 +176,12 @@ def status_label(value: str | None) -> str:
 
 @register.filter
 def template_label(version: str | None) -> str:
-    """``default@1359c919bd5c`` → ``default, version 1359c919``: a name people can read."""
+    """``default@1359c919bd5c`` → ``default @ 1359c919``: the one spelling of a template
+    version on every page (issue 26)."""
     if not version:
         return ""
     name, _, digest = version.partition("@")
-    return f"{name}, version {digest[:8]}" if digest else name
+    return f"{name} @ {digest[:8]}" if digest else name
 
 
 VERDICT_MEANING = {
