@@ -184,6 +184,32 @@ def template_label(version: str | None) -> str:
     return f"{name} @ {digest[:8]}" if digest else name
 
 
+@register.filter
+def attempt_label(task: Any) -> str:
+    """ "attempt 2 of 3" within the automatic budget; beyond it (only a person's Revise
+    goes past ``max_attempts``) "attempt 3 (budget 2, revision)", never "3 of 2"."""
+    attempt, budget = task.attempt_count, task.max_attempts
+    if attempt > budget:
+        return f"attempt {attempt} (budget {budget}, revision)"
+    return f"attempt {attempt} of {budget}"
+
+
+# A score means something on a decision (accepted, rejected); on a verdict that hands the
+# task to a person it does not (a model's 1.00 demoted to insufficient_evidence stood
+# beside another verdict's 0.00, issue 26).
+SCORED_STATUSES = frozenset({"accepted", "rejected"})
+
+
+@register.filter
+def verdict_score(snapshot: Any) -> str:
+    """The score of a verdict as "0.83", or "–" where it means nothing (no score, or an
+    insufficient_evidence or validator_error verdict)."""
+    score = getattr(snapshot, "score", None)
+    if score is None or getattr(snapshot, "status", "") not in SCORED_STATUSES:
+        return "–"
+    return f"{score:.2f}"
+
+
 VERDICT_MEANING = {
     "accepted": "The validator found the answer supported by the evidence.",
     "rejected": "The validator found the answer contradicted by the evidence, or not doing "
