@@ -18,7 +18,8 @@ from evidence_app.services import validation_run
 from evidence_app.validator.reconcile import reconcile
 from evidence_app.validator.schema import ValidationResult
 from tests.evidence_app.validation_helpers import validating_task
-from tests.ui.test_browser import browser, login, page  # noqa: F401
+from tests.ui.test_browser import login
+from tests.ui.test_review_flow_browser import AXE, axe_violations, browser, page  # noqa: F401
 
 POLICY = "The daily meal allowance for domestic business travel is 46 EUR."
 FAQ = "The daily meal allowance for domestic business travel is 38 EUR."
@@ -174,3 +175,6 @@ def test_reviewer_sees_the_dispute_and_opens_the_contradicting_source_at_its_quo
     )
     expect(claim).not_to_have_attribute("aria-current", "true")
     assert not page.errors
+    if AXE.exists():  # axe-core comes from `npm ci`; the sweep test says when it is missing
+        serious = [v for v in axe_violations(page) if v["impact"] in ("serious", "critical")]
+        assert not serious, serious

@@ -84,8 +84,8 @@ def test_request_details_show_indented_foldable_json(
     html = validator_page.content.decode()
     assert validator_page.status_code == 200
     fold = re.search(
-        r'<details class="raw-response" id="raw-response-1" open>.*?<pre class="text raw-json">'
-        r"(.*?)</pre>",
+        r'<details class="raw-response" id="raw-response-1" open>.*?'
+        r'<pre class="text raw-json"[^>]*>(.*?)</pre>',
         html,
         re.S,
     )
