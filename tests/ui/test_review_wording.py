@@ -31,9 +31,11 @@ def test_queue_names_the_lock_column_reviewer_beside_claims(
     html = client.get(reverse("review_queue")).content.decode()
 
     headers = re.findall(r"<th scope=\"col\"[^>]*>([^<]+)</th>", html)
+    labels = re.findall(r'<label for="id_[a-z]+">([^<]+)</label>', html)
     assert headers == [
         "#", "Task", "Verdict", "Category", "Claims", "Assigned", "Reviewer", "Waiting"
     ]  # fmt: skip
+    assert "Reviewer" in labels and "Claim" not in labels  # the filter of the same column
 
 
 def test_score_is_shown_only_on_verdicts_it_means_something_for(
