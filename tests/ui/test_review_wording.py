@@ -12,7 +12,6 @@ from django.test import Client
 from django.urls import reverse
 
 from tasks_app.models import Task
-from tasks_app.states import TaskStatus as S
 from tests.factories import TaskFactory, ValidationSnapshotFactory
 from tests.ui.test_claims_view import _reviewable
 
@@ -92,7 +91,7 @@ def test_attempt_beyond_the_budget_is_not_said_as_3_of_2(client: Client, request
     """Issue 26, smaller: a revision past the automatic budget reads "attempt 3
     (budget 2, revision)" in the live progress, not "attempt 3 of 2"."""
     task = TaskFactory(
-        owner=requester, status=S.RUNNING, attempt_count=3, max_attempts=2, version=5
+        owner=requester, status="running", attempt_count=3, max_attempts=2, version=5
     )
     client.force_login(requester)
 
