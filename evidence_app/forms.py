@@ -208,11 +208,13 @@ class NoteForm(forms.Form):
     comment = forms.CharField(max_length=20_000, widget=forms.Textarea(attrs={"rows": 2}))
 
 
+# The review lock, called "Reviewer" beside the validator's "Claims" (issue 26: "Claim"
+# and "Claims" side by side meant two different things).
 CLAIM_CHOICES = [
-    ("", "Any claim"),
-    ("unclaimed", "Unclaimed"),
-    ("claimed", "Claimed"),
-    ("mine", "Claimed by me"),
+    ("", "Anyone or no one"),
+    ("unclaimed", "No reviewer on it"),
+    ("claimed", "A reviewer on it"),
+    ("mine", "Me"),
 ]
 
 
@@ -237,5 +239,5 @@ class QueueFilterForm(forms.Form):
         choices=[("", "Any verdict"), *ValidationStatus.choices, ("none", "No verdict")],
         label="Validator status",
     )
-    claimed = forms.ChoiceField(required=False, choices=CLAIM_CHOICES, label="Claim")
+    claimed = forms.ChoiceField(required=False, choices=CLAIM_CHOICES, label="Reviewer")
     assigned = forms.ChoiceField(required=False, choices=ASSIGNED_CHOICES, label="Assigned")

@@ -12,6 +12,12 @@ ops_pages = [
     path("ops/templates/", views.ops_templates, name="ops_templates"),
     path("ops/tasks/<int:task_id>/inputs/", views.ops_task_inputs, name="ops_task_inputs"),
     path("ops/requests/", views.ops_llm_requests, name="ops_llm_requests"),
+    path("ops/requests/<int:request_id>/", views.ops_llm_request, name="ops_llm_request"),
+    path(
+        "ops/requests/validations/<int:snapshot_id>/",
+        views.ops_validator_requests,
+        name="ops_validator_requests",
+    ),
     path("ops/validations/<int:snapshot_id>/", views.ops_validation, name="ops_validation"),
     path("ops/validations/<int:snapshot_id>/replay/", views.ops_replay, name="ops_replay"),
     path("ops/replay/", views.ops_bulk_replay, name="ops_bulk_replay"),

@@ -11,7 +11,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Count, Q
 from django.db.models.functions import Length, TruncDate
@@ -21,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from evidence_app import llm_requests
 from evidence_app.agreement import agreement_stats
 from evidence_app.forms import BulkReplayForm, ReplayForm
 from evidence_app.models import ReplayState, SnapshotKind, ValidationSnapshot, ValidationStatus
@@ -150,14 +150,11 @@ def ops_task_inputs(request: HttpRequest, task_id: int) -> HttpResponse:
         system_diff, system_capped = diff_lines(
             rows[a.pk][1], rows[b.pk][1], label_a=label_a, label_b=label_b
         )
-    # Paged: a long task's requests were a 6,000 px table (issue 13).
-    requests_page = Paginator(
-        LLMRequestSnapshot.objects.filter(run__task=task)
-        .defer("full_request")
-        .select_related("run")
-        .order_by("run__attempt_index", "run_id", "iteration"),
-        LLM_REQUESTS_PER_PAGE,
-    ).get_page(request.GET.get("rpage"))
+    # Paged: a long task's requests were a 6,000 px table (issue 13); the validator's
+    # requests are listed with the agent's (issue 26).
+    requests_page, request_rows = llm_requests.request_page(
+        task_id=task.pk, number=request.GET.get("rpage"), per_page=LLM_REQUESTS_PER_PAGE
+    )
     return render_page(
         request,
         "evidence_app/ops_task_inputs.html",
@@ -171,7 +168,7 @@ def ops_task_inputs(request: HttpRequest, task_id: int) -> HttpResponse:
             "system_diff": system_diff,
             "system_capped": system_capped,
             "diff_max": DIFF_MAX_LINES,
-            "llm_requests": requests_page.object_list,
+            "llm_requests": request_rows,
             "requests_page": requests_page,
         },
     )
@@ -180,22 +177,45 @@ def ops_task_inputs(request: HttpRequest, task_id: int) -> HttpResponse:
 @operator_required
 @require_GET
 def ops_llm_requests(request: HttpRequest) -> HttpResponse:
-    qs = (
-        LLMRequestSnapshot.objects.defer("full_request")
-        .select_related("run")
-        .order_by("-created_at", "-id")
-    )
+    """The agent's and the validator's model requests, newest first (issue 26: the
+    validator's were missing), filterable by task and model; each row opens its details."""
     task_id = request.GET.get("task", "")
-    if task_id.isdigit():
-        qs = qs.filter(run__task_id=int(task_id))
-    model = request.GET.get("model", "")
-    if model:
-        qs = qs.filter(model_name=model)
-    page = Paginator(qs, LLM_REQUESTS_PER_PAGE).get_page(request.GET.get("page"))
+    model = request.GET.get("model", "").strip()
+    page, rows = llm_requests.request_page(
+        task_id=int(task_id) if task_id.isdigit() else None,
+        model=model,
+        number=request.GET.get("page"),
+        per_page=LLM_REQUESTS_PER_PAGE,
+    )
     return render_page(
         request,
         "evidence_app/ops_llm_requests.html",
-        {"page": page, "rows": page.object_list, "task_filter": task_id, "model_filter": model},
+        {"page": page, "rows": rows, "task_filter": task_id, "model_filter": model},
+    )
+
+
+@operator_required
+@require_GET
+def ops_llm_request(request: HttpRequest, request_id: int) -> HttpResponse:
+    """One agent request: its run, sizes, settings, tokens, cost and, when full request
+    snapshots are on, the request itself as indented JSON."""
+    return render_page(
+        request,
+        "evidence_app/ops_llm_request.html",
+        {"r": llm_requests.agent_request(request_id)},
+    )
+
+
+@operator_required
+@require_GET
+def ops_validator_requests(request: HttpRequest, snapshot_id: int) -> HttpResponse:
+    """The requests of one validation: model, template, counts, tokens, cost, and every
+    raw response, pretty-printed and foldable, with the schema-retry failures."""
+    snapshot = llm_requests.validator_requests(snapshot_id)
+    return render_page(
+        request,
+        "evidence_app/ops_validator_requests.html",
+        {"s": snapshot, "raw": snapshot.raw_responses},
     )
 
 

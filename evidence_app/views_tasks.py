@@ -21,6 +21,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app import task_page
+from evidence_app.claims import review_reason, shown_claims, shown_counts
 from evidence_app.forms import FeedbackForm, NoteForm, TaskCreateForm
 from evidence_app.models import SnapshotKind, ValidationSnapshot
 from evidence_app.selectors import (
@@ -245,6 +246,11 @@ def _verdict_context(
         # been validated; during a revision it is the previous answer's (issue 13).
         "verdict_is_current": bool(latest and latest.attempt_index == task.attempt_count),
         "verdict_lists": verdict_lists(latest.result if latest else None),
+        "review_reason": (
+            review_reason(latest.status, result if isinstance(result, dict) else {}, latest.error)
+            if latest
+            else ""
+        ),
     }
 
 
@@ -370,13 +376,14 @@ def _claim_view(
 ) -> dict[str, Any] | None:
     """The claim view of a verdict (issue 12), or None for a verdict without claims."""
     result = snapshot.result if isinstance(snapshot.result, dict) else {}
-    claims = [c for c in result.get("claims") or [] if isinstance(c, dict)]
+    claims = shown_claims([c for c in result.get("claims") or [] if isinstance(c, dict)])
     if not claims:
         return None
     return {
         "snapshot": snapshot,
         "model_status": snapshot.model_status or snapshot.status,
         "summary": snapshot.claim_summary or {},
+        "counts": shown_counts(claims),
         # A lazily loaded long answer is shown as claims only, without marks in place.
         "segments": answer_segments(answer, claims) if complete else [],
         "claims": claims,
@@ -531,10 +538,33 @@ def snapshot_download(request: HttpRequest, task_id: int, snapshot_id: int) -> H
 @login_required
 @require_GET
 def evidence_content(request: HttpRequest, task_id: int, evidence_id: int) -> HttpResponse:
-    """Full content of one tool result, loaded when the reviewer opens it (U2)."""
+    """Full content of one tool result, loaded when the reviewer opens it (U2). With
+    ``?start=&end=`` (a citation chip, issue 26) those characters are marked."""
     task = visible_task(request, task_id)
     item = get_object_or_404(ToolEvidence, pk=evidence_id, task=task)
-    return render_fragment(request, "tasks_app/_evidence_content.html", {"item": item})
+    context: dict[str, Any] = {"item": item, "marked": marked_span(request.GET, item.content)}
+    if context["marked"]:
+        context["label"] = evidence_labels_for_task(task.pk).get(item.pk, "")
+        context["claim_id"] = request.GET.get("claim", "")
+    return render_fragment(request, "tasks_app/_evidence_content.html", context)
+
+
+def marked_span(query: QueryDict, content: str) -> dict[str, Any] | None:
+    """``content`` cut around the characters ``[start, end)`` the query names, or None
+    when it names none that lie inside the content."""
+    start, end = query.get("start", ""), query.get("end", "")
+    if not (start.isdigit() and end.isdigit()):
+        return None
+    a, b = int(start), int(end)
+    if not a < b <= len(content):
+        return None
+    return {
+        "start": a,
+        "end": b,
+        "before": content[:a],
+        "quote": content[a:b],
+        "after": content[b:],
+    }
 
 
 @login_required
@@ -559,11 +589,15 @@ def claim_evidence(
     )
     if claim is None:
         raise Http404("No such claim in this verdict.")
-    citations = [c for c in claim.get("citations") or [] if isinstance(c, dict)]
+    shown = shown_claims([claim])[0]
     return render_fragment(
         request,
         "tasks_app/_claim_evidence.html",
-        {"task": task, "claim": claim, "excerpts": citation_excerpts(task.pk, citations)},
+        {
+            "task": task,
+            "claim": shown,
+            "excerpts": citation_excerpts(task.pk, shown["citations"]),
+        },
     )
 
 

@@ -84,6 +84,9 @@ class CitationOut(Schema):
 
     ref: str
     quote: str
+    # "contradicts": the quote states something else (a claim with verified citations of
+    # both stances is disputed). Verdicts made before stances existed read "supports".
+    stance: Literal["supports", "contradicts"] = "supports"
     verified: bool
     evidence_id: int | None
     start: int | None
@@ -117,6 +120,8 @@ class ClaimSummaryOut(Schema):
     supported: int = 0
     contradicted: int = 0
     unsupported: int = 0
+    # Supported claims that another verified source contradicts (counted in supported too).
+    disputed: int = 0
     total: int = 0
     unverified_citations: int = 0
     first_problem: FirstProblemOut | None = None

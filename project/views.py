@@ -47,11 +47,14 @@ def wants_fragment(request: HttpRequest, target: str) -> bool:
     return not htmx.history_restore_request and htmx.target == target
 
 
-def messages_oob(request: HttpRequest) -> str:
+def messages_oob(request: HttpRequest, *, replace: bool = False) -> str:
     """Pending messages as an out-of-band swap, or "" when there are none (so a poll
-    does not wipe a message the person has not read yet)."""
+    does not wipe a message the person has not read yet). With ``replace`` (a navigation
+    of ``#main``) the swap is sent even when empty: the page changed, so the previous
+    page's message goes, as on a full page load ("Task #15 created" stayed on screen
+    after the task was done, issue 26)."""
     pending = list(messages.get_messages(request))
-    if not pending:
+    if not pending and not replace:
         return ""
     return render_to_string("_messages_oob.html", {"messages": pending}, request)
 
@@ -62,7 +65,7 @@ def render_page(
     """The full page, or only its ``content`` partial when htmx targets ``#main``."""
     if wants_fragment(request, MAIN_TARGET):
         html = render_to_string(f"{template}#content", context, request)
-        response = HttpResponse(html + messages_oob(request), status=status)
+        response = HttpResponse(html + messages_oob(request, replace=True), status=status)
     else:
         response = render(request, template, context, status=status)
     patch_vary_headers(response, ("HX-Request", "HX-Target"))

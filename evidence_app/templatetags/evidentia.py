@@ -116,21 +116,34 @@ def money(value: Any) -> str:
     return format_cost(value)
 
 
+def indented_json(text: str) -> str:
+    """``text`` indented when it is a JSON object or array (a model's verdict), else ""."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")):
+        return ""
+    try:
+        return json.dumps(json.loads(stripped), indent=2, ensure_ascii=False)
+    except ValueError:
+        return ""
+
+
 @register.filter
 def raw_parts(item: Any) -> dict[str, Any]:
     """A stored raw validator response split into its text, exactly as the model
-    returned it, and the facts recorded beside it (attempt, tokens, latency...)."""
+    returned it, the same text indented when it is JSON (``pretty``, "" otherwise), and
+    the facts recorded beside it (attempt, tokens, latency...)."""
     if isinstance(item, str):
-        return {"text": item, "meta": []}
+        return {"text": item, "pretty": indented_json(item), "meta": []}
     if isinstance(item, dict) and isinstance(item.get("text"), str):
         meta = [(k, v) for k, v in item.items() if k != "text" and v not in (None, "", [], {})]
         return {
             "text": item["text"],
+            "pretty": indented_json(item["text"]),
             "meta": [
                 (k, compact_json(v) if not isinstance(v, str | int | float) else v) for k, v in meta
             ],
         }
-    return {"text": pretty_json(item), "meta": []}
+    return {"text": pretty_json(item), "pretty": "", "meta": []}
 
 
 _STATUS_LABELS: dict[str, str] = {}
@@ -163,11 +176,38 @@ def status_label(value: str | None) -> str:
 
 @register.filter
 def template_label(version: str | None) -> str:
-    """``default@1359c919bd5c`` → ``default, version 1359c919``: a name people can read."""
+    """``default@1359c919bd5c`` → ``default @ 1359c919``: the one spelling of a template
+    version on every page (issue 26)."""
     if not version:
         return ""
     name, _, digest = version.partition("@")
-    return f"{name}, version {digest[:8]}" if digest else name
+    return f"{name} @ {digest[:8]}" if digest else name
+
+
+@register.filter
+def attempt_label(task: Any) -> str:
+    """ "attempt 2 of 3" within the automatic budget; beyond it (only a person's Revise
+    goes past ``max_attempts``) "attempt 3 (budget 2, revision)", never "3 of 2"."""
+    attempt, budget = task.attempt_count, task.max_attempts
+    if attempt > budget:
+        return f"attempt {attempt} (budget {budget}, revision)"
+    return f"attempt {attempt} of {budget}"
+
+
+# A score means something on a decision (accepted, rejected); on a verdict that hands the
+# task to a person it does not (a model's 1.00 demoted to insufficient_evidence stood
+# beside another verdict's 0.00, issue 26).
+SCORED_STATUSES = frozenset({"accepted", "rejected"})
+
+
+@register.filter
+def verdict_score(snapshot: Any) -> str:
+    """The score of a verdict as "0.83", or "–" where it means nothing (no score, or an
+    insufficient_evidence or validator_error verdict)."""
+    score = getattr(snapshot, "score", None)
+    if score is None or getattr(snapshot, "status", "") not in SCORED_STATUSES:
+        return "–"
+    return f"{score:.2f}"
 
 
 VERDICT_MEANING = {

@@ -385,20 +385,20 @@ def judge_claim(claim: AnswerClaim, m: Material) -> Judged:
 
 def _claim_entry(index: int, judged: Judged) -> dict[str, object]:
     finding = judged.finding
-    cited: list[Sentence] = []
+    cited: list[tuple[Sentence, str]] = []
     if finding.contradiction is not None:
-        cited = [finding.contradiction]
+        cited = [(finding.contradiction, "contradicts")]
     elif finding.verdict == "supported":
-        cited = list(finding.support)
+        cited = [(e, "supports") for e in finding.support]
     note = finding.note
     if finding.conflict is not None:
-        cited.append(finding.conflict)
+        cited.append((finding.conflict, "contradicts"))
         note = (note + f" {_conflict_where(finding)} other figures: a person must decide.").strip()
     return {
         "id": str(index),
         "text": judged.claim.text,
         "verdict": finding.verdict,
-        "citations": [{"ref": _ref(e), "quote": e.text} for e in cited],
+        "citations": [{"ref": _ref(e), "quote": e.text, "stance": stance} for e, stance in cited],
         "note": note,
     }
 
@@ -674,7 +674,7 @@ def _insufficient(
         evidence_gaps=gaps,
         missing_requirements=missing,
         issues=[*missing, *gaps],
-        failure_category="incomplete" if missing and not gaps else None,
+        failure_category=_insufficient_category(judged, missing=bool(missing), gaps=bool(gaps)),
         reasoning=(
             f"{len(supported)} of {len(judged)} claim(s) stated in the evidence"
             + (f"; {conflicts} disputed by other figures in the evidence" if conflicts else "")
@@ -685,6 +685,17 @@ def _insufficient(
         claims=entries,
         requirements=requirements,
     )
+
+
+def _insufficient_category(judged: list[Judged], *, missing: bool, gaps: bool) -> str | None:
+    """The category of a verdict a person must check, where one fits: a part of the
+    request left out, or a claim the evidence does not state. Sources that disagree
+    about a supported claim have none (the claim is disputed, not unsupported)."""
+    if missing and not gaps:
+        return "incomplete"
+    if any(j.finding.verdict == "unsupported" for j in judged):
+        return "unsupported_claim"
+    return None
 
 
 def _verdict(

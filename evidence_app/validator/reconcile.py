@@ -7,8 +7,9 @@ model's status is kept as ``model_status``; the reconciled status becomes ``stat
 
 1. ``validator_error`` and ``insufficient_evidence`` stand as they are.
 2. ``accepted`` stands only if the verdict lists at least one claim and one
-   requirement, every claim is ``supported`` with at least one verified citation, and
-   every requirement is met (``yes``). Otherwise it becomes ``insufficient_evidence``
+   requirement, every claim is ``supported`` with at least one verified citation that
+   supports it and none that contradicts it (a disputed claim), and every requirement
+   is met (``yes``). Otherwise it becomes ``insufficient_evidence``
    (a person looks) with one reason per failure: "citation R3 not found in the
    evidence", "claim 2 has no verified support", "requirement 'eligibility' not met".
 3. ``rejected`` for a contradiction (category ``unsupported_claim`` or none) stands
@@ -44,8 +45,10 @@ def _accept_problems(result: ValidationResult) -> list[str]:
                 problems.append(citation.problem or f"citation {citation.ref} is unverified")
         if claim.verdict != "supported":
             problems.append(f"{name} is {claim.verdict}")
-        elif not claim.verified_citations:
+        elif not any(c.stance == "supports" for c in claim.verified_citations):
             problems.append(f"{name} has no verified support")
+        elif claim.disputed:
+            problems.append(f"{name} is disputed: another source states otherwise")
     if not result.requirements:
         problems.append("the verdict lists no requirements, so goal achievement is unchecked")
     for requirement in result.requirements:
@@ -53,6 +56,15 @@ def _accept_problems(result: ValidationResult) -> list[str]:
             met = "only partly met" if requirement.met == "partly" else "not met"
             problems.append(f"requirement '{requirement.text}' {met}")
     return problems
+
+
+def _claims_category(result: ValidationResult) -> str | None:
+    """The category the claims give a demoted verdict: ``unsupported_claim`` when some
+    claim lacks verified support (so lists show why), else none."""
+    for claim in result.claims:
+        if claim.verdict == "unsupported" or not claim.verified_citations:
+            return "unsupported_claim"
+    return None
 
 
 def _has_verified_contradiction(result: ValidationResult) -> bool:
@@ -81,7 +93,7 @@ def reconcile(result: ValidationResult) -> ValidationResult:
             update={
                 **base,
                 "status": "insufficient_evidence",
-                "failure_category": None,
+                "failure_category": _claims_category(result),
                 "issues": _unique([*result.issues, *reasons[1:]]),
                 "reconciliation": reasons,
             }

@@ -20,6 +20,9 @@ CLAIM_VERDICTS: tuple[str, ...] = ("supported", "contradicted", "unsupported")
 
 
 ClaimVerdict = Literal["supported", "contradicted", "unsupported"]
+# What a cited passage does to its claim: states it, or states something else (another
+# figure, another name). A claim with verified citations of both kinds is disputed.
+CitationStance = Literal["supports", "contradicts"]
 RequirementMet = Literal["yes", "partly", "no"]
 
 
@@ -32,6 +35,7 @@ class Citation(BaseModel):
 
     ref: str = ""
     quote: str = ""
+    stance: CitationStance = "supports"
     verified: bool = False
     evidence_id: int | None = None
     start: int | None = None  # character offsets of the quote in the stored content
@@ -58,6 +62,13 @@ class Claim(BaseModel):
     @property
     def verified_citations(self) -> list[Citation]:
         return [c for c in self.citations if c.verified]
+
+    @property
+    def disputed(self) -> bool:
+        """One verified source states the claim and another verified source states
+        otherwise: a person decides which is right."""
+        stances = {c.stance for c in self.verified_citations}
+        return self.verdict == "supported" and stances == {"supports", "contradicts"}
 
 
 class Requirement(BaseModel):
@@ -126,7 +137,9 @@ SCHEMA_DESCRIPTION = """{
       "id": string ("1", "2", ...),
       "text": string (the claim exactly as it stands in the answer),
       "verdict": "supported" | "contradicted" | "unsupported",
-      "citations": [{"ref": "R<n>", "quote": string (copied verbatim from that tool result)}],
+      "citations": [{"ref": "R<n>", "quote": string (copied verbatim from that tool result),
+                     "stance": "supports" | "contradicts" (does the quote state the claim,
+                               or state something else about it, e.g. another figure?)}],
       "note": string
     }, ...
   ],
@@ -137,11 +150,24 @@ SCHEMA_DESCRIPTION = """{
 }"""
 
 
+def stored_claim_disputed(claim: dict[str, object]) -> bool:
+    """``Claim.disputed`` of a claim as stored (a dict of ``ValidationSnapshot.result``)."""
+    citations = claim.get("citations")
+    stances = {
+        c.get("stance") or "supports"
+        for c in (citations if isinstance(citations, list) else [])
+        if isinstance(c, dict) and c.get("verified")
+    }
+    return claim.get("verdict") == "supported" and stances == {"supports", "contradicts"}
+
+
 def claim_summary(result: dict[str, object] | None) -> dict[str, object]:
-    """Counts of claim verdicts in a stored result, unverified citations, and the first
+    """Counts of claim verdicts in a stored result (``disputed`` counts the supported
+    claims another source contradicts), unverified citations, and the first disputed,
     unsupported or contradicted claim (for list pages). Old results count zero claims."""
     claims = (result or {}).get("claims") or []
     counts: dict[str, int] = dict.fromkeys(CLAIM_VERDICTS, 0)
+    disputed = 0
     unverified = 0
     first_problem: dict[str, str] | None = None
     for claim in claims if isinstance(claims, list) else []:
@@ -152,7 +178,10 @@ def claim_summary(result: dict[str, object] | None) -> dict[str, object]:
         unverified += sum(
             1 for c in claim.get("citations") or [] if isinstance(c, dict) and not c.get("verified")
         )
-        if first_problem is None and verdict in ("contradicted", "unsupported"):
+        if stored_claim_disputed(claim):
+            disputed += 1
+            verdict = "disputed"
+        if first_problem is None and verdict in ("disputed", "contradicted", "unsupported"):
             first_problem = {
                 "id": str(claim.get("id") or ""),
                 "text": str(claim.get("text") or ""),
@@ -160,6 +189,7 @@ def claim_summary(result: dict[str, object] | None) -> dict[str, object]:
             }
     return {
         **counts,
+        "disputed": disputed,
         "total": sum(counts.values()),
         "unverified_citations": unverified,
         "first_problem": first_problem,

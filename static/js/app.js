@@ -615,4 +615,29 @@
     document.body.removeChild(area);
     return ok;
   }
+  /* ---- The selected claim (issue 26) ------------------------------------------------ */
+  // The claim whose evidence fills #claim-evidence is marked aria-current in the answer
+  // and in the claim list; a marked quote in a loaded evidence item is scrolled to.
+  function claimIdOf(el) {
+    if (el.hasAttribute("data-claim")) return el.getAttribute("data-claim");
+    var link = el.querySelector("[data-claim-item]");
+    return link ? link.getAttribute("data-claim-item") : null;
+  }
+
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var target = event.detail && event.detail.target;
+    if (!target || target.id !== "claim-evidence") return;
+    var body = target.querySelector("[data-claim]");
+    var id = body ? body.getAttribute("data-claim") : "";
+    document.querySelectorAll("#claims-view [aria-current]").forEach(function (el) {
+      el.removeAttribute("aria-current");
+    });
+    if (id) {
+      document.querySelectorAll("#claims-view .answer-claims a.claim, #claims-view .claim-item").forEach(function (el) {
+        if (claimIdOf(el) === id) el.setAttribute("aria-current", "true");
+      });
+    }
+    var quote = target.querySelector("mark.quote");
+    if (quote && quote.scrollIntoView) quote.scrollIntoView({ block: "nearest" });
+  });
 })();

@@ -94,6 +94,7 @@ def test_task_latest_validation_and_task_list_carry_claims(
         "supported": 1,
         "contradicted": 0,
         "unsupported": 0,
+        "disputed": 0,
         "total": 1,
         "unverified_citations": 0,
         "first_problem": None,

@@ -28,7 +28,7 @@ def test_template_page_lists_versions_and_text(client: Any, operator: Any) -> No
     client.force_login(operator)
     page = client.get(reverse("ops_templates")).content.decode()
     for template in list_templates():
-        assert template.version.split("@")[1][:8] in page  # issue 13: "name, version 1359c919"
+        assert template.version.split("@")[1][:8] in page  # issue 26: "name @ 1359c919"
     assert 'class="viewer"' in page
 
 
@@ -123,7 +123,7 @@ def test_agreement_table(client: Any, operator: Any, requester: Any) -> None:
     services.task_apply_feedback(task_id=task.pk, actor=requester, action="satisfied")
     client.force_login(operator)
     page = client.get(reverse("ops_agreement")).content.decode()
-    assert "default@abc123" in page and "insufficient_evidence" in page
+    assert "default @ abc123" in page and "insufficient_evidence" in page  # issue 26: one spelling
     assert "Cohen" in page
 
 
