@@ -446,6 +446,10 @@ LOGGING = {
     },
     "loggers": {
         "kombu.connection": {"filters": ["kombu_hostname"]},
+        # httpx logs every request line with the full URL at INFO: a webhook receiver's URL
+        # (or a fetched page's) may carry a secret in its query string (issue 24).
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
         **{
             name: {"filters": ["quiet_periodic_jobs"]}
             for name in ("celery.beat", "celery.worker.strategy", "celery.app.trace")
