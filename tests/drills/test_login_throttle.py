@@ -21,7 +21,7 @@ from tasks_app.auth import api_token_create
 from tests import factories
 from tests.drills.support import report
 
-pytestmark = [pytest.mark.drill, pytest.mark.django_db]
+pytestmark = [pytest.mark.drill, pytest.mark.finding(24, 5), pytest.mark.django_db]
 
 PASSWORD = "pw-123456"  # tests.factories.UserFactory's
 ATTACKER = "198.51.100.7"

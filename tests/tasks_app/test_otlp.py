@@ -401,6 +401,7 @@ def test_ingest_rejects_what_it_cannot_attach_and_says_which_traces_are_ready(
     assert OtlpSpan.objects.get(span_id="8" * 16).late
 
 
+@pytest.mark.finding(24, 2)
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("staff", ["reviewer", "operator"])
 def test_staff_cannot_answer_another_users_task_through_otlp(
@@ -432,6 +433,7 @@ def test_staff_cannot_answer_another_users_task_through_otlp(
     assert OtlpSpan.objects.count() == 0
 
 
+@pytest.mark.finding(24, 2)
 @pytest.mark.django_db
 def test_a_staff_trace_that_names_another_users_task_is_not_submitted(
     requester: Any, reviewer: Any, monkeypatch: Any
@@ -455,6 +457,7 @@ def test_a_staff_trace_that_names_another_users_task_is_not_submitted(
     assert not TaskEvent.objects.filter(task=task, actor_kind="agent").exists()
 
 
+@pytest.mark.finding(24, 2)
 @pytest.mark.django_db(transaction=True)
 def test_the_owners_trace_is_accepted_and_its_events_name_the_owner(
     requester: Any, token: str, eager: Any
@@ -488,6 +491,7 @@ def _json_export(task_id: str) -> str:
     return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
 
 
+@pytest.mark.finding(24, 7)
 @pytest.mark.django_db
 @pytest.mark.parametrize("task_id", ["²", "①", "٣", "99999999999999999999999", "-1"])
 def test_a_task_id_that_is_not_an_integer_key_is_rejected_not_a_500(
@@ -503,6 +507,7 @@ def test_a_task_id_that_is_not_an_integer_key_is_rejected_not_a_500(
     assert OtlpSpan.objects.count() == 0
 
 
+@pytest.mark.finding(24, 7)
 @pytest.mark.django_db
 def test_a_json_body_nested_5000_levels_deep_gets_400(token: str) -> None:
     body = '{"resourceSpans": ' + "[" * 5000 + "]" * 5000 + "}"

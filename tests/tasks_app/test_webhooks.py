@@ -318,6 +318,7 @@ def test_metrics_count_delivery_attempts_by_outcome_and_deliveries_by_status(
     assert samples[(deliveries, (("status", "failed"),))] == 0
 
 
+@pytest.mark.finding(24, 13)
 @pytest.mark.parametrize("answer", [200, 500, None], ids=["delivered", "5xx", "refused"])
 def test_no_log_line_holds_the_webhook_urls_query_string(
     requester: Any, settings: Any, caplog: Any, answer: int | None
