@@ -515,3 +515,30 @@ def test_a_json_body_nested_5000_levels_deep_gets_400(token: str) -> None:
     assert response.status_code == 400
     assert "nested too deeply" in response.json()["message"]
     assert OtlpSpan.objects.count() == 0
+
+
+@pytest.mark.finding(24, 14)
+@pytest.mark.django_db
+def test_a_nul_in_an_otlp_json_body_is_stored_as_the_protobuf_one_is(token: str) -> None:
+    """Issue 24 item 14: schemathesis found an undocumented 422 (the API's own NUL guard,
+    in the API's error shape) for an OTLP/JSON body with a NUL in an object key. OTLP
+    answers in its own encoding and documents 200/400/413/415/429: a NUL in a key or a
+    value of an OTLP/JSON span becomes U+FFFD as in a protobuf body, and a body that is
+    no export request at all is a 400 google.rpc.Status, whatever its keys hold."""
+    document = json.loads(_json_export("1"))
+    span = document["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    span["attributes"] = [
+        {"key": "tool\x00name", "value": {"stringValue": "search\x00the web"}},
+    ]
+    span["name"] = "invoke\x00agent"
+    response = _client(token).post(ENDPOINT, json.dumps(document), content_type="application/json")
+    assert response.status_code == 200, response.content
+    stored = OtlpSpan.objects.get()
+    assert stored.name == "invoke\ufffdagent"
+    assert stored.attributes == {"tool\ufffdname": "search\ufffdthe web"}
+
+    junk = json.dumps({"\x00key": [1, {"a\x00": "b\x00"}], "filters": []})
+    response = _client(token).post(ENDPOINT, junk, content_type="application/json")
+    assert response.status_code in (200, 400), response.content
+    assert "code" not in response.json()  # google.rpc.Status or an export response
+    assert OtlpSpan.objects.count() == 1
