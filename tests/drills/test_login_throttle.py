@@ -17,7 +17,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.test import Client
 
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 from tests import factories
 from tests.drills.support import report
 
