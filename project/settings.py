@@ -300,6 +300,9 @@ AXES_RESET_ON_SUCCESS = False
 AXES_CLIENT_IP_CALLABLE = "project.login_throttle.client_address"
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_HTTP_RESPONSE_CODE = 429
+# No "AXES: BEGIN" line from every process and management command at start-up; the
+# lockout lines still name the account and address counted.
+AXES_VERBOSE = False
 
 # --- Celery -----------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
