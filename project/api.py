@@ -116,7 +116,8 @@ def guard_request(run: Callable[..., Any]) -> Callable[..., Any]:
       handler below covers the lazy case).
     - A NUL character in a query parameter or anywhere in a JSON body: 422 naming the
       field. PostgreSQL text and jsonb cannot store it, so it would otherwise surface as
-      a database error (a 500) deep inside a query.
+      a database error (a 500) deep inside a query. Not on the OTLP endpoint, whose
+      decoder replaces NUL itself and whose errors are google.rpc.Status.
     """
 
     @functools.wraps(run)
@@ -140,7 +141,11 @@ def guard_request(run: Callable[..., Any]) -> Callable[..., Any]:
         for name, values in request.GET.lists():
             if "\x00" in name or any("\x00" in v for v in values):
                 return _nul_refusal(request, name.replace("\x00", ""))
-        if request.method in {"POST", "PUT", "PATCH", "DELETE"} and declared:
+        if (
+            request.method in {"POST", "PUT", "PATCH", "DELETE"}
+            and declared
+            and not request_bodies.is_otlp(request)
+        ):
             try:
                 raw = request.body
             except RequestDataTooBig:

@@ -40,6 +40,12 @@ def body_limit(request: HttpRequest) -> int:
     return settings.API_MAX_BODY_BYTES
 
 
+def is_otlp(request: HttpRequest) -> bool:
+    """The OTLP endpoint answers in its own encoding and replaces a NUL in any text of a
+    span itself (protobuf and JSON alike), so the API's NUL refusal (422) is not its."""
+    return request.method == "POST" and bool(OTLP_PATH.match(request.path))
+
+
 def needs_own_reading(request: HttpRequest) -> bool:
     """Bodies Django's own reader cannot handle: gzip, or a limit above Django's."""
     encoding = request.META.get("HTTP_CONTENT_ENCODING", "").strip().lower()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -99,6 +100,8 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "ninja",
+    # Login throttling (issue 24): failed logins counted in the database, admin unlock.
+    "axes",
     "tasks_app",
     "evidence_app",
 ]
@@ -120,6 +123,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Turns a refused login (too many failures) into the lockout page; last, as axes asks.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "project.urls"
@@ -193,6 +198,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# AxesBackend first: it refuses a locked-out login before any password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -244,6 +254,55 @@ SECURE_CSP = {
     "frame-ancestors": ["'none'"],
     "form-action": ["'self'"],
 }
+
+# --- Login throttling (django-axes; docs/operations.md "Locked-out accounts") -----------
+# After LOGIN_FAILURE_LIMIT failed logins (the login page and /admin/login/ alike) the
+# account is refused from every address, and the client address is refused for every
+# account, for LOGIN_COOLOFF_SECONDS after the last failure (429 and the lockout page);
+# a failure during the lockout starts the cool-off again, and failures are forgotten that
+# long after the last one. A successful login does not clear them: with the address
+# counted, a login to the attacker's own account would wipe the failures against others.
+# An administrator unlocks at once: Admin > Axes > Access attempts (delete the rows) or
+# manage.py axes_reset_username NAME / axes_reset_ip ADDRESS. The API's bearer tokens are
+# not passwords and are not counted.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+LOGIN_COOLOFF_SECONDS = env_int("LOGIN_COOLOFF_SECONDS", 900, minimum=1)
+# What is counted: "username" (an account, whatever the address), "ip_address" (an
+# address, whatever the account), or "username+ip_address" (the pair only), comma-separated.
+LOGIN_LOCKOUT_BY = env_list("LOGIN_LOCKOUT_BY", "username,ip_address")
+# How many reverse proxies that append to X-Forwarded-For stand in front of the app: 0 (the
+# default, as make run and gunicorn on its own) counts REMOTE_ADDR; with N the client is
+# the Nth address from the right of X-Forwarded-For (what the nearest trusted proxy saw),
+# so a client cannot choose its address by sending the header itself.
+LOGIN_TRUSTED_PROXY_COUNT = env_int("LOGIN_TRUSTED_PROXY_COUNT", 0, minimum=0)
+
+
+def _lockout_parameters(items: list[str]) -> list[str | list[str]]:
+    known = {"username", "ip_address"}
+    parameters: list[str | list[str]] = []
+    for item in items:
+        parts = [part.strip() for part in item.split("+")]
+        if not parts or not set(parts) <= known:
+            raise ImproperlyConfigured(
+                f"LOGIN_LOCKOUT_BY item {item!r}: use username, ip_address or username+ip_address"
+            )
+        parameters.append(parts[0] if len(parts) == 1 else parts)
+    if not parameters:
+        raise ImproperlyConfigured("LOGIN_LOCKOUT_BY must name at least one parameter")
+    return parameters
+
+
+AXES_ENABLED = env_bool("LOGIN_THROTTLE_ENABLED", True)
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(seconds=LOGIN_COOLOFF_SECONDS)
+AXES_LOCKOUT_PARAMETERS = _lockout_parameters(LOGIN_LOCKOUT_BY)
+AXES_RESET_ON_SUCCESS = False
+AXES_CLIENT_IP_CALLABLE = "project.login_throttle.client_address"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+# No "AXES: BEGIN" line from every process and management command at start-up; the
+# lockout lines still name the account and address counted.
+AXES_VERBOSE = False
 
 # --- Celery -----------------------------------------------------------------------------
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "filesystem://")
@@ -390,6 +449,10 @@ LOGGING = {
     },
     "loggers": {
         "kombu.connection": {"filters": ["kombu_hostname"]},
+        # httpx logs every request line with the full URL at INFO: a webhook receiver's URL
+        # (or a fetched page's) may carry a secret in its query string (issue 24).
+        "httpx": {"level": "WARNING"},
+        "httpcore": {"level": "WARNING"},
         **{
             name: {"filters": ["quiet_periodic_jobs"]}
             for name in ("celery.beat", "celery.worker.strategy", "celery.app.trace")

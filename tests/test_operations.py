@@ -157,6 +157,7 @@ def test_metrics_are_refused_outside_the_allowed_networks_without_the_token(
     assert client.get("/metrics", REMOTE_ADDR="203.0.113.9").status_code == 403
 
 
+@pytest.mark.finding(24, 10)
 def test_metrics_with_a_token_set_refuse_loopback_without_the_token(
     client: Client, settings: Any
 ) -> None:
@@ -172,6 +173,7 @@ def test_metrics_with_a_token_set_refuse_loopback_without_the_token(
     assert ok.status_code == 200
 
 
+@pytest.mark.finding(24, 10)
 def test_ready_tells_an_anonymous_caller_only_ready_or_not(
     client: Client, settings: Any, live_processes: None
 ) -> None:
@@ -192,6 +194,7 @@ def test_ready_tells_an_anonymous_caller_only_ready_or_not(
     assert json.loads(wrong.content) == {"status": "not ready"}
 
 
+@pytest.mark.finding(24, 10)
 def test_ready_shows_the_checks_to_a_staff_user_and_to_the_metrics_token(
     client: Client, settings: Any, live_processes: None
 ) -> None:

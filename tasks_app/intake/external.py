@@ -120,7 +120,10 @@ class RunIn(RunFields):
         "streamed events refer to it",
     )
     status: Literal["running", "completed", "failed"] | None = Field(
-        None, description="Default: completed for a whole attempt, running when streaming"
+        None,
+        description="Default: completed for a whole attempt, running when streaming. A "
+        "whole attempt has no running run, and a running run has no output_text or error "
+        "yet (422 otherwise)",
     )
     finish_reason: str = Field("", max_length=64, pattern=NO_NUL)
     output_text: Text = ""

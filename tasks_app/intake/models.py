@@ -19,7 +19,9 @@ class OtlpTrace(models.Model):
     """One OpenTelemetry trace sent to the OTLP endpoint (issue 15): its spans are stored
     as they arrive, and the trace becomes one external attempt when it is complete."""
 
-    trace_id = models.CharField(max_length=32, unique=True)
+    # Unique per owner, not globally: a trace id is the exporter's to choose, so another
+    # account sending it first must not take it (issue 24).
+    trace_id = models.CharField(max_length=32)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="otlp_traces"
     )
@@ -44,6 +46,9 @@ class OtlpTrace(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["state", "last_span_at"], name="otlptrace_state_last")]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "trace_id"], name="otlptrace_owner_trace_id")
+        ]
 
     def __str__(self) -> str:
         return f"trace {self.trace_id} ({self.state})"

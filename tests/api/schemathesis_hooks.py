@@ -11,7 +11,8 @@ positive_data_acceptance check tests the rest:
 For the external agents' endpoints (issue 14):
 - an attempt's ``final_answer`` is required unless it streams (``stream: true``), and
   then it must be absent (the description says so; 422 otherwise); its runs need
-  distinct names (key, else node_id, else kind);
+  distinct names (key, else node_id, else kind); a whole attempt has no running run, and
+  a running run has no output_text or error yet;
 - a webhook URL must reach a public address: whether it does depends on DNS, so a
   well-formed URL becomes a public address literal;
 - free-form objects of attempts and streamed events (payload, arguments) refuse NUL
@@ -94,8 +95,22 @@ def runs_have_unique_keys(runs: Any) -> bool:
     return len(keys) == len(set(keys))
 
 
+def runs_are_consistent(runs: Any, *, stream: bool) -> bool:
+    """A whole attempt has no running run; a running run (explicitly, or by default when
+    streaming) has no output_text or error yet."""
+    for run in runs if isinstance(runs, list) else []:
+        if not isinstance(run, dict):
+            continue
+        status = run.get("status") or ("running" if stream else "completed")
+        if status == "running" and (not stream or run.get("output_text") or run.get("error")):
+            return False
+    return True
+
+
 def attempt_is_consistent(body: dict[str, Any]) -> bool:
     if not runs_have_unique_keys(body.get("runs")):
+        return False
+    if not runs_are_consistent(body.get("runs"), stream=body.get("stream") is True):
         return False
     if body.get("stream") is True:
         return body.get("final_answer") is None and "final_answer" not in body

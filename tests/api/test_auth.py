@@ -168,6 +168,7 @@ def test_token_user_sees_only_their_tasks(requester: Any, other_requester: Any) 
     assert client.get("/api/v1/tasks").json()["count"] == 0
 
 
+@pytest.mark.finding(24, 13)
 def test_account_page_showing_a_new_token_or_webhook_secret_is_not_stored(
     requester: Any, settings: Any
 ) -> None:

@@ -212,6 +212,7 @@ def test_blank_document_is_422(otto: Client) -> None:
     assert response.json()["errors"][0]["field"] == "title"
 
 
+@pytest.mark.finding(24, 6)
 def test_evidence_download_header_names_only_a_safe_file_name(
     alice: Client, requester: Any
 ) -> None:

@@ -236,6 +236,7 @@ def test_webhook_on_loopback_is_refused_without_the_setting(alice: Client, setti
     assert not WebhookEndpoint.objects.exists()
 
 
+@pytest.mark.finding(24, 11)
 def test_webhook_refusal_does_not_name_the_resolved_address(
     alice: Client, settings: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -255,6 +256,7 @@ def test_webhook_refusal_does_not_name_the_resolved_address(
     assert not WebhookEndpoint.objects.exists()
 
 
+@pytest.mark.finding(24, 13)
 def test_webhook_creation_response_with_the_secret_is_not_stored(
     alice: Client, settings: Any
 ) -> None:
@@ -328,6 +330,7 @@ def test_account_page_shows_the_delivery_log_and_sends_again(
     assert intruder.post(f"/account/webhooks/deliveries/{delivery.pk}/resend/").status_code == 404
 
 
+@pytest.mark.finding(24, 1)
 def test_every_endpoint_taking_an_idempotency_key_documents_409_in_flight() -> None:
     """A concurrent duplicate may get 409 idempotency_key_in_use: the document says so
     wherever the header is taken."""

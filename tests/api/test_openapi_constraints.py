@@ -95,6 +95,7 @@ def test_the_replay_model_pattern_needs_a_provider_prefix(schemas: dict[str, Any
     assert not re.search(pattern, "gpt-4.1")
 
 
+@pytest.mark.finding(24, 14)
 def test_every_free_form_input_object_says_its_keys_hold_no_nul(
     schemas: dict[str, Any],
 ) -> None:

@@ -29,6 +29,7 @@ from tests.tasks_app.test_external_attempts import external_task, whole_attempt
 
 pytestmark = [
     pytest.mark.drill,
+    pytest.mark.finding(24, 1),
     pytest.mark.django_db(transaction=True),
     pytest.mark.timeout(180),
 ]

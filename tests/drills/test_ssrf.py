@@ -189,6 +189,7 @@ EMBEDDED_IPV4 = [
 ]
 
 
+@pytest.mark.finding(24, 4)
 @pytest.mark.parametrize("address", EMBEDDED_IPV4)
 def test_ipv6_spellings_that_embed_an_ipv4_address_are_refused(
     address: str, canary: dict[str, Any], db: Any
@@ -207,6 +208,7 @@ def test_ipv6_spellings_that_embed_an_ipv4_address_are_refused(
     assert not WebhookEndpoint.objects.exists()
 
 
+@pytest.mark.finding(24, 4)
 def test_public_ipv6_and_ipv4_addresses_stay_allowed() -> None:
     assert address_allowed("2606:4700:4700::1111")
     assert address_allowed(PUBLIC)

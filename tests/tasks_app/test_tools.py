@@ -106,6 +106,7 @@ def test_fetch_url_refuses_loopback_link_local_and_metadata_addresses(url: str) 
     assert "refused" in result.content
 
 
+@pytest.mark.finding(24, 11)
 def test_fetch_url_refuses_a_hostname_resolving_to_a_private_address(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -5,6 +5,7 @@ the ``standardwebhooks`` library."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
@@ -315,3 +316,31 @@ def test_metrics_count_delivery_attempts_by_outcome_and_deliveries_by_status(
     assert samples[(deliveries, (("status", "pending"),))] == 1
     assert samples[(deliveries, (("status", "delivered"),))] == 1
     assert samples[(deliveries, (("status", "failed"),))] == 0
+
+
+@pytest.mark.finding(24, 13)
+@pytest.mark.parametrize("answer", [200, 500, None], ids=["delivered", "5xx", "refused"])
+def test_no_log_line_holds_the_webhook_urls_query_string(
+    requester: Any, settings: Any, caplog: Any, answer: int | None
+) -> None:
+    """Issue 24 item 13: httpx logged every request line ("HTTP Request: POST
+    http://...?token=secret") at INFO, so a secret in a receiver's URL reached the logs.
+    Delivered, answered 5xx or refused (the receiver gone), no record at INFO or above
+    holds the query string."""
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    caplog.set_level(logging.INFO)
+    with running_receiver() as receiver:
+        url = f"{receiver.url}?token=secret-in-the-query"
+        endpoint = endpoint_for(requester, url)
+        receiver.secret = endpoint.secret
+        receiver.script = [answer or 200]
+        task = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK)
+        services.task_transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        if answer is not None:
+            webhook_send_pending(endpoint_id=endpoint.pk, task_id=task.pk)
+    if answer is None:  # the receiver is gone: connection refused
+        webhook_send_pending(endpoint_id=endpoint.pk, task_id=task.pk)
+    assert WebhookDeliveryAttempt.objects.count() == 1
+    assert caplog.records, "nothing was logged at all: the check would prove nothing"
+    leaked = [r for r in caplog.records if "secret-in-the-query" in r.getMessage()]
+    assert not leaked, [f"{r.name} {r.levelname}: {r.getMessage()}" for r in leaked]

@@ -234,6 +234,7 @@ def _post_form_fields(html: str) -> list[tuple[str, str]]:
     return re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', form.group(1))
 
 
+@pytest.mark.finding(24, 9)
 def test_bulk_replay_urls_never_carry_the_csrf_token(
     client: Any,
     operator: Any,

@@ -125,6 +125,11 @@ def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
     )
 
 
+def text(value: str) -> str:
+    """PostgreSQL text and jsonb cannot hold NUL; it becomes U+FFFD, nothing else changes."""
+    return value.replace("\x00", "\ufffd")
+
+
 def any_value(value: AnyValue) -> Any:
     kind = value.WhichOneof("value")
     if kind is None:
@@ -136,14 +141,13 @@ def any_value(value: AnyValue) -> Any:
     if kind == "bytes_value":
         return base64.b64encode(value.bytes_value).decode()
     if kind == "string_value":
-        # PostgreSQL text and jsonb cannot hold NUL; it becomes U+FFFD, nothing else changes.
-        return value.string_value.replace("\x00", "\ufffd")
+        return text(value.string_value)
     return getattr(value, kind)
 
 
 def attributes(pairs: Any) -> dict[str, Any]:
     return {
-        pair.key.replace("\x00", "\ufffd"): any_value(pair.value)
+        text(pair.key): any_value(pair.value)
         for pair in pairs
         if isinstance(pair, KeyValue)
     }
@@ -169,7 +173,7 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], list
     for resource_spans in request.resource_spans:
         resource = attributes(resource_spans.resource.attributes)
         for scope_spans in resource_spans.scope_spans:
-            scope = scope_spans.scope.name
+            scope = text(scope_spans.scope.name)
             for span in scope_spans.spans:
                 problem = _check(span)
                 if problem is not None:
@@ -180,14 +184,14 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], list
                         trace_id=span.trace_id.hex(),
                         span_id=span.span_id.hex(),
                         parent_span_id=span.parent_span_id.hex(),
-                        name=span.name,
+                        name=text(span.name),
                         kind=int(span.kind),
                         start_ns=int(span.start_time_unix_nano),
                         end_ns=int(span.end_time_unix_nano),
                         attributes=attributes(span.attributes),
                         events=[
                             {
-                                "name": event.name,
+                                "name": text(event.name),
                                 "time_ns": int(event.time_unix_nano),
                                 "attributes": attributes(event.attributes),
                             }
@@ -196,7 +200,7 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], list
                         resource=resource,
                         scope=scope,
                         status_code=int(span.status.code),
-                        status_message=span.status.message,
+                        status_message=text(span.status.message),
                         dropped={
                             name: count
                             for name, count in (

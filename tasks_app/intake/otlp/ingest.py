@@ -48,8 +48,6 @@ log = logging.getLogger(__name__)
 # The job that turns complete traces into attempts (tasks_app.jobs), sent by name.
 OTLP_ASSEMBLE_JOB = "tasks_app.otlp_assemble_traces"
 
-OTHER_ACCOUNT = "the trace belongs to another account"
-
 
 @dataclass
 class IngestResult:
@@ -129,8 +127,9 @@ def _attachable(
 
 
 def _locked_traces(user: Any, records: list[SpanRecord], now: datetime) -> dict[str, OtlpTrace]:
-    """The traces of ``records`` by trace id, the new ones created for ``user``, all
-    locked."""
+    """The user's traces of ``records`` by trace id, the new ones created, all locked.
+    Trace ids are the user's own namespace: another account's trace with the same id is
+    another trace."""
     trace_ids = sorted({r.trace_id for r in records})
     OtlpTrace.objects.bulk_create(
         [OtlpTrace(trace_id=t, owner=user, first_span_at=now, last_span_at=now) for t in trace_ids],
@@ -140,26 +139,20 @@ def _locked_traces(user: Any, records: list[SpanRecord], now: datetime) -> dict[
     # serialised here, so the late/complete decision sees the other's spans.
     return {
         t.trace_id: t
-        for t in OtlpTrace.objects.select_for_update().filter(trace_id__in=trace_ids).order_by("id")
+        for t in OtlpTrace.objects.select_for_update()
+        .filter(owner=user, trace_id__in=trace_ids)
+        .order_by("id")
     }
 
 
 def _span_rows(
-    user: Any,
-    records: list[SpanRecord],
-    traces: dict[str, OtlpTrace],
-    now: datetime,
-    rejected: list[RejectedSpan],
+    records: list[SpanRecord], traces: dict[str, OtlpTrace], now: datetime
 ) -> tuple[list[tuple[Any, ...]], dict[str, list[SpanRecord]]]:
-    """The span rows to insert (``SPAN_COLUMNS``) and the records per trace; spans of
-    another account's trace are appended to ``rejected``."""
+    """The span rows to insert (``SPAN_COLUMNS``) and the records per trace."""
     rows: list[tuple[Any, ...]] = []
     per_trace: dict[str, list[SpanRecord]] = {}
     for record in records:
         trace = traces[record.trace_id]
-        if trace.owner_id != user.pk:
-            rejected.append(RejectedSpan(record.trace_id, record.span_id, OTHER_ACCOUNT))
-            continue
         per_trace.setdefault(record.trace_id, []).append(record)
         rows.append(
             (
@@ -220,7 +213,7 @@ def otlp_ingest(
     if not usable:
         return result
     traces = _locked_traces(user, usable, now)
-    rows, per_trace = _span_rows(user, usable, traces, now, result.rejected)
+    rows, per_trace = _span_rows(usable, traces, now)
     inserted = _insert_spans(rows)
     result.accepted = sum(inserted.values())
     _update_traces(_trace_changes(per_trace, traces, inserted, result.ready), now)
