@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, F, Model, OuterRef, Subquery, TextField
+from django.db.models import Count, F, Model, OuterRef, Subquery, Sum, TextField
 from django.db.models.functions import Cast, Coalesce, Left, Length
 from django.shortcuts import get_object_or_404
 
@@ -75,13 +75,14 @@ def snapshot_bodies(selected: ValidationSnapshot, *, limit: int) -> dict[str, An
     return ValidationSnapshot.objects.filter(pk=selected.pk).values(*small).get()
 
 
-def evidence(task: Task) -> list[ToolEvidence]:
-    """The task's tool results without their content, with their stored sizes."""
+def evidence(task: Task, *, limit: int) -> list[ToolEvidence]:
+    """The task's first ``limit`` tool results without their content, with their stored
+    sizes (the others load on request: an attempt can hold 20,000 of them)."""
     return list(
         ToolEvidence.objects.filter(task=task)
         .without_content()
         .annotate(size=F("content_chars"))  # stored on save: no 10 MB read
-        .order_by("attempt_index", "run_id", "sequence")
+        .order_by("attempt_index", "run_id", "sequence")[:limit]
     )
 
 
@@ -93,6 +94,12 @@ def _count_per_run(model: type[Model]) -> Coalesce:
     return Coalesce(Subquery(rows.annotate(n=Count("*")).values("n")[:1]), 0)
 
 
+def _chars_per_run() -> Coalesce:
+    """Characters of the outer run's tool results (stored sizes, no content read)."""
+    rows = ToolEvidence.objects.filter(run=OuterRef("pk")).order_by().values("run")
+    return Coalesce(Subquery(rows.annotate(n=Sum("content_chars")).values("n")[:1]), 0)
+
+
 def runs(task: Task) -> list[Run]:
     """The task's runs with their message and evidence counts, without their output."""
     return list(
@@ -101,6 +108,7 @@ def runs(task: Task) -> list[Run]:
         .annotate(
             message_count=_count_per_run(RunMessage),
             evidence_count=_count_per_run(ToolEvidence),
+            evidence_chars=_chars_per_run(),
             output_len=Length("output_text"),
         )
         .order_by("attempt_index", "graph_index", "id")

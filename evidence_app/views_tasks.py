@@ -20,7 +20,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from evidence_app import task_page
+from evidence_app import task_page, trace_tree
 from evidence_app.forms import FeedbackForm, NoteForm, TaskCreateForm
 from evidence_app.models import SnapshotKind, ValidationSnapshot
 from evidence_app.selectors import (
@@ -173,8 +173,10 @@ def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
         "lazy_limit": limit,
         **_snapshot_context(snapshots, latest, selected, limit=limit),
         **_verdict_context(task, latest, limit=limit),
-        **_evidence_context(task),
+        **_evidence_context(task, runs),
         "runs": runs,
+        # The trace tree's top levels (issue 26); runs and their steps are staff material.
+        "trace": trace_tree.attempts(task) if is_staff_role(user) else [],
         # Stored per request when it was made (issue 18); summed here, never re-priced.
         "cost": task_cost_of(
             runs=[(r.attempt_index, r.cost) for r in runs],
@@ -246,14 +248,16 @@ def _verdict_context(
     }
 
 
-def _evidence_context(task: Task) -> dict[str, Any]:
-    evidence = task_page.evidence(task)
+def _evidence_context(task: Task, runs: Sequence[Run]) -> dict[str, Any]:
+    """The first ``EVIDENCE_INLINE_ITEMS`` tool results; the totals come from the runs'
+    counts, so an attempt with 20,000 results reads 50 rows here (issue 26)."""
+    count = sum(r.evidence_count for r in runs)  # type: ignore[attr-defined]
     return {
         "evidence_labels": evidence_labels_for_task(task.pk),
-        "evidence": evidence,
-        "evidence_head": evidence[:EVIDENCE_INLINE_ITEMS],
-        "evidence_rest": max(0, len(evidence) - EVIDENCE_INLINE_ITEMS),
-        "evidence_chars": sum(e.content_chars or 0 for e in evidence),
+        "evidence_count": count,
+        "evidence_head": task_page.evidence(task, limit=EVIDENCE_INLINE_ITEMS),
+        "evidence_rest": max(0, count - EVIDENCE_INLINE_ITEMS),
+        "evidence_chars": sum(r.evidence_chars for r in runs),  # type: ignore[attr-defined]
     }
 
 
