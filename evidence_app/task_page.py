@@ -10,6 +10,7 @@ from django.db.models import Count, F, Model, OuterRef, Subquery, Sum, TextField
 from django.db.models.functions import Cast, Coalesce, Left, Length
 from django.shortcuts import get_object_or_404
 
+from evidence_app import trace_tree
 from evidence_app.models import ValidationSnapshot
 from tasks_app.models import (
     ClaimEvent,
@@ -107,7 +108,7 @@ def runs(task: Task) -> list[Run]:
         .defer("output_text")
         .annotate(
             message_count=_count_per_run(RunMessage),
-            evidence_count=_count_per_run(ToolEvidence),
+            **trace_tree.step_counts(),  # model_calls, evidence_count
             evidence_chars=_chars_per_run(),
             output_len=Length("output_text"),
         )

@@ -11,6 +11,7 @@ the task page down.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -19,18 +20,13 @@ from typing import Any
 from django.db.models import (
     CharField,
     Count,
-    F,
-    Max,
-    Min,
     Model,
     OuterRef,
     Q,
     Subquery,
-    Sum,
     Value,
-    Window,
 )
-from django.db.models.functions import Coalesce, RowNumber
+from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
 from project.costs import CostTotal
@@ -109,84 +105,53 @@ def _count_per_run(model: type[Model]) -> Coalesce:
     return Coalesce(Subquery(rows.annotate(n=Count("*")).values("n")[:1]), 0)
 
 
-def attempts(task: Task) -> list[AttemptNode]:
-    """The task's attempts that have runs, oldest first, each with its summed tokens,
-    cost and wall-clock duration (first start to last finish), and the first page of
-    its runs."""
-    rows = (
-        Run.objects.filter(task=task)
-        .order_by()
-        .values("attempt_index")
-        .annotate(
-            run_count=Count("id"),
-            input_tokens_sum=Coalesce(Sum("input_tokens"), 0),
-            output_tokens_sum=Coalesce(Sum("output_tokens"), 0),
-            cost_sum=Sum("cost"),
-            priced=Count("cost"),
-            first_start=Min("started_at"),
-            last_finish=Max("finished_at"),
-        )
-        .order_by("attempt_index")
-    )
+def attempts(runs: Sequence[Run]) -> list[AttemptNode]:
+    """The attempts of the task's ``runs`` (as the task page reads them, in graph order
+    with their ``model_calls`` and ``evidence_count``), oldest first, each with its
+    summed tokens and cost, its wall-clock duration (first start to last finish) and the
+    first page of its runs. No query: the page has read the runs already."""
+    by_attempt: dict[int, list[Run]] = {}
+    for run in runs:
+        by_attempt.setdefault(run.attempt_index, []).append(run)
     nodes = []
-    for row in rows:
+    for index, members in sorted(by_attempt.items()):
+        finishes = [r.finished_at for r in members if r.finished_at is not None]
         duration = None
-        if row["last_finish"] is not None:
-            duration = int((row["last_finish"] - row["first_start"]).total_seconds() * 1000)
-        node = AttemptNode(
-            index=row["attempt_index"],
-            run_count=row["run_count"],
-            input_tokens=row["input_tokens_sum"],
-            output_tokens=row["output_tokens_sum"],
-            cost=CostTotal(
-                amount=row["cost_sum"] or Decimal(0),
-                priced=row["priced"],
-                unknown=row["run_count"] - row["priced"],
-            ),
-            duration_ms=duration,
+        if finishes:
+            first_start = min(r.started_at for r in members)
+            duration = int((max(finishes) - first_start).total_seconds() * 1000)
+        nodes.append(
+            AttemptNode(
+                index=index,
+                run_count=len(members),
+                input_tokens=sum(r.input_tokens for r in members),
+                output_tokens=sum(r.output_tokens for r in members),
+                cost=CostTotal.of(r.cost for r in members),
+                duration_ms=duration,
+                runs=_page(members[: PAGE_SIZE + 1], offset=0, total=len(members)),
+            )
         )
-        nodes.append(node)
-    first = _first_runs(task)
-    for node in nodes:
-        node.runs = _page(first.get(node.index, []), offset=0, total=node.run_count)
     return nodes
 
 
-def _with_step_counts(runs: Any) -> Any:
-    return runs.defer("output_text", "payload", "usage", "warnings").annotate(
-        model_calls=_count_per_run(LLMRequestSnapshot),
-        tool_calls=_count_per_run(ToolEvidence),
-    )
+def step_counts() -> dict[str, Coalesce]:
+    """Annotations: a run's number of model calls and of tool calls."""
+    return {
+        "model_calls": _count_per_run(LLMRequestSnapshot),
+        "evidence_count": _count_per_run(ToolEvidence),
+    }
 
 
-def _first_runs(task: Task) -> dict[int, list[Run]]:
-    """The first ``PAGE_SIZE + 1`` runs of every attempt in graph order, in one query
-    whatever the number of attempts (a row number per attempt)."""
-    position = Window(
-        RowNumber(), partition_by=[F("attempt_index")], order_by=[F("graph_index"), F("id")]
-    )
-    rows = (
-        _with_step_counts(Run.objects.filter(task=task))
-        .annotate(position=position)
-        .filter(position__lte=PAGE_SIZE + 1)
-        .order_by("attempt_index", "graph_index", "id")
-    )
-    out: dict[int, list[Run]] = {}
-    for run in rows:
-        out.setdefault(run.attempt_index, []).append(run)
-    return out
-
-
-def runs_page(task: Task, attempt: int, *, offset: int, total: int | None = None) -> TreePage:
+def runs_page(task: Task, attempt: int, *, offset: int) -> TreePage:
     """A page of the attempt's runs in graph order, without their output, each with its
     number of model calls and tool calls."""
     base = Run.objects.filter(task=task, attempt_index=attempt)
-    if total is None:
-        total = base.count()
     rows = list(
-        _with_step_counts(base).order_by("graph_index", "id")[offset : offset + PAGE_SIZE + 1]
+        base.defer("output_text", "payload", "usage", "warnings")
+        .annotate(**step_counts())
+        .order_by("graph_index", "id")[offset : offset + PAGE_SIZE + 1]
     )
-    return _page(rows, offset=offset, total=total)
+    return _page(rows, offset=offset, total=base.count())
 
 
 def run_of(task: Task, run_id: int) -> Run:
@@ -205,12 +170,13 @@ def steps_page(run: Run, *, offset: int) -> TreePage:
     tools = ToolEvidence.objects.filter(run=run)
     kind = CharField()
     order = (
-        calls.annotate(kind=Value(MODEL_CALL, output_field=kind))
+        calls.order_by()
+        .annotate(kind=Value(MODEL_CALL, output_field=kind))
         .values_list("created_at", "id", "kind")
         .union(
-            tools.annotate(kind=Value(TOOL_CALL, output_field=kind)).values_list(
-                "created_at", "id", "kind"
-            ),
+            tools.order_by()
+            .annotate(kind=Value(TOOL_CALL, output_field=kind))
+            .values_list("created_at", "id", "kind"),
             all=True,
         )
         .order_by("created_at", "kind", "id")

@@ -27,6 +27,7 @@ from evidence_app.selectors import (
     answer_segments,
     citation_excerpts,
     evidence_labels_for_task,
+    evidence_labels_of,
     task_cost_of,
 )
 from evidence_app.views_review import (
@@ -176,7 +177,7 @@ def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
         **_evidence_context(task, runs),
         "runs": runs,
         # The trace tree's top levels (issue 26); runs and their steps are staff material.
-        "trace": trace_tree.attempts(task) if is_staff_role(user) else [],
+        "trace": trace_tree.attempts(runs) if is_staff_role(user) else [],
         # Stored per request when it was made (issue 18); summed here, never re-priced.
         "cost": task_cost_of(
             runs=[(r.attempt_index, r.cost) for r in runs],
@@ -252,10 +253,11 @@ def _evidence_context(task: Task, runs: Sequence[Run]) -> dict[str, Any]:
     """The first ``EVIDENCE_INLINE_ITEMS`` tool results; the totals come from the runs'
     counts, so an attempt with 20,000 results reads 50 rows here (issue 26)."""
     count = sum(r.evidence_count for r in runs)  # type: ignore[attr-defined]
+    head = task_page.evidence(task, limit=EVIDENCE_INLINE_ITEMS)
     return {
-        "evidence_labels": evidence_labels_for_task(task.pk),
+        "evidence_labels": evidence_labels_of(head, runs),
         "evidence_count": count,
-        "evidence_head": task_page.evidence(task, limit=EVIDENCE_INLINE_ITEMS),
+        "evidence_head": head,
         "evidence_rest": max(0, count - EVIDENCE_INLINE_ITEMS),
         "evidence_chars": sum(r.evidence_chars for r in runs),  # type: ignore[attr-defined]
     }
