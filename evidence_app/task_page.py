@@ -17,7 +17,6 @@ from tasks_app.models import (
     Feedback,
     OtlpTrace,
     Run,
-    RunMessage,
     Task,
     TaskEvent,
     ToolEvidence,
@@ -102,15 +101,15 @@ def _chars_per_run() -> Coalesce:
 
 
 def runs(task: Task) -> list[Run]:
-    """The task's runs with their message and evidence counts, without their output."""
+    """The task's runs without their output, with their numbers of model calls and tool
+    calls and the size of their tool results (what the trace tree and the evidence panel
+    show)."""
     return list(
         Run.objects.filter(task=task)
-        .defer("output_text")
+        .defer("output_text", "payload", "usage", "warnings")
         .annotate(
-            message_count=_count_per_run(RunMessage),
             **trace_tree.step_counts(),  # model_calls, evidence_count
             evidence_chars=_chars_per_run(),
-            output_len=Length("output_text"),
         )
         .order_by("attempt_index", "graph_index", "id")
     )
