@@ -1,7 +1,7 @@
 """The task page with a 20,000-step attempt (issue 26, the trace tree): server response
 time and first contentful paint in Chromium, beside the same task page without steps.
 
-    .venv/bin/python -m bench.trace_tree                      # SQLite (a bench file)
+    .venv/bin/python -m bench.trace_tree [STEPS [LOADS]]      # SQLite (a bench file)
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/bench .venv/bin/python -m bench.trace_tree
 
 The attempt is a team of four nodes and a synthesis (five runs); each run made
@@ -315,7 +315,8 @@ def main(argv: list[str]) -> int:
     ensure_database(os.environ.get("DATABASE_URL", ""))
     call_command("migrate", verbosity=0)
     steps = int(argv[0]) if argv else STEPS
-    figures = measure(steps=steps)
+    requests = int(argv[1]) if len(argv) > 1 else 5
+    figures = measure(steps=steps, requests=requests)
     print("\n".join(report(figures, connection.vendor)))
     return 0
 
