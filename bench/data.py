@@ -20,7 +20,7 @@ from evidence_app.models import ValidationSnapshot
 from evidence_app.validator.schema import claim_summary
 from project.roles import REVIEWERS
 from tasks_app.models import Run, RunMessage, Task, TaskEvent, ToolEvidence, content_digest
-from tasks_app.states import TaskStatus
+from tasks_app.workflow.states import TaskStatus
 
 WORDS = (
     "policy budget travel office expense approval handbook section employee manager "

@@ -40,9 +40,9 @@ from bench.common import Figure, Target, percentile, result
 from bench.models import LATENCY_AGENT, LATENCY_JUDGE
 from bench.pipeline import SETTLED, ensure_documents
 from bench.procstat import cpu_seconds, descendants
-from tasks_app import services
 from tasks_app.models import Task, TaskEvent
-from tasks_app.states import TaskStatus
+from tasks_app.workflow import services
+from tasks_app.workflow.states import TaskStatus
 
 OWNER = "bench_latency"
 

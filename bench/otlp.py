@@ -102,8 +102,8 @@ def _copy_baseline(body: bytes, user: Any) -> float:
 
     from django.db import connection, transaction
 
+    from tasks_app.intake.otlp.decode import PROTOBUF, parse_request, spans_of
     from tasks_app.models import OtlpTrace
-    from tasks_app.otlp.decode import PROTOBUF, parse_request, spans_of
 
     records, _ = spans_of(parse_request(body, PROTOBUF))
     trace_ids = sorted({r.trace_id for r in records})
@@ -146,7 +146,7 @@ def run(*, traces: int = 100, spans_per_trace: int = 10, repeats: int = 7) -> di
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from tasks_app.auth import api_token_create
+    from tasks_app.accounts.auth import api_token_create
     from tasks_app.models import OtlpTrace
 
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "false")

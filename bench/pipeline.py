@@ -38,9 +38,9 @@ from bench.common import Figure, Target, result, summary_ms
 from bench.models import AGENT, JUDGE
 from bench.procstat import cpu_seconds, descendants
 from project.queues import PURPOSES
-from tasks_app import services
 from tasks_app.models import KnowledgeDocument, Task, TaskEvent
-from tasks_app.states import TaskStatus
+from tasks_app.workflow import services
+from tasks_app.workflow.states import TaskStatus
 
 OWNER = "bench_pipeline"
 SETTLED = {
@@ -223,7 +223,7 @@ def in_process(n: int) -> dict[str, Any]:
     from django.test.utils import CaptureQueriesContext, override_settings
 
     from evidence_app.services import validation_run
-    from tasks_app.attempts import attempt_run
+    from tasks_app.runtime.attempts import attempt_run
 
     user = owner()
     samples, queries, commits = [], [], []

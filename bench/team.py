@@ -1,6 +1,6 @@
 """Team parallelism: 3 and 6 nodes on a model that sleeps 300 ms per call, with
 ``MAX_PARALLEL_TEAM_NODES`` 1 (the baseline, same run) vs 3, through the real team
-runner (``tasks_app.agents.team.run_team``: threads, recorder, database writes) in
+runner (``tasks_app.runtime.agents.team.run_team``: threads, recorder, database writes) in
 this process. Each node makes one model call; the synthesis makes one more.
 
 Figures: the node phase (first node start to last node finish, from the stored
@@ -20,9 +20,9 @@ from django.contrib.auth import get_user_model
 
 from bench.common import Figure, Target, result
 from bench.models import SLEEPY
-from tasks_app.agents.plans import TeamPlan, parse_plan
-from tasks_app.agents.team import run_team
 from tasks_app.models import Run, RunKind, Task
+from tasks_app.runtime.agents.plans import TeamPlan, parse_plan
+from tasks_app.runtime.agents.team import run_team
 
 OWNER = "bench_team"
 

@@ -336,7 +336,7 @@ class Drill:
         from django.contrib.auth import get_user_model
 
         from bench.pipeline import ensure_documents
-        from tasks_app.auth import api_token_create
+        from tasks_app.accounts.auth import api_token_create
 
         ensure_documents()
         user = get_user_model().objects.create_user(username="chaos", password=None)

@@ -36,9 +36,10 @@ from project.llm.registry import resolve_model
 from project.pagination import LimitOffset100, paginate
 from project.roles import require_operator
 from project.schemas import error_responses
-from tasks_app.idempotency import idempotency_header, run_idempotent
+from tasks_app.api.idempotency import idempotency_header, run_idempotent
 from tasks_app.models import ToolEvidence
-from tasks_app.selectors import get_visible_run, require_visible_task
+from tasks_app.runtime.selectors import get_visible_run
+from tasks_app.workflow.selectors import require_visible_task
 
 router = Router(tags=["evidence"])
 

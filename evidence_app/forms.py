@@ -10,9 +10,9 @@ from django.conf import settings
 
 from evidence_app.models import FailureCategory, ValidationStatus
 from project.llm.registry import ModelConfigurationError, resolve_model
-from tasks_app.agents.plans import parse_plan
 from tasks_app.models import ValidationPolicy
-from tasks_app.states import TaskStatus
+from tasks_app.runtime.agents.plans import parse_plan
+from tasks_app.workflow.states import TaskStatus
 
 
 class ReplayForm(forms.Form):
@@ -105,7 +105,7 @@ FEEDBACK_CHOICES = [
 
 
 def validate_plan(raw: dict[str, Any]) -> dict[str, Any]:
-    """Check a team plan with the runtime's schema (``tasks_app.agents.plans``); the
+    """Check a team plan with the runtime's schema (``tasks_app.runtime.agents.plans``); the
     plan is stored as the person wrote it."""
     try:
         parse_plan(raw)

@@ -1,5 +1,5 @@
 """What evidence_app registers when Django starts (``EvidenceAppConfig.ready``): the
-validator tasks_app sends answers to (``tasks_app.verdicts``), and the validator's
+validator tasks_app sends answers to (``tasks_app.workflow.verdicts``), and the validator's
 families on /metrics."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from project.metrics import (
     register_source,
     usage_families,
 )
-from tasks_app.verdicts import register_validator
+from tasks_app.workflow.verdicts import register_validator
 
 
 def _tallies() -> dict[str, Tally]:

@@ -1,37 +1,38 @@
-"""The rows of the review queue and of the task lists, rendered in Python (issue 16).
+"""The rows of the review queue and of the task lists: their values prepared here, their
+markup in Jinja2 templates (``evidence_app/jinja2/rows/``).
 
-Django's template engine costs a few microseconds per node (variable lookup, filters,
-localisation, autoescape, ``{% url %}``): a 50-row queue page ran ~2,000 nodes, 200
-``reverse()`` calls and ~60 % of the page's CPU in its rows. Here one ``str.format`` per
-row builds the same markup from escaped values (titles, names and validator text are
-data, never markup, U7), each task's URLs come from one ``reverse()`` per page and
-``timesince`` translates each of its phrases once per page. The
-page templates keep everything else; ``tests/ui/test_rows.py`` checks these rows against
-the template markup they replaced.
+A list page holds up to 200 rows, and Django's template engine costs a few microseconds
+per node (variable lookup, filters, localisation, ``{% url %}``): such a page ran ~2,000
+nodes and ~60 % of its CPU in its rows (issue 16). Jinja2 compiles a template to Python
+once, so the rows keep their markup in a template at the cost of a ``str.format``. Each
+task's URLs come from one ``reverse()`` per page and ``timesince`` translates each of its
+phrases once per page. Autoescape is on: titles, names and validator text are data,
+never markup (U7). ``tests/ui/test_rows.py`` checks the rows against the Django template
+markup they replaced.
 """
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
+import jinja2
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 from django.utils.timesince import TIME_STRINGS, timesince
 
-from tasks_app.states import TaskStatus
+from tasks_app.workflow.states import TaskStatus
 
-DASH = '<span class="muted">–</span>'
-
-
-def escape(value: Any) -> str:
-    """Django's ``escape`` (``& < > " '``) without its lazy-string wrapper: the rows call
-    it a dozen times each."""
-    return html.escape(str(value))
+TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).resolve().parent / "jinja2"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    auto_reload=False,
+)
 
 
 def _truncate(text: Any, length: int) -> str:
@@ -96,21 +97,55 @@ def rerun_note(count: int | None) -> str:
     return f"re-run {count} time{'' if count == 1 else 's'} after a worker fault"
 
 
-QUEUE_ROW = """
-      <tr data-task-id="{pk}" data-version="{version}" data-title="{title}" tabindex="-1" aria-selected="false"
-          data-action-url="{action_url}" data-open-url="{open_url}">
-        <td class="mono">{pk}</td>
-        <td class="title"><a class="open" tabindex="-1" href="{open_url}" hx-get="{open_url}" hx-target="#main" hx-swap="innerHTML" hx-push-url="true"><span hx-disable>{title}</span></a>
-          <div class="small muted">{owner} · <span class="attempts">attempt {attempt_count} of {max_attempts}{rerun}</span>{issue}</div>
-          {first_problem}</td>
-        <td>{verdict}</td>
-        <td>{category}</td>
-        <td class="small">{claims}</td>
-        <td>{assigned}</td>
-        <td>{claim}</td>
-        <td class="nowrap" title="{created}">{waiting}</td>
-      </tr>
-    """  # noqa: E501 - the markup of one row, kept as the template had it
+def _render(template: str, **context: Any) -> SafeString:
+    # Jinja2 escaped every value: the result is markup (U7).
+    return mark_safe(TEMPLATES.get_template(template).render(**context))  # noqa: S308
+
+
+# The verdict's claim counts a queue row shows (``ValidationSnapshot.claim_summary``).
+CLAIM_COUNTS = ("total", "supported", "contradicted", "unsupported", "unverified_citations")
+
+
+def _queue_row(
+    t: Any,
+    *,
+    me: Any,
+    urls: TaskUrls,
+    suffix: str,
+    labels: tuple[Mapping[str, str], Mapping[str, str]],
+    since: str,
+) -> dict[str, Any]:
+    vstatuses, categories = labels
+    claims = t.v_claims if isinstance(t.v_claims, dict) else {}
+    problem = claims.get("first_problem")
+    live_claim = bool(t.claimed_by_id and t.claim_is_live())
+    open_url = urls.detail(t.pk) + suffix
+    return {
+        "pk": t.pk,
+        "version": t.version,
+        "title": t.title,
+        "action_url": urls.feedback(t.pk),
+        "open_url": open_url,
+        "owner": t.owner,
+        "attempt_count": t.attempt_count,
+        "max_attempts": t.max_attempts,
+        "rerun": rerun_note(t.requeue_count),
+        "issue": _truncate(t.v_issue, 110) if t.v_issue else "",
+        "problem": (
+            {"verdict": problem.get("verdict", ""), "text": _truncate(problem.get("text", ""), 140)}
+            if problem
+            else None
+        ),
+        "verdict": t.v_status,
+        "verdict_label": (vstatuses.get(t.v_status) or t.v_status) if t.v_status else "",
+        "category": (categories.get(t.v_category) or t.v_category) if t.v_category else "",
+        "claims": {key: claims.get(key, "") for key in CLAIM_COUNTS},
+        "assigned_to_me": bool(t.assigned_to_id and t.assigned_to_id == me),
+        "assigned": t.assigned_to if t.assigned_to_id else "",
+        "holder": ("you" if t.claimed_by_id == me else t.claimed_by) if live_claim else "",
+        "created": _local_minute(t.created_at),
+        "waiting": since,
+    }
 
 
 def queue_rows(
@@ -125,97 +160,21 @@ def queue_rows(
     """The ``<tr>`` of each queue task (``views_review.queue_queryset`` annotations)."""
     urls = TaskUrls()
     strings = time_strings()
-    suffix = escape(f"?{query}") if query else ""
+    suffix = f"?{query}" if query else ""
     me = getattr(user, "pk", None)
-    rows = []
-    for t in tasks:
-        claims = t.v_claims if isinstance(t.v_claims, dict) else {}
-        problem = claims.get("first_problem")
-        first_problem = (
-            '<div class="small first-problem" hx-disable><span class="badge claim-badge '
-            f'claim-{escape(problem.get("verdict", ""))}">{escape(problem.get("verdict", ""))}'
-            f"</span> {escape(_truncate(problem.get('text', ''), 140))}</div>"
-            if problem
-            else ""
+    rows = [
+        _queue_row(
+            t,
+            me=me,
+            urls=urls,
+            suffix=suffix,
+            labels=(vstatuses, categories),
+            since=_since(t.created_at, now, strings),
         )
-        issue = (
-            f' · <span class="issue" hx-disable>{escape(_truncate(t.v_issue, 110))}</span>'
-            if t.v_issue
-            else ""
-        )
-        verdict = (
-            f'<span class="badge v-{escape(t.v_status)}">'
-            f"{escape(vstatuses.get(t.v_status) or t.v_status)}</span>"
-            if t.v_status
-            else '<span class="muted">none</span>'
-        )
-        category = (
-            f'<span class="badge cat">{escape(categories.get(t.v_category) or t.v_category)}</span>'
-            if t.v_category
-            else DASH
-        )
-        if claims.get("total"):
-            summary = (
-                '<span class="queue-claims" title="claims of the answer by verdict">'
-                f"{escape(claims.get('supported', ''))} supported · "
-                f"{escape(claims.get('contradicted', ''))} contradicted · "
-                f"{escape(claims.get('unsupported', ''))} unsupported</span>"
-            )
-            if claims.get("unverified_citations"):
-                summary += (
-                    f' <span class="badge v-rejected">{escape(claims["unverified_citations"])}'
-                    " unverified</span>"
-                )
-        else:
-            summary = DASH
-        if t.assigned_to_id:
-            assigned = (
-                '<span class="badge">you</span>'
-                if t.assigned_to_id == me
-                else escape(t.assigned_to)
-            )
-        else:
-            assigned = DASH
-        if t.claimed_by_id and t.claim_is_live():
-            holder = "you" if t.claimed_by_id == me else escape(t.claimed_by)
-            claim = f'<span class="badge">{holder}</span>'
-        else:
-            claim = DASH
-        open_url = urls.detail(t.pk) + suffix
-        rows.append(
-            QUEUE_ROW.format(
-                pk=t.pk,
-                version=t.version,
-                title=escape(t.title),
-                action_url=urls.feedback(t.pk),
-                open_url=open_url,
-                owner=escape(t.owner),
-                attempt_count=t.attempt_count,
-                max_attempts=t.max_attempts,
-                rerun=f", {rerun_note(t.requeue_count)}" if t.requeue_count else "",
-                issue=issue,
-                first_problem=first_problem,
-                verdict=verdict,
-                category=category,
-                claims=summary,
-                assigned=assigned,
-                claim=claim,
-                created=_local_minute(t.created_at),
-                waiting=escape(_since(t.created_at, now, strings)),
-            )
-        )
-    # Every value above was escaped (or is one of our constants): U7.
-    return mark_safe("".join(rows))  # noqa: S308
+        for t in tasks
+    ]
+    return _render("rows/queue_rows.html", rows=rows)
 
-
-LIST_ROW = """
-      <tr data-task-id="{pk}"><td class="mono">{pk}</td><td class="title"><a href="{url}" hx-disable>{title}</a></td>
-        {owner}
-        <td><span class="badge status-{status}{pulse}">{status_label}</span>{your_turn}</td>
-        <td class="attempts">{attempt_count}/{max_attempts}{rerun}</td>
-        <td>{outcome}</td>
-        <td class="nowrap" title="{created}">{since} ago</td></tr>
-    """  # noqa: E501 - the markup of one row, kept as the template had it
 
 STATUS_LABELS = dict(TaskStatus.choices)
 
@@ -225,35 +184,23 @@ def task_rows(tasks: Iterable[Any], *, user: Any, scope: str) -> SafeString:
     urls = TaskUrls()
     strings = time_strings()
     me = getattr(user, "pk", None)
-    rows = []
-    for t in tasks:
-        outcome = (
-            escape(t.get_validation_outcome_display())
-            if t.validation_outcome
-            else '<span class="faint">–</span>'
-        )
-        your_turn = t.requires_user_action and t.owner_id == me
-        rows.append(
-            LIST_ROW.format(
-                pk=t.pk,
-                url=urls.detail(t.pk),
-                title=escape(t.title),
-                owner=f"<td>{escape(t.owner)}</td>" if scope == "all" else "",
-                status=escape(t.status),
-                pulse=" pulse" if t.is_execution_active else "",
-                status_label=escape(STATUS_LABELS.get(t.status, t.status)),
-                your_turn=' <span class="small muted">your turn</span>' if your_turn else "",
-                attempt_count=t.attempt_count,
-                max_attempts=t.max_attempts,
-                rerun=(
-                    f'<div class="small muted rerun">{rerun_note(t.requeue_count)}</div>'
-                    if t.requeue_count
-                    else ""
-                ),
-                outcome=outcome,
-                created=_local_minute(t.created_at),
-                since=escape(_since(t.created_at, None, strings)),
-            )
-        )
-    # Every value above was escaped (or is one of our constants): U7.
-    return mark_safe("".join(rows))  # noqa: S308
+    rows = [
+        {
+            "pk": t.pk,
+            "url": urls.detail(t.pk),
+            "title": t.title,
+            "owner": t.owner,
+            "status": t.status,
+            "active": t.is_execution_active,
+            "status_label": STATUS_LABELS.get(t.status, t.status),
+            "your_turn": t.requires_user_action and t.owner_id == me,
+            "attempt_count": t.attempt_count,
+            "max_attempts": t.max_attempts,
+            "rerun": rerun_note(t.requeue_count),
+            "outcome": t.get_validation_outcome_display() if t.validation_outcome else "",
+            "created": _local_minute(t.created_at),
+            "since": _since(t.created_at, None, strings),
+        }
+        for t in tasks
+    ]
+    return _render("rows/task_rows.html", rows=rows, all=scope == "all")

@@ -52,15 +52,15 @@ from tasks_app.models import (
     Task,
     ValidationPolicy,
 )
-from tasks_app.services import (
+from tasks_app.workflow.services import (
     attempt_enqueue,
     job_enqueue,
     new_job_id,
     task_transition,
     validation_enqueue,
 )
-from tasks_app.states import TaskStatus
-from tasks_app.validation_claims import (
+from tasks_app.workflow.states import TaskStatus
+from tasks_app.workflow.validation_claims import (
     ClaimKeeper,
     validation_claim_and_read,
     validation_claim_release,

@@ -1,4 +1,4 @@
-"""evidence_app's side of ``tasks_app.verdicts``: how tasks_app queues a validation and
+"""evidence_app's side of ``tasks_app.workflow.verdicts``: how tasks_app queues a validation and
 reads verdicts without importing this app (registered in ``EvidenceAppConfig.ready``)."""
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from evidence_app.selectors import (
     verdict,
 )
 from tasks_app.models import Task, TaskQuerySet
-from tasks_app.services import job_send_on_commit
-from tasks_app.verdicts import Verdict
+from tasks_app.workflow.services import job_send_on_commit
+from tasks_app.workflow.verdicts import Verdict
 
 
 class StoredVerdicts:
-    """The validator behind ``tasks_app.verdicts.validator()``."""
+    """The validator behind ``tasks_app.workflow.verdicts.validator()``."""
 
     def enqueue(self, task_id: int, attempt_index: int, *, job_id: str, countdown: float) -> str:
         return job_send_on_commit(

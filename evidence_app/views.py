@@ -41,7 +41,7 @@ from project.diffs import DIFF_MAX_LINES, diff_lines
 from project.health import run_checks
 from project.views import operator_required, render_fragment, render_page, wants_fragment
 from tasks_app.models import LLMRequestSnapshot, Task, TaskEvent
-from tasks_app.states import TaskStatus
+from tasks_app.workflow.states import TaskStatus
 
 LLM_REQUESTS_PER_PAGE = 25
 # The operator overview's cost window (issue 18).

@@ -36,10 +36,10 @@ from project.errors import DomainError
 from project.pagination import CountedPaginator
 from project.roles import REVIEWERS, is_reviewer
 from project.views import render_fragment, render_page, reviewer_required, wants_fragment
-from tasks_app import services
 from tasks_app.models import Task, TaskEvent, TaskStatusCount
-from tasks_app.selectors import status_counts, visible_task
-from tasks_app.states import TaskStatus
+from tasks_app.workflow import services
+from tasks_app.workflow.selectors import status_counts, visible_task
+from tasks_app.workflow.states import TaskStatus
 
 QUEUE_PAGE_SIZE = 50
 

@@ -49,7 +49,6 @@ from project.views import (
     reviewer_required,
     wants_fragment,
 )
-from tasks_app import services, states
 from tasks_app.models import (
     ClaimEvent,
     Feedback,
@@ -61,8 +60,9 @@ from tasks_app.models import (
     TaskEvent,
     ToolEvidence,
 )
-from tasks_app.selectors import can_act, count_of, status_counts, visible_task
-from tasks_app.states import TaskStatus
+from tasks_app.workflow import services, states
+from tasks_app.workflow.selectors import can_act, count_of, status_counts, visible_task
+from tasks_app.workflow.states import TaskStatus
 
 POLLING_STATUSES = states.EXECUTION_ACTIVE_STATUSES | states.RUNNABLE_STATUSES
 TASKS_PER_PAGE = 50

@@ -14,7 +14,7 @@ from evidence_app import trace_tree
 from project.roles import is_staff_role
 from project.views import render_fragment
 from tasks_app.models import Task
-from tasks_app.selectors import visible_task
+from tasks_app.workflow.selectors import visible_task
 
 TEMPLATE = "evidence_app/_trace_tree.html"
 

@@ -26,7 +26,7 @@ from pydantic import ValidationError as PydanticValidationError
 from project import request_bodies
 from project.errors import DomainError
 from project.middleware import DB_RETRY_AFTER_SECONDS, log_database_unavailable
-from tasks_app.auth import api_auth
+from tasks_app.accounts.auth import api_auth
 
 logger = logging.getLogger(__name__)
 
@@ -290,5 +290,5 @@ def health(request: HttpRequest) -> dict[str, str]:
     return {"status": "ok"}
 
 
-api.add_router("/", "tasks_app.api.router")
+api.add_router("/", "tasks_app.api.routes.router")
 api.add_router("/", "evidence_app.api.router")

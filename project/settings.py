@@ -136,7 +136,7 @@ TEMPLATES = [
                 "django.template.context_processors.csp",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "tasks_app.context_processors.roles",
+                "tasks_app.accounts.context_processors.roles",
             ],
         },
     },

@@ -13,9 +13,9 @@ urlpatterns = [
     re_path(r"^api/v1/(?P<path>.*)$", api_not_found_view),
     # /api/docs is the documented short address; the versioned docs live under /api/v1/.
     path("api/docs", RedirectView.as_view(url="/api/v1/docs", permanent=False)),
-    path("account/", include("tasks_app.urls_account")),
+    path("account/", include("tasks_app.accounts.urls")),
     path("login/", auth_views.LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("", include("evidence_app.urls")),
-    path("", include("tasks_app.urls")),
+    path("", include("tasks_app.knowledge.urls")),
 ]

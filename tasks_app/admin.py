@@ -8,24 +8,24 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from project.admin import AppendOnlyAdmin, ReadOnlyAdmin
-from tasks_app.models import (
-    ApiToken,
-    ClaimEvent,
-    Feedback,
-    IdempotencyKey,
-    KnowledgeDocument,
+from tasks_app.accounts.models import ApiToken
+from tasks_app.api.models import IdempotencyKey
+from tasks_app.knowledge.models import KnowledgeDocument
+from tasks_app.notifications.models import WebhookDelivery, WebhookDeliveryAttempt, WebhookEndpoint
+from tasks_app.runtime.models import (
     LLMRequestSnapshot,
-    OutboxJob,
     Run,
     RunMessage,
     ServiceHeartbeat,
+    ToolEvidence,
+)
+from tasks_app.workflow.models import (
+    ClaimEvent,
+    Feedback,
+    OutboxJob,
     Task,
     TaskEvent,
     TaskStatusCount,
-    ToolEvidence,
-    WebhookDelivery,
-    WebhookDeliveryAttempt,
-    WebhookEndpoint,
 )
 
 

@@ -10,7 +10,7 @@ class TasksAppConfig(AppConfig):
     def ready(self) -> None:
         from project.llm.registry import register_offline_model
         from tasks_app import operations
-        from tasks_app.agents.offline_researcher import offline_researcher_model
+        from tasks_app.runtime.agents.offline_researcher import offline_researcher_model
 
         register_offline_model("offline:researcher", offline_researcher_model)
         operations.register()

@@ -1,6 +1,6 @@
 """Celery jobs of the agent runtime (X1, S4, S5). Thin: ids in, one service call.
 
-Enqueued through the outbox (``tasks_app.services.attempt_enqueue``); a redelivered
+Enqueued through the outbox (``tasks_app.workflow.services.attempt_enqueue``); a redelivered
 or duplicated job finds the attempt already claimed (``lease_held``) or finished
 (``duplicate``) and does nothing, or takes over an attempt whose lease expired.
 """
@@ -11,12 +11,16 @@ from typing import Any
 
 from celery import shared_task
 
-from tasks_app.attempts import attempt_reap, attempt_run
-from tasks_app.idempotency import idempotency_purge
-from tasks_app.otlp.ingest import otlp_due_traces, otlp_trace_assemble
-from tasks_app.outbox import outbox_purge, outbox_relay
-from tasks_app.services import RUN_ATTEMPT_JOB
-from tasks_app.webhooks import DELIVER_WEBHOOKS_JOB, webhook_send_pending, webhook_sweep
+from tasks_app.api.idempotency import idempotency_purge
+from tasks_app.intake.otlp.ingest import OTLP_ASSEMBLE_JOB, otlp_due_traces, otlp_trace_assemble
+from tasks_app.notifications.webhooks import (
+    DELIVER_WEBHOOKS_JOB,
+    webhook_send_pending,
+    webhook_sweep,
+)
+from tasks_app.runtime.attempts import attempt_reap, attempt_run
+from tasks_app.workflow.outbox import outbox_purge, outbox_relay
+from tasks_app.workflow.services import RUN_ATTEMPT_JOB
 
 
 @shared_task(name=RUN_ATTEMPT_JOB, bind=True)
@@ -24,7 +28,7 @@ def run_attempt_job(self: Any, task_id: int) -> str:
     """Run the next attempt of ``task_id`` if it is runnable (open/needs_revision), or
     take over its running attempt whose lease expired (issue 17). Returns the task's
     status after the attempt, ``taken_over``, or why nothing was done: ``duplicate``,
-    ``lease_held``, ``lease_lost``, ``db_lost`` (``tasks_app.attempts.JobResult``)."""
+    ``lease_held``, ``lease_lost``, ``db_lost`` (``tasks_app.runtime.attempts.JobResult``)."""
     outcome = attempt_run(task_id=int(task_id), worker=str(self.request.hostname or ""))
     return outcome.result
 
@@ -49,7 +53,7 @@ def relay_outbox_job() -> int:
     return outbox_relay()
 
 
-@shared_task(name="tasks_app.otlp_assemble_traces", bind=True)
+@shared_task(name=OTLP_ASSEMBLE_JOB, bind=True)
 def otlp_assemble_traces_job(self, trace_pks: list[int]) -> dict[str, int]:
     """Turn complete OTLP traces into attempts; the ones still receiving spans are looked
     at again when their quiet period has passed (issue 15). Each trace is submitted once:

@@ -35,21 +35,15 @@ from project.metrics import (
     usage_families,
 )
 from project.queues import MAINTENANCE, consumed_queues, queue_name, worker_queues
-from tasks_app.attempts import attempt_reap
-from tasks_app.models import (
-    DeliveryStatus,
-    LLMRequestSnapshot,
-    ServiceHeartbeat,
-    Task,
-    TaskEvent,
-    WebhookDelivery,
-    WebhookDeliveryAttempt,
-)
-from tasks_app.outbox import outbox_relay
-from tasks_app.services import heartbeat_forget, heartbeat_record
-from tasks_app.signals import task_transitioned
-from tasks_app.states import TaskStatus
-from tasks_app.webhooks import webhook_events_for_transition
+from tasks_app.notifications.models import DeliveryStatus, WebhookDelivery, WebhookDeliveryAttempt
+from tasks_app.notifications.webhooks import webhook_events_for_transition
+from tasks_app.runtime.attempts import attempt_reap
+from tasks_app.runtime.models import LLMRequestSnapshot, ServiceHeartbeat
+from tasks_app.runtime.runs import heartbeat_forget, heartbeat_record
+from tasks_app.workflow.models import Task, TaskEvent
+from tasks_app.workflow.outbox import outbox_relay
+from tasks_app.workflow.signals import task_transitioned
+from tasks_app.workflow.states import TaskStatus
 
 log = logging.getLogger(__name__)
 

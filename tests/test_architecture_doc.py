@@ -32,13 +32,14 @@ def test_every_module_the_behaviour_table_names_exists() -> None:
 
 
 def test_the_model_table_lists_every_model_of_the_apps() -> None:
+    """Each model with its app and the file that defines it."""
     section = _section("Models")
     listed = {
-        (model.strip("|` "), app.strip("` "))
-        for model, app in zip(_table_cells(section, 0), _table_cells(section, 1), strict=True)
+        (model.strip("|` "), app.strip("` "), where.strip("` "))
+        for model, app, where in zip(*(_table_cells(section, i) for i in range(3)), strict=True)
     }
     actual = {
-        (model.__name__, model._meta.app_label)
+        (model.__name__, model._meta.app_label, model.__module__.replace(".", "/") + ".py")
         for model in apps.get_models()
         if model._meta.app_label in {"tasks_app", "evidence_app"}
     }

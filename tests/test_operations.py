@@ -20,7 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from evidence_app.services import validation_run
 from project.logs import ContextFilter, JsonFormatter, bound
 from tasks_app.models import ServiceHeartbeat
-from tasks_app.services import heartbeat_record
+from tasks_app.runtime.runs import heartbeat_record
 from tests.evidence_app.conftest import scripted_judge  # noqa: F401 - a fixture
 from tests.evidence_app.validation_helpers import validating_task, verdict
 from tests.factories import UserFactory
@@ -303,9 +303,9 @@ def test_no_task_id_outlives_the_job_or_request_that_bound_it(
     through Celery with its prerun/postrun signals), after ``task_create`` outside any
     request or job, and after a request carries no task id or attempt; the lines
     inside them do."""
-    from tasks_app.auth import api_token_create
+    from tasks_app.accounts.auth import api_token_create
     from tasks_app.jobs import run_attempt_job
-    from tasks_app.services import task_create
+    from tasks_app.workflow.services import task_create
     from tests.factories import KnowledgeDocumentFactory, TaskFactory
 
     settings.AGENT_MODEL = "offline:researcher"

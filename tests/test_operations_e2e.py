@@ -16,8 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from project.celery import app as celery_app
 from project.celery import configure
-from tasks_app.auth import api_token_create
-from tasks_app.knowledge import import_folder
+from tasks_app.accounts.auth import api_token_create
+from tasks_app.knowledge.importer import import_folder
 from tasks_app.models import Task
 from tests.factories import UserFactory
 from tests.workers import Worker, broker_env, database_url, wait_for

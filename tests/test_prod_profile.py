@@ -17,7 +17,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 from tests.factories import UserFactory
 from tests.workers import database_url, redis_url, wait_for
 

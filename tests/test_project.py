@@ -91,7 +91,7 @@ def test_unreachable_database_answers_503_with_retry_after_not_500(client, reque
 
     from django.db import connection
 
-    from tasks_app.auth import api_token_create
+    from tasks_app.accounts.auth import api_token_create
 
     token = api_token_create(user=requester, name="t")[1]
     client.force_login(requester)

@@ -17,7 +17,7 @@ from evidence_app.models import FailureCategory, SnapshotKind, ValidationStatus
 from project.costs import CostTotal, format_cost
 from project.llm.registry import display_model_name
 from tasks_app.models import FeedbackAction, RunKind, RunStatus
-from tasks_app.states import TaskStatus
+from tasks_app.workflow.states import TaskStatus
 
 register = template.Library()
 
@@ -211,11 +211,11 @@ def claim_counts(claims: Any) -> dict[str, int]:
 
 @register.simple_tag
 def queue_rows(tasks: Any, **options: Any) -> SafeString:
-    """The review queue's rows (``evidence_app.rows``: built in Python, issue 16)."""
+    """The review queue's rows (``evidence_app.rows``: rendered by Jinja2, issue 16)."""
     return rows.queue_rows(tasks, **options)
 
 
 @register.simple_tag
 def task_rows(tasks: Any, *, user: Any, scope: str) -> SafeString:
-    """The task list's rows (``evidence_app.rows``: built in Python, issue 16)."""
+    """The task list's rows (``evidence_app.rows``: rendered by Jinja2, issue 16)."""
     return rows.task_rows(tasks, user=user, scope=scope)

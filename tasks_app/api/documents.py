@@ -10,8 +10,8 @@ from ninja import Query, Router, Status
 from project.pagination import LimitOffset, paginate
 from project.roles import require_operator
 from project.schemas import error_responses
-from tasks_app.models import KnowledgeDocument
-from tasks_app.schemas import DocumentFilter, DocumentIn, DocumentListOut, DocumentOut
+from tasks_app.api.schemas import DocumentFilter, DocumentIn, DocumentListOut, DocumentOut
+from tasks_app.knowledge.models import KnowledgeDocument
 
 router = Router(tags=["tasks"])
 

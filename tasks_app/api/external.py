@@ -8,8 +8,8 @@
 - ``/webhooks``: register endpoints (the secret is in the creation response only), list,
   disable, read their delivery log and send a delivery again.
 
-Writes go through ``tasks_app.external`` / ``tasks_app.webhooks`` only. Only the task's
-owner (the external agent's account) submits attempts.
+Writes go through ``tasks_app.intake.external`` / ``tasks_app.notifications.webhooks``
+only. Only the task's owner (the external agent's account) submits attempts.
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from pydantic import ConfigDict, Field
 from project.errors import InvalidInput
 from project.pagination import LimitOffset
 from project.schemas import NO_NUL, error_responses
-from tasks_app import external, webhooks
-from tasks_app.idempotency import idempotency_header, run_idempotent
-from tasks_app.models import WebhookDelivery, WebhookEndpoint
-from tasks_app.selectors import visible_tasks
+from tasks_app.api.idempotency import idempotency_header, run_idempotent
+from tasks_app.intake import external
+from tasks_app.notifications import webhooks
+from tasks_app.notifications.models import WebhookDelivery, WebhookEndpoint
+from tasks_app.workflow.selectors import visible_tasks
 
 router = Router(tags=["external agents"])
 

@@ -22,8 +22,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import Router
 
 from project.schemas import ErrorOut
-from tasks_app.jobs import otlp_assemble_traces_job
-from tasks_app.otlp.decode import (
+from tasks_app.intake.otlp.decode import (
     JSON,
     PROTOBUF,
     UndecodableRequest,
@@ -33,8 +32,8 @@ from tasks_app.otlp.decode import (
     parse_request,
     spans_of,
 )
-from tasks_app.otlp.ingest import otlp_ingest
-from tasks_app.services import job_enqueue
+from tasks_app.intake.otlp.ingest import OTLP_ASSEMBLE_JOB, otlp_ingest
+from tasks_app.workflow.services import job_enqueue
 
 router = Router(tags=["otlp"])
 OTLP_CONTENT = {
@@ -128,7 +127,7 @@ def export_traces(request: HttpRequest) -> HttpResponse:
         # does, so a broker that is down must not turn this answer into a 500; the
         # relay publishes the job when it is back, still after the quiet period.
         for countdown, trace_pks in sorted(by_wait.items()):
-            job_enqueue(otlp_assemble_traces_job, (trace_pks,), countdown=countdown)
+            job_enqueue(OTLP_ASSEMBLE_JOB, (trace_pks,), countdown=countdown)
     rejected += result.rejected
     reasons = sorted({r.reason for r in rejected})
     message = ""

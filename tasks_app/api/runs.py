@@ -10,9 +10,10 @@ from ninja import Router
 
 from project.pagination import LimitOffset200, paginate
 from project.schemas import error_responses
-from tasks_app.models import Run, RunMessage
-from tasks_app.schemas import RunListOut, RunMessageListOut
-from tasks_app.selectors import get_visible_run, require_visible_task
+from tasks_app.api.schemas import RunListOut, RunMessageListOut
+from tasks_app.runtime.models import Run, RunMessage
+from tasks_app.runtime.selectors import get_visible_run
+from tasks_app.workflow.selectors import require_visible_task
 
 router = Router(tags=["tasks"])
 

@@ -1,9 +1,9 @@
 """Tasks API (A1, A2, S2, S5, U3): create, list, read, feedback, claims, events.
 
-Endpoints read through querysets and write only through ``tasks_app.services``; none
+Endpoints read through querysets and write only through ``tasks_app.workflow.services``; none
 assigns ``status``. Each write and the reads that build its response share one
 transaction, so an error after the write leaves nothing behind and queues no job.
-Object permissions come from ``tasks_app.selectors`` (A2).
+Object permissions come from ``tasks_app.workflow.selectors`` (A2).
 """
 
 from __future__ import annotations
@@ -20,10 +20,8 @@ from project import roles
 from project.pagination import LimitOffset, paginate
 from project.roles import require_reviewer
 from project.schemas import error_responses
-from tasks_app import services
-from tasks_app.idempotency import idempotency_header, run_idempotent
-from tasks_app.models import Task
-from tasks_app.schemas import (
+from tasks_app.api.idempotency import idempotency_header, run_idempotent
+from tasks_app.api.schemas import (
     EventListOut,
     FeedbackIn,
     ForceQuery,
@@ -34,7 +32,9 @@ from tasks_app.schemas import (
     TaskOrderingQuery,
     TaskOut,
 )
-from tasks_app.selectors import (
+from tasks_app.workflow import services
+from tasks_app.workflow.models import Task
+from tasks_app.workflow.selectors import (
     count_of,
     get_visible_task,
     require_visible_task,

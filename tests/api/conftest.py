@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 
 
 def bearer_client(user: Any) -> Client:

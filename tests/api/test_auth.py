@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
 
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import ApiToken, Task, hash_token
 from tests.factories import TaskFactory
 

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import Feedback, TaskEvent
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory, UserFactory
 
 

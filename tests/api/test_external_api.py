@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tasks_app import services
 from tasks_app.models import (
     IdempotencyKey,
     Run,
@@ -22,7 +21,8 @@ from tasks_app.models import (
     WebhookDelivery,
     WebhookEndpoint,
 )
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow import services
+from tasks_app.workflow.states import TaskStatus as S
 
 pytestmark = pytest.mark.django_db
 
@@ -313,7 +313,7 @@ def test_account_page_shows_the_delivery_log_and_sends_again(
     Task.objects.filter(pk=other.pk).update(status=S.AWAITING_FEEDBACK)
     services.task_transition(task_id=other.pk, to_status=S.CLOSED, actor_kind="user")
     delivery = WebhookDelivery.objects.get()
-    from tasks_app.webhooks import webhook_send_pending
+    from tasks_app.notifications.webhooks import webhook_send_pending
 
     webhook_send_pending(endpoint_id=endpoint.pk, task_id=other.pk)  # nothing listens on :9
     page = client.get("/account/").content.decode()

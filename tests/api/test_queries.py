@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from evidence_app.models import ValidationSnapshot
 from tasks_app.models import Run, Task, ToolEvidence
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 
 pytestmark = pytest.mark.django_db
 

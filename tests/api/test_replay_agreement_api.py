@@ -10,8 +10,8 @@ from django.test import Client
 
 from evidence_app.models import ReplayRequest, ValidationSnapshot
 from project.celery import app as celery_app
-from tasks_app import services
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow import services
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import RunFactory, TaskFactory, ToolEvidenceFactory, ValidationSnapshotFactory
 
 pytestmark = pytest.mark.django_db

@@ -17,9 +17,9 @@ from ninja.responses import NinjaJSONEncoder
 
 from evidence_app.models import ValidationSnapshot
 from evidence_app.selectors import latest_original, validation_summary
+from tasks_app.api.schemas import ValidationSummaryOut
 from tasks_app.models import Feedback, Task, TaskEvent
-from tasks_app.schemas import ValidationSummaryOut
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import (
     RunFactory,
     RunMessageFactory,

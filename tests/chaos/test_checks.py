@@ -12,7 +12,7 @@ import pytest
 
 from chaos.drill import FULL, Drill, Result, read_calls
 from tasks_app.models import TaskEvent
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import RunFactory, TaskFactory, ToolEvidenceFactory
 
 

@@ -25,7 +25,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from evidence_app.models import ReplayRequest
 from project.api import api
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import LLMRequestSnapshot, WebhookDelivery, WebhookEndpoint
 from tests.drills.support import report
 from tests.factories import KnowledgeDocumentFactory

@@ -23,7 +23,7 @@ from celery import Celery
 from django.db import connection
 
 from tasks_app.models import Run, RunStatus, Task, TaskEvent, ToolEvidence
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.drills.support import Worker, database_url, redis_url, report, wait_for
 from tests.drills.test_worker_kill import worker_env
 from tests.factories import KnowledgeDocumentFactory, TaskFactory

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import Feedback, Task, TaskEvent
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.drills.support import report
 from tests.factories import TaskFactory
 

@@ -20,8 +20,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from tasks_app.auth import api_token_create
-from tasks_app.idempotency import IdempotencyKeyInUse, idempotent_call
+from tasks_app.accounts.auth import api_token_create
+from tasks_app.api.idempotency import IdempotencyKeyInUse, idempotent_call
 from tasks_app.models import IdempotencyKey, OutboxJob, Run, Task
 from tests.drills.support import report
 from tests.factories import UserFactory

@@ -24,7 +24,7 @@ import httpx
 import pytest
 from django.conf import settings
 
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import Task
 from tests.drills.support import database_url, report, wait_for
 from tests.factories import UserFactory

@@ -28,8 +28,8 @@ from evidence_app.services import replay_validation, validation_run
 from project.llm.registry import register_model, unregister_model
 from project.untrusted import TAG
 from tasks_app.models import TaskEvent
-from tasks_app.states import TRANSITIONS
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TRANSITIONS
+from tasks_app.workflow.states import TaskStatus as S
 from tests.drills.support import report
 from tests.evidence_app.validation_helpers import validating_task, verdict
 

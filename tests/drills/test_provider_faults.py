@@ -23,9 +23,9 @@ from celery import Celery
 from evidence_app.models import ValidationSnapshot
 from evidence_app.services import validation_run
 from project.celery import app as celery_app
-from tasks_app.attempts import attempt_run
 from tasks_app.models import Run, Task, TaskEvent, ToolEvidence
-from tasks_app.states import TaskStatus as S
+from tasks_app.runtime.attempts import attempt_run
+from tasks_app.workflow.states import TaskStatus as S
 from tests.drills import fake_openai as fo
 from tests.drills.support import Worker, database_url, redis_url, report, wait_for
 from tests.evidence_app.validation_helpers import validating_task, verdict

@@ -18,9 +18,9 @@ import httpx
 import pytest
 from django.contrib.auth.models import Group
 
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import Feedback, Task, TaskEvent
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.drills.support import report
 from tests.factories import TaskFactory, UserFactory
 

@@ -19,9 +19,9 @@ import pytest
 from django.test import Client
 
 from project.netguard import address_allowed
-from tasks_app.agents.tools import ToolError, fetch_url, run_tool
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import WebhookEndpoint
+from tasks_app.runtime.agents.tools import ToolError, fetch_url, run_tool
 from tests.drills.support import report
 from tests.factories import UserFactory
 

@@ -30,7 +30,7 @@ from celery import Celery
 from evidence_app.models import ValidationSnapshot
 from project.queues import ATTEMPTS, VALIDATION, WEBHOOKS
 from tasks_app.models import Run, RunMessage, RunStatus, Task, TaskEvent, ToolEvidence
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.drills.support import Worker, database_url, redis_url, report, wait_for
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 

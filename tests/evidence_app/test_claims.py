@@ -20,7 +20,7 @@ from evidence_app.validator.citations import CitableResult, find_quote, verify_c
 from evidence_app.validator.reconcile import reconcile
 from evidence_app.validator.schema import Citation, ValidationResult, claim_summary
 from tasks_app.jobs import run_attempt_job
-from tasks_app.knowledge import import_folder
+from tasks_app.knowledge.importer import import_folder
 from tasks_app.models import Task, ToolEvidence
 from tests.evidence_app.validation_helpers import ScriptedJudge, validating_task
 from tests.factories import TaskFactory
@@ -360,7 +360,7 @@ def test_offline_judge_does_not_accept_half_of_a_two_part_question(settings: Any
 def test_revision_researches_again_with_the_revise_comment(settings: Any) -> None:
     """Issue 12: on a revision the offline researcher searches with the comment's terms,
     so the revised answer differs when the comment asks for something new."""
-    from tasks_app.services import task_apply_feedback
+    from tasks_app.workflow.services import task_apply_feedback
 
     settings.AGENT_MODEL = "offline:researcher"
     settings.VALIDATOR_MODEL = "offline:judge"

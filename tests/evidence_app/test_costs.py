@@ -17,8 +17,8 @@ from evidence_app.selectors import cost_per_accepted_answer, daily_costs, task_c
 from evidence_app.services import replay_estimate, replay_validation, validation_run
 from project.costs import CostTotal, format_cost, price_tokens
 from project.llm.registry import register_model, unregister_model
-from tasks_app.agents.loop import AgentLoop
 from tasks_app.models import LLMRequestSnapshot, Run
+from tasks_app.runtime.agents.loop import AgentLoop
 from tests.api.conftest import bearer_client
 from tests.evidence_app.validation_helpers import validating_task, verdict
 from tests.factories import KnowledgeDocumentFactory, TaskFactory

@@ -23,7 +23,7 @@ import pytest
 from django.conf import settings
 
 from evidence_app.models import ValidationSnapshot
-from tasks_app.knowledge import import_folder
+from tasks_app.knowledge.importer import import_folder
 from tasks_app.models import Task
 from tests.factories import TaskFactory, UserFactory
 from tests.workers import Worker, broker_env, database_url, redis_url, sender_app, wait_for

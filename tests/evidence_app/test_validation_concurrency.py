@@ -82,7 +82,7 @@ def test_claim_keeper_refreshes_the_claim_and_stops_once_it_is_taken_over(
     from django.utils import timezone
 
     from tasks_app.models import Task
-    from tasks_app.validation_claims import ClaimKeeper, validation_claim
+    from tasks_app.workflow.validation_claims import ClaimKeeper, validation_claim
 
     settings.ATTEMPT_LEASE_SECONDS = 3  # a refresh every second
     task = validating_task()

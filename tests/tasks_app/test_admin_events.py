@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 
 from tasks_app.models import TaskEvent
-from tasks_app.services import task_transition
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.services import task_transition
+from tasks_app.workflow.states import TaskStatus as S
 from tests import factories
 
 pytestmark = pytest.mark.django_db

@@ -10,14 +10,14 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo
 
-from tasks_app.agents.loop import (
+from tasks_app.models import LLMRequestSnapshot, Run, RunMessage, ToolEvidence
+from tasks_app.runtime.agents.loop import (
     FINISH_BUDGET,
     FINISH_FINALIZED,
     NO_USABLE_ANSWER,
     AgentLoop,
 )
-from tasks_app.agents.tools import DEFAULT_TOOLS
-from tasks_app.models import LLMRequestSnapshot, Run, RunMessage, ToolEvidence
+from tasks_app.runtime.agents.tools import DEFAULT_TOOLS
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 
 pytestmark = pytest.mark.django_db
@@ -214,14 +214,14 @@ def test_expected_run_failure_is_one_warning_line_without_traceback(
     openai:gpt-4.1 without a key) fails the run with the reason stored and logs one
     WARNING naming the task, and no traceback."""
     task = TaskFactory()
-    with caplog.at_level("WARNING", logger="tasks_app.agents.loop"):
+    with caplog.at_level("WARNING", logger="tasks_app.runtime.agents.loop"):
         result = make_loop("nosuchprovider", 2).run(
             task_id=task.pk, attempt_index=1, user_prompt="q"
         )
 
     assert not result.success and "no provider prefix" in result.error
     assert "no provider prefix" in Run.objects.get(pk=result.run_id).error
-    records = [r for r in caplog.records if r.name == "tasks_app.agents.loop"]
+    records = [r for r in caplog.records if r.name == "tasks_app.runtime.agents.loop"]
     assert len(records) == 1
     assert records[0].levelname == "WARNING" and records[0].exc_info is None
     assert f"task {task.pk} attempt 1" in records[0].getMessage()
@@ -237,13 +237,13 @@ def test_unexpected_run_failure_keeps_its_traceback(
         raise ZeroDivisionError("scripted bug")
 
     task = TaskFactory()
-    with caplog.at_level("WARNING", logger="tasks_app.agents.loop"):
+    with caplog.at_level("WARNING", logger="tasks_app.runtime.agents.loop"):
         result = make_loop(scripted_model(fn), 2).run(
             task_id=task.pk, attempt_index=1, user_prompt="q"
         )
 
     assert not result.success and "ZeroDivisionError" in result.error
-    records = [r for r in caplog.records if r.name == "tasks_app.agents.loop"]
+    records = [r for r in caplog.records if r.name == "tasks_app.runtime.agents.loop"]
     assert len(records) == 1
     assert records[0].levelname == "ERROR" and records[0].exc_info is not None
     assert f"task {task.pk} attempt 1" in records[0].getMessage()

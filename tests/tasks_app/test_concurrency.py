@@ -9,9 +9,9 @@ import pytest
 from django.db import connection
 
 from project.errors import DomainError
-from tasks_app import services
 from tasks_app.models import TaskEvent
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow import services
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory, UserFactory
 
 

@@ -13,9 +13,7 @@ from django.utils import timezone
 from evidence_app.models import ValidationSnapshot
 from evidence_app.packets import build_packet
 from evidence_app.render import render_packet
-from tasks_app import services
-from tasks_app.attempts import attempt_reap, attempt_run
-from tasks_app.external import (
+from tasks_app.intake.external import (
     AttemptIn,
     AttemptNotExpected,
     EventsIn,
@@ -27,7 +25,9 @@ from tasks_app.external import (
     revision_feedback,
 )
 from tasks_app.models import Run, RunMessage, Task, TaskEvent, ToolEvidence
-from tasks_app.states import TaskStatus as S
+from tasks_app.runtime.attempts import attempt_reap, attempt_run
+from tasks_app.workflow import services
+from tasks_app.workflow.states import TaskStatus as S
 
 pytestmark = pytest.mark.django_db(transaction=False)
 

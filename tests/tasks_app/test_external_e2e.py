@@ -27,7 +27,7 @@ from django.conf import settings as django_settings
 from evidence_app.models import ValidationSnapshot
 from project.celery import app as celery_app
 from project.celery import configure
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import Run, Task, ToolEvidence, WebhookDelivery
 from tests.factories import UserFactory
 from tests.webhook_receiver import running_receiver

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from tasks_app import services
-from tasks_app.external import AttemptIn, external_attempt_submit
+from tasks_app.intake.external import AttemptIn, external_attempt_submit
 from tasks_app.models import Run
+from tasks_app.workflow import services
 
 pytestmark = pytest.mark.django_db
 

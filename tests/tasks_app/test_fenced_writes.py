@@ -10,11 +10,11 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from pydantic_ai.messages import ToolCallPart
 
-from tasks_app.agents.recorder import RunRecorder
-from tasks_app.agents.tools import ToolOutput
-from tasks_app.fence import Fence, LeaseLost
 from tasks_app.models import RunMessage, Task, ToolEvidence, content_digest
-from tasks_app.states import TaskStatus as S
+from tasks_app.runtime.agents.recorder import RunRecorder
+from tasks_app.runtime.agents.tools import ToolOutput
+from tasks_app.workflow.fence import Fence, LeaseLost
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory
 
 

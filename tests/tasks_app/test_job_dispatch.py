@@ -14,7 +14,7 @@ from pydantic_ai.models.function import AgentInfo
 
 from project.celery import app as celery_app
 from tasks_app.models import Task
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests import factories
 
 

@@ -15,14 +15,14 @@ from pydantic_ai.models.function import AgentInfo
 
 from project.celery import app as celery_app
 from project.celery import soft_time_limit
-from tasks_app import services
-from tasks_app.agents.loop import AgentResult
-from tasks_app.agents.tools import REGISTRY, Tool, ToolOutput, register_tool
-from tasks_app.attempts import attempt_claim, attempt_finish, attempt_reap
-from tasks_app.fence import Fence, LeaseLost
 from tasks_app.jobs import reap_attempts_job, run_attempt_job
 from tasks_app.models import OutboxJob, Run, RunMessage, Task, TaskEvent, ToolEvidence
-from tasks_app.states import TaskStatus as S
+from tasks_app.runtime.agents.loop import AgentResult
+from tasks_app.runtime.agents.tools import REGISTRY, Tool, ToolOutput, register_tool
+from tasks_app.runtime.attempts import attempt_claim, attempt_finish, attempt_reap
+from tasks_app.workflow import services
+from tasks_app.workflow.fence import Fence, LeaseLost
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import (
     KnowledgeDocumentFactory,
     RunFactory,

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from django.conf import settings
 
-from tasks_app.agents import prompts
-from tasks_app.agents.loop import AgentLoop
-from tasks_app.agents.offline_researcher import NOTHING_FOUND
-from tasks_app.agents.tools import DEFAULT_TOOLS
-from tasks_app.knowledge import import_folder
+from tasks_app.knowledge.importer import import_folder
 from tasks_app.models import LLMRequestSnapshot, RunMessage, ToolEvidence
+from tasks_app.runtime.agents import prompts
+from tasks_app.runtime.agents.loop import AgentLoop
+from tasks_app.runtime.agents.offline_researcher import NOTHING_FOUND
+from tasks_app.runtime.agents.tools import DEFAULT_TOOLS
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 
 pytestmark = pytest.mark.django_db
@@ -142,7 +142,7 @@ def test_team_synthesis_quotes_node_evidence_not_packet_structure() -> None:
     """X5, X7: with no tools, the offline researcher answers from the evidence inside
     the rendered team packet (each node researching its own instructions), never from
     packet headers such as "[R1] search_knowledge(...) — 1526 chars"."""
-    from tasks_app.attempts import attempt_run
+    from tasks_app.runtime.attempts import attempt_run
 
     KnowledgeDocumentFactory(
         title="Password Policy",
@@ -190,7 +190,7 @@ def _step(prompt: str, offered: list[str], *rounds: tuple[list[Any], list[Any]])
 
     from pydantic_ai.messages import ModelRequest, ModelResponse, UserPromptPart
 
-    from tasks_app.agents.offline_researcher import respond
+    from tasks_app.runtime.agents.offline_researcher import respond
 
     messages: list[Any] = [ModelRequest(parts=[UserPromptPart(prompt)])]
     for calls, returns in rounds:
@@ -206,7 +206,7 @@ def test_respond_on_a_revision_searches_and_reads_for_the_comment_too() -> None:
     prompt without the request."""
     from pydantic_ai.messages import ToolCallPart, ToolReturnPart
 
-    from tasks_app.agents.offline_researcher import NOT_STATED
+    from tasks_app.runtime.agents.offline_researcher import NOT_STATED
 
     request = "What is the annual training budget per employee?"
     prompt = prompts.request_block(request, "") + prompts.revision_block(

@@ -24,12 +24,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from evidence_app.models import ValidationSnapshot
 from project.celery import app as celery_app
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
+from tasks_app.intake.otlp.decode import SpanRecord
+from tasks_app.intake.otlp.ingest import otlp_due_traces
 from tasks_app.jobs import otlp_sweep_job
 from tasks_app.models import OtlpSpan, OtlpTrace, Run, Task, TaskEvent, ToolEvidence
-from tasks_app.otlp.decode import SpanRecord
-from tasks_app.otlp.ingest import otlp_due_traces
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests import factories
 from tests.tasks_app import otlp_client
 from tests.workers import wait_for
@@ -169,7 +169,7 @@ def test_spans_split_over_three_requests_out_of_order_give_one_attempt(
 def test_a_trace_attaches_to_an_existing_task_by_evidentia_task_id(
     requester: Any, token: str, eager: Any, settings: Any
 ) -> None:
-    from tasks_app.services import task_create
+    from tasks_app.workflow.services import task_create
 
     task = task_create(owner=requester, request=otlp_client.QUESTION, agent="external")
     spans = otlp_client.finished_spans({"evidentia.task_id": task.pk, "evidentia.final": True})
@@ -359,7 +359,7 @@ def test_ingest_rejects_what_it_cannot_attach_and_says_which_traces_are_ready(
     """otlp_ingest on records directly: each reason a span is rejected, a resent span
     counted once, which traces are ready and after what wait, and a span of a submitted
     trace stored as late."""
-    from tasks_app.otlp.ingest import otlp_ingest
+    from tasks_app.intake.otlp.ingest import otlp_ingest
 
     settings.OTLP_TRACE_QUIET_SECONDS = 7
     internal = factories.TaskFactory(owner=requester)
@@ -409,7 +409,7 @@ def test_staff_cannot_answer_another_users_task_through_otlp(
     """Only the task's owner submits its attempts, by any route: a reviewer's or an
     operator's trace naming the requester's external task is rejected and changes
     nothing, even once the sweep runs."""
-    from tasks_app.services import task_create
+    from tasks_app.workflow.services import task_create
 
     user = request.getfixturevalue(staff)
     task = task_create(owner=requester, request=otlp_client.QUESTION, agent="external")
@@ -438,9 +438,9 @@ def test_a_staff_trace_that_names_another_users_task_is_not_submitted(
 ) -> None:
     """The assembly checks the owner too: a reviewer's stored trace that names the
     requester's task (however its spans got past ingestion) is not submitted to it."""
-    from tasks_app.otlp import ingest
-    from tasks_app.otlp.decode import parse_request, spans_of
-    from tasks_app.services import task_create
+    from tasks_app.intake.otlp import ingest
+    from tasks_app.intake.otlp.decode import parse_request, spans_of
+    from tasks_app.workflow.services import task_create
 
     task = task_create(owner=requester, request=otlp_client.QUESTION, agent="external")
     spans = otlp_client.finished_spans({"evidentia.task_id": task.pk, "evidentia.final": True})
@@ -459,7 +459,7 @@ def test_a_staff_trace_that_names_another_users_task_is_not_submitted(
 def test_the_owners_trace_is_accepted_and_its_events_name_the_owner(
     requester: Any, token: str, eager: Any
 ) -> None:
-    from tasks_app.services import task_create
+    from tasks_app.workflow.services import task_create
 
     task = task_create(owner=requester, request=otlp_client.QUESTION, agent="external")
     spans = otlp_client.finished_spans({"evidentia.task_id": task.pk, "evidentia.final": True})

@@ -8,7 +8,13 @@ import json
 
 import pytest
 
-from tasks_app.otlp.mapping import StoredSpan, UnusableTrace, find_root, map_trace, other_spans
+from tasks_app.intake.otlp.mapping import (
+    StoredSpan,
+    UnusableTrace,
+    find_root,
+    map_trace,
+    other_spans,
+)
 
 
 def span(span_id: str, parent: str, name: str, start: int, **attributes: object) -> StoredSpan:

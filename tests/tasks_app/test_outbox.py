@@ -23,8 +23,7 @@ from evidence_app.models import ReplayRequest
 from project.broker import held_job_ids
 from project.celery import app as celery_app
 from project.celery import configure
-from tasks_app.attempts import attempt_reap
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import (
     Feedback,
     OtlpSpan,
@@ -34,9 +33,10 @@ from tasks_app.models import (
     TaskEvent,
     WebhookDelivery,
 )
-from tasks_app.outbox import outbox_relay
-from tasks_app.states import TaskStatus as S
-from tasks_app.webhooks import webhook_endpoint_create
+from tasks_app.notifications.webhooks import webhook_endpoint_create
+from tasks_app.runtime.attempts import attempt_reap
+from tasks_app.workflow.outbox import outbox_relay
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import KnowledgeDocumentFactory, TaskFactory, ValidationSnapshotFactory
 from tests.tasks_app import otlp_client
 from tests.workers import Worker, database_url, wait_for
@@ -116,7 +116,7 @@ def test_broker_down_during_create_answers_201_and_the_relay_publishes_once(
     dead = f"redis://127.0.0.1:{_free_port()}/0"
     with (
         project_broker(dead),
-        caplog.at_level(logging.WARNING, logger="tasks_app.outbox"),
+        caplog.at_level(logging.WARNING, logger="tasks_app.workflow.outbox"),
         django_capture_on_commit_callbacks(execute=True),
     ):
         response = _create(client, {"request": "Created while the broker is down"})

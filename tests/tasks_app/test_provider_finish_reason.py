@@ -10,7 +10,7 @@ from pydantic_ai.messages import ModelResponse, TextPart
 
 from tasks_app.jobs import run_attempt_job
 from tasks_app.models import Run, TaskEvent
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.api.conftest import bearer_client
 from tests.factories import TaskFactory
 

@@ -14,10 +14,10 @@ from project.broker import held_job_ids
 from project.celery import app as celery_app
 from project.celery import configure
 from project.queues import queue_name
-from tasks_app import services
-from tasks_app.attempts import attempt_reap
 from tasks_app.models import Task
-from tasks_app.states import TaskStatus as S
+from tasks_app.runtime.attempts import attempt_reap
+from tasks_app.workflow import services
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory
 from tests.workers import redis_url, sender_app
 

@@ -23,13 +23,13 @@ from evidence_app.jobs import validate_attempt_job
 from evidence_app.models import ValidationSnapshot
 from evidence_app.packets import build_packet
 from project.celery import app as celery_app
-from tasks_app import services
-from tasks_app.agents.loop import AgentResult
-from tasks_app.attempts import Heartbeat, attempt_claim, attempt_finish, attempt_reap
-from tasks_app.fence import LeaseLost
 from tasks_app.jobs import run_attempt_job
 from tasks_app.models import Run, RunStatus, Task, TaskEvent, ToolEvidence
-from tasks_app.states import TaskStatus as S
+from tasks_app.runtime.agents.loop import AgentResult
+from tasks_app.runtime.attempts import Heartbeat, attempt_claim, attempt_finish, attempt_reap
+from tasks_app.workflow import services
+from tasks_app.workflow.fence import LeaseLost
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import (
     KnowledgeDocumentFactory,
     RunFactory,
@@ -146,7 +146,7 @@ def test_redelivered_job_leaves_a_live_lease_alone(
     run = RunFactory(task=task, attempt_index=1, status=RunStatus.RUNNING, finish_reason="")
     events = TaskEvent.objects.filter(task=task).count()
 
-    with caplog.at_level(logging.INFO, logger="tasks_app.attempts"):
+    with caplog.at_level(logging.INFO, logger="tasks_app.runtime.attempts"):
         assert run_attempt_job(task.pk) == "lease_held"
 
     task.refresh_from_db()
@@ -155,7 +155,7 @@ def test_redelivered_job_leaves_a_live_lease_alone(
     run.refresh_from_db()
     assert run.status == RunStatus.RUNNING and Run.objects.filter(task=task).count() == 1
     claim.fence.beat()  # the live worker still holds its lease
-    lines = [r for r in caplog.records if r.name == "tasks_app.attempts"]
+    lines = [r for r in caplog.records if r.name == "tasks_app.runtime.attempts"]
     assert len(lines) == 1 and lines[0].levelno == logging.INFO
     assert f"task {task.pk}: lease_held" in lines[0].getMessage() and lines[0].exc_info is None
 
@@ -214,7 +214,7 @@ def test_heartbeat_logs_a_dropped_database_connection_as_one_warning(
     def beaten_since(moment: Any) -> bool:
         return Task.objects.get(pk=task.pk).heartbeat_at > moment
 
-    with caplog.at_level(logging.INFO, logger="tasks_app.attempts"):
+    with caplog.at_level(logging.INFO, logger="tasks_app.runtime.attempts"):
         with Heartbeat(claim.fence, interval=0.2):
             start = Task.objects.get(pk=task.pk).heartbeat_at
             assert wait(lambda: beaten_since(start)), "the heartbeat never beat"

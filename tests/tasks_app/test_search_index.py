@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from tasks_app.agents.tools.knowledge import keywords, search_knowledge, search_queryset
+from tasks_app.knowledge.search import keywords, search_queryset
 from tasks_app.models import KnowledgeDocument
+from tasks_app.runtime.agents.tools.knowledge import search_knowledge
 
 pytestmark = [
     pytest.mark.postgres(

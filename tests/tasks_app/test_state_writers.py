@@ -17,11 +17,12 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from tasks_app import services
-from tasks_app.attempts import attempt_claim, attempt_reap
-from tasks_app.fence import Fence, LeaseLost
 from tasks_app.models import ClaimEvent, OutboxJob, Run, RunStatus, Task, TaskEvent
-from tasks_app.states import TaskStatus as S
+from tasks_app.runtime import runs
+from tasks_app.runtime.attempts import attempt_claim, attempt_reap
+from tasks_app.workflow import services
+from tasks_app.workflow.fence import Fence, LeaseLost
+from tasks_app.workflow.states import TaskStatus as S
 from tests.api.conftest import bearer_client
 from tests.factories import RunFactory, TaskFactory, UserFactory
 
@@ -310,8 +311,8 @@ def test_run_finish_ends_a_run_only_as_completed_or_failed() -> None:
 
     for status in (RunStatus.RUNNING, "cancelled"):
         with pytest.raises(ValueError, match="completed or failed"):
-            services.run_finish(run=run, status=status)
-    services.run_finish(run=run, status=RunStatus.COMPLETED, finish_reason="stop")
+            runs.run_finish(run=run, status=status)
+    runs.run_finish(run=run, status=RunStatus.COMPLETED, finish_reason="stop")
 
     stored = Run.objects.get(pk=run.pk)
     assert stored.status == RunStatus.COMPLETED and stored.finish_reason == "stop"
@@ -327,7 +328,7 @@ def test_run_finish_with_a_lost_lease_writes_nothing() -> None:
     Task.objects.filter(pk=task.pk).update(lease_token="taken-over")
 
     with pytest.raises(LeaseLost):
-        services.run_finish(
+        runs.run_finish(
             run=run,
             status=RunStatus.COMPLETED,
             fence=Fence(task_id=task.pk, lease_token=claim.lease_token),
@@ -336,7 +337,7 @@ def test_run_finish_with_a_lost_lease_writes_nothing() -> None:
 
     stored = Run.objects.get(pk=run.pk)
     assert stored.status == RunStatus.RUNNING and stored.output_text == ""
-    services.run_finish(
+    runs.run_finish(
         run=run,
         status=RunStatus.COMPLETED,
         fence=Fence(task_id=task.pk, lease_token="taken-over"),

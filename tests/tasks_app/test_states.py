@@ -7,9 +7,9 @@ import itertools
 import pytest
 
 from project.errors import IllegalTransition, InvalidInput, StaleAction
-from tasks_app import services, states
 from tasks_app.models import Feedback, Task, TaskEvent
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow import services, states
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory, ValidationSnapshotFactory
 
 EXPECTED_FLAGS = {

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from django.db.models import Count
 
-from tasks_app import services
 from tasks_app.models import Task
-from tasks_app.selectors import count_of, status_counts
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow import services
+from tasks_app.workflow.selectors import count_of, status_counts
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory
 
 

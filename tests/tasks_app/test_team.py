@@ -15,9 +15,9 @@ from pydantic_ai.models.function import AgentInfo
 
 from evidence_app.packets import build_packet
 from project.errors import InvalidInput
-from tasks_app.agents.plans import TeamPlan, parse_plan
-from tasks_app.agents.team import run_team
 from tasks_app.models import Run, ToolEvidence
+from tasks_app.runtime.agents.plans import TeamPlan, parse_plan
+from tasks_app.runtime.agents.team import run_team
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 
 

@@ -12,7 +12,13 @@ from typing import Any
 import httpx
 import pytest
 
-from tasks_app.agents.tools import REGISTRY, fetch_url, html_to_text, run_tool, tool_definitions
+from tasks_app.runtime.agents.tools import (
+    REGISTRY,
+    fetch_url,
+    html_to_text,
+    run_tool,
+    tool_definitions,
+)
 from tests.factories import KnowledgeDocumentFactory
 
 REAL_GETADDRINFO = socket.getaddrinfo
@@ -140,7 +146,7 @@ def test_fetch_url_pins_each_hop_and_reports_what_went_wrong(
     header as written); an HTML page served as text/plain still gives its title; a 404
     is an error result; a redirect without Location, a loop, a transport error and a
     slow body each raise with their own message."""
-    from tasks_app.agents.tools.registry import ToolError
+    from tasks_app.runtime.agents.tools.registry import ToolError
 
     fake_dns(
         monkeypatch, {"public.example.com": "93.184.216.34", "six.example.com": "2606:4700::1"}

@@ -13,19 +13,19 @@ from django.db import transaction
 from django.utils import timezone
 
 from project.errors import InvalidInput
-from tasks_app import services
 from tasks_app.models import (
     WebhookDelivery,
     WebhookDeliveryAttempt,
     WebhookEndpoint,
 )
-from tasks_app.states import TaskStatus as S
-from tasks_app.webhooks import (
+from tasks_app.notifications.webhooks import (
     retry_delay,
     webhook_delivery_resend,
     webhook_endpoint_create,
     webhook_send_pending,
 )
+from tasks_app.workflow import services
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory
 from tests.webhook_receiver import running_receiver
 
@@ -254,7 +254,7 @@ def test_a_receiver_down_for_an_hour_loses_nothing(requester: Any, settings: Any
 def test_sweeper_resends_only_due_unclaimed_deliveries(requester: Any, settings: Any) -> None:
     """Issue 14: a delivery whose job was lost is found by the periodic sweep; one held
     by a sender, not yet due, or for a disabled endpoint is left alone."""
-    from tasks_app.webhooks import webhook_endpoint_disable, webhook_sweep
+    from tasks_app.notifications.webhooks import webhook_endpoint_disable, webhook_sweep
 
     settings.WEBHOOK_ALLOW_PRIVATE = True
     endpoint = endpoint_for(requester, "http://127.0.0.1:9/a")
@@ -271,7 +271,7 @@ def test_sweeper_resends_only_due_unclaimed_deliveries(requester: Any, settings:
 
 def test_revoking_the_registering_token_stops_its_webhooks(requester: Any, settings: Any) -> None:
     """Issue 14: endpoints registered with an API token stop with it."""
-    from tasks_app.auth import api_token_create, api_token_revoke
+    from tasks_app.accounts.auth import api_token_create, api_token_revoke
 
     settings.WEBHOOK_ALLOW_PRIVATE = True
     token, _ = api_token_create(user=requester)

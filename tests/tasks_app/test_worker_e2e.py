@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tasks_app.models import Run, Task, TaskEvent
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import KnowledgeDocumentFactory, TaskFactory
 from tests.workers import Worker, broker_env, database_url, redis_url, sender_app, wait_for
 

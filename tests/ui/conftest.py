@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tasks_app.models import TaskEvent
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import (
     RunFactory,
     RunMessageFactory,

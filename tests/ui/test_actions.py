@@ -9,9 +9,9 @@ import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from tasks_app import services
 from tasks_app.models import Feedback, Task, TaskEvent
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow import services
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 
 from tasks_app.models import Task
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import KnowledgeDocumentFactory, ToolEvidenceFactory
 from tests.ui.conftest import FACT, make_reviewable_task
 
@@ -215,7 +215,7 @@ def test_requester_submits_a_task_and_watches_it_progress(
     from playwright.sync_api import expect
 
     from evidence_app.services import validation_run
-    from tasks_app.attempts import attempt_run
+    from tasks_app.runtime.attempts import attempt_run
 
     KnowledgeDocumentFactory(
         title="Training budget", body=FACT + " Unused budget does not carry over."

@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from evidence_app.jobs import replay_validation_job
 from evidence_app.models import ReplayRequest, ValidationSnapshot
-from tasks_app import services
 from tasks_app.models import LLMRequestSnapshot
+from tasks_app.workflow import services
 from tests.factories import ValidationSnapshotFactory
 from tests.ui.conftest import make_reviewable_task
 

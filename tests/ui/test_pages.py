@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from tasks_app.models import Task
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory, ToolEvidenceFactory
 from tests.ui.conftest import FACT
 

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from evidence_app.views_review import queue_position, queue_queryset
 from tasks_app.models import Task
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory, ValidationSnapshotFactory
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from tasks_app.models import Task
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import RunFactory, TaskFactory, ToolEvidenceFactory
 
 pytestmark = pytest.mark.django_db

@@ -13,7 +13,7 @@ from django.urls import reverse
 from evidence_app.models import ReplayRequest, ValidationSnapshot
 from evidence_app.views import nice_step, verdict_changes
 from tasks_app.models import Task
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import KnowledgeDocumentFactory
 from tests.ui.conftest import make_reviewable_task
 

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.urls import reverse
 
 from tasks_app.models import Task
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.ui.conftest import make_reviewable_task
 from tests.ui.test_browser import (
     ARTIFACTS,
@@ -72,9 +72,9 @@ def build_demo_queue(owner: Any) -> None:
     """The demo handbook and demo tasks, each run through the real offline pipeline
     (agent, validator, automatic retries) the way the workers would."""
     from evidence_app.services import validation_run
-    from tasks_app import services
-    from tasks_app.attempts import attempt_run
-    from tasks_app.knowledge import import_folder
+    from tasks_app.knowledge.importer import import_folder
+    from tasks_app.runtime.attempts import attempt_run
+    from tasks_app.workflow import services
 
     import_folder(DEMO_DIR / "handbook")
     for spec in json.loads((DEMO_DIR / "tasks.json").read_text(encoding="utf-8")):

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from evidence_app.models import ValidationSnapshot
 from tasks_app.models import Run, RunMessage, Task, ToolEvidence
-from tasks_app.states import TaskStatus as S
+from tasks_app.workflow.states import TaskStatus as S
 from tests.ui.conftest import make_reviewable_task
 
 pytestmark = pytest.mark.django_db

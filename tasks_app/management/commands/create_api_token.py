@@ -7,7 +7,7 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from tasks_app.auth import api_token_create
+from tasks_app.accounts.auth import api_token_create
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from tasks_app.knowledge import import_folder
+from tasks_app.knowledge.importer import import_folder
 
 
 class Command(BaseCommand):

@@ -11,9 +11,9 @@ from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
 from project.roles import OPERATORS, REVIEWERS
-from tasks_app import services
-from tasks_app.knowledge import import_folder
-from tasks_app.models import Task
+from tasks_app.knowledge.importer import import_folder
+from tasks_app.workflow import services
+from tasks_app.workflow.models import Task
 
 DEMO_DIR = settings.BASE_DIR / "demo"
 DEMO_USERS = [

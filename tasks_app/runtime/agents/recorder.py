@@ -1,0 +1,375 @@
+"""Writing a run's evidence as it happens (E1, E2, X1, X2).
+
+Every write is its own small transaction, so a crash later in the run loses nothing
+already gathered (E2). When the run belongs to a leased attempt, every write is fenced
+by the lease token, so a worker whose lease was taken over (reaper, abandon) writes
+nothing. On PostgreSQL a fenced write is **one statement** (issue 16): a data-modifying
+CTE refreshes the heartbeat with ``UPDATE task ... WHERE lease_token = ... RETURNING``
+(which row-locks the task, as the reaper's takeover does) and inserts the rows only if
+that returned the task. A turn's rows (a request snapshot and the model's message, a
+tool result and its transcript row) go in the same statement. Elsewhere (SQLite) the
+write is a transaction that locks and checks first.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, models
+from django.utils import timezone
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import Model, ModelRequestParameters
+
+from project.costs import CURRENCY, CostTotal, price_request
+from tasks_app.runtime import runs
+from tasks_app.runtime.agents.tools import ToolOutput
+from tasks_app.runtime.models import (
+    LLMRequestSnapshot,
+    Run,
+    RunMessage,
+    RunStatus,
+    ToolEvidence,
+    content_digest,
+)
+from tasks_app.workflow.fence import Fence, fenced_insert, unfenced_write
+
+
+def message_text(message: ModelMessage) -> str:
+    """Plain text of a message, for the transcript and character counts."""
+    chunks: list[str] = []
+    for part in message.parts:
+        if isinstance(part, SystemPromptPart | TextPart):
+            chunks.append(part.content)
+        elif isinstance(part, UserPromptPart):
+            chunks.append(part.content if isinstance(part.content, str) else str(part.content))
+        elif isinstance(part, ToolReturnPart):
+            chunks.append(part.model_response_str())
+        elif isinstance(part, ToolCallPart):
+            chunks.append(f"{part.tool_name}({part.args_as_json_str()})")
+    return "\n".join(chunks)
+
+
+def _dump(message: ModelMessage) -> dict[str, Any]:
+    return ModelMessagesTypeAdapter.dump_python([message], mode="json")[0]
+
+
+class RunRecorder:
+    """Creates one ``Run`` and appends its messages, tool evidence and request snapshots."""
+
+    def __init__(
+        self,
+        *,
+        task_id: int,
+        attempt_index: int,
+        kind: str,
+        model_name: str,
+        fence: Fence | None,
+        node_id: str = "",
+        node_role: str = "",
+        graph_index: int = 0,
+    ) -> None:
+        self.fence = fence
+        self.message_index = 0
+        self.evidence_sequence = 0
+        self.snapshot_iteration = 0
+        self._last_fenced = float("-inf")
+        # Sum of the priced requests of this run (issue 18), written to the run at finish.
+        self.cost = CostTotal()
+        row = {
+            "task_id": task_id,
+            "attempt_index": attempt_index,
+            "kind": kind,
+            "node_id": node_id,
+            "node_role": node_role,
+            "graph_index": graph_index,
+            "model_name": model_name,
+            "status": RunStatus.RUNNING,
+            "started_at": timezone.now(),
+        }
+        if self._one_statement:
+            assert fence is not None
+            full = _with_defaults(Run, row)
+            run_id = fenced_insert(fence, [(Run, [full])])
+            self._last_fenced = time.monotonic()
+            self.run = Run(pk=run_id, **full)
+        else:
+            with self._write():
+                self.run = Run.objects.create(**row)
+
+    @property
+    def _one_statement(self) -> bool:
+        return self.fence is not None and connection.vendor == "postgresql"
+
+    def _write(self) -> Any:
+        return self.fence.write() if self.fence else unfenced_write()
+
+    def _insert(self, inserts: list[tuple[type[models.Model], list[dict[str, Any]]]]) -> None:
+        """Write these rows together: one fenced statement on PostgreSQL, else one
+        (fenced) transaction."""
+        if self._one_statement:
+            assert self.fence is not None
+            fenced_insert(
+                self.fence, [(m, [_with_defaults(m, r) for r in rows]) for m, rows in inserts]
+            )
+            self._last_fenced = time.monotonic()
+            return
+        with self._write():
+            for model, rows in inserts:
+                for row in rows:
+                    model._default_manager.create(**row)
+
+    def check(self) -> None:
+        """Called before each step: stop if the attempt was abandoned or taken over. A
+        fenced write in the last second already checked the lease and beat (issue 16)."""
+        if self.fence and time.monotonic() - self._last_fenced > FRESH_SECONDS:
+            self.fence.beat()
+
+    def _message_row(self, role: str, content: str, payload: dict[str, Any]) -> dict[str, Any]:
+        row = {
+            "run_id": self.run.pk,
+            "index": self.message_index,
+            "role": role,
+            "content": content,
+            "payload": payload,
+            "created_at": timezone.now(),
+        }
+        self.message_index += 1
+        return row
+
+    def add_message(self, role: str, content: str, payload: dict[str, Any]) -> None:
+        start = self.message_index
+        try:
+            self._insert([(RunMessage, [self._message_row(role, content, payload)])])
+        except BaseException:
+            self.message_index = start
+            raise
+
+    def add_request_messages(self, request: ModelRequest) -> None:
+        """System and user parts of a request, one transcript row each, written together."""
+        start = self.message_index
+        rows = []
+        for part in request.parts:
+            if isinstance(part, SystemPromptPart):
+                rows.append(
+                    self._message_row("system", part.content, {"part_kind": part.part_kind})
+                )
+            elif isinstance(part, UserPromptPart):
+                text = part.content if isinstance(part.content, str) else str(part.content)
+                rows.append(self._message_row("user", text, {"part_kind": part.part_kind}))
+        if not rows:
+            return
+        try:
+            self._insert([(RunMessage, rows)])
+        except BaseException:
+            self.message_index = start
+            raise
+
+    def _response_row(self, response: ModelResponse) -> dict[str, Any]:
+        payload = _dump(response)
+        tool_calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
+        if tool_calls:
+            payload["tool_calls"] = [
+                {"tool_call_id": p.tool_call_id, "tool_name": p.tool_name, "args": p.args_as_dict()}
+                for p in tool_calls
+            ]
+        return self._message_row("assistant", message_text(response), payload)
+
+    def add_response(self, response: ModelResponse) -> None:
+        start = self.message_index
+        try:
+            self._insert([(RunMessage, [self._response_row(response)])])
+        except BaseException:
+            self.message_index = start
+            raise
+
+    def add_tool_result(self, call: ToolCallPart, output: ToolOutput) -> None:
+        """The tool result as evidence and as a transcript row, written together the
+        moment the tool returned (E2)."""
+        evidence = {
+            "run_id": self.run.pk,
+            "task_id": self.run.task_id,
+            "attempt_index": self.run.attempt_index,
+            "sequence": self.evidence_sequence,
+            "tool_name": call.tool_name,
+            "tool_call_id": call.tool_call_id,
+            "arguments": _safe_args(call),
+            "content": output.content,
+            # Computed columns that ToolEvidence.save() would fill (no save() here).
+            "content_chars": len(output.content),
+            "content_sha256": content_digest(call.tool_name, output.content),
+            "is_error": output.is_error,
+            "url": output.url[:2000],
+            "title": output.title[:500],
+            "event_payload": output.payload,
+            "created_at": timezone.now(),
+        }
+        start = self.message_index
+        message = self._message_row(
+            "tool",
+            output.content,
+            {
+                "tool_call_id": call.tool_call_id,
+                "tool_name": call.tool_name,
+                "is_error": output.is_error,
+            },
+        )
+        try:
+            self._insert([(ToolEvidence, [evidence]), (RunMessage, [message])])
+        except BaseException:
+            self.message_index = start
+            raise
+        self.evidence_sequence += 1
+
+    def add_snapshot(
+        self,
+        *,
+        model: Model,
+        model_name: str,
+        messages: list[ModelMessage],
+        parameters: ModelRequestParameters,
+        model_settings: dict[str, Any] | None,
+        latency_ms: int,
+        response: ModelResponse | None,
+        with_response: bool = False,
+    ) -> None:
+        """A compact record of one model request (X2); the full request only in debug.
+        ``with_response`` also records the model's message (``add_response``) in the
+        same write."""
+        model_settings = model_settings or {}
+        tools = [t for t in parameters.function_tools]
+        schema_chars = sum(
+            len(json.dumps(t.parameters_json_schema)) + len(t.description or "") for t in tools
+        )
+        full = None
+        if settings.LLM_FULL_REQUEST_SNAPSHOTS:
+            full = {
+                "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
+                "tools": [
+                    {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters_json_schema,
+                    }
+                    for t in tools
+                ],
+                "settings": {k: v for k, v in model_settings.items() if _jsonable(v)},
+            }
+        usage = response.usage if response is not None else None
+        # Priced now, from this request's usage and the configured model name, and stored:
+        # a later price change does not rewrite history. None: model unknown to the table.
+        cost = price_request(model_name, usage, at=timezone.now())
+        snapshot = {
+            "run_id": self.run.pk,
+            "iteration": self.snapshot_iteration,
+            "provider": getattr(model, "system", "") or "",
+            "model_name": model_name,
+            "message_count": len(messages),
+            "tool_names": [t.name for t in tools],
+            "message_chars": sum(len(message_text(m)) for m in messages),
+            "tool_schema_chars": schema_chars,
+            "max_tokens": model_settings.get("max_tokens"),
+            "temperature": model_settings.get("temperature"),
+            "thinking": bool(model_settings.get("thinking")),
+            "latency_ms": latency_ms,
+            "input_tokens": usage.input_tokens if usage else 0,
+            "output_tokens": usage.output_tokens if usage else 0,
+            "cost": cost,
+            "cost_currency": CURRENCY if cost is not None else "",
+            "full_request": full,
+            "created_at": timezone.now(),
+        }
+        inserts: list[tuple[type[models.Model], list[dict[str, Any]]]] = [
+            (LLMRequestSnapshot, [snapshot])
+        ]
+        start = self.message_index
+        if with_response and response is not None:
+            # The turn in one write: the request's snapshot and the model's message.
+            inserts.append((RunMessage, [self._response_row(response)]))
+        try:
+            self._insert(inserts)
+        except BaseException:
+            self.message_index = start
+            raise
+        self.cost.add(cost)
+        self.snapshot_iteration += 1
+
+    def finish(
+        self,
+        *,
+        status: str,
+        finish_reason: str,
+        output_text: str,
+        tool_iterations: int,
+        input_tokens: int,
+        output_tokens: int,
+        error: str = "",
+        warnings: list[str] | None = None,
+        fenced: bool = True,
+    ) -> None:
+        """End the run through ``run_finish`` (the one writer of ``Run.status``); fenced
+        by the lease unless ``fenced=False`` (bookkeeping after the lease was lost)."""
+        finished = timezone.now()
+        run = self.run
+        runs.run_finish(
+            run=run,
+            status=status,
+            fence=self.fence if fenced else None,
+            finish_reason=finish_reason,
+            output_text=output_text,
+            tool_iterations=tool_iterations,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            usage={"input_tokens": input_tokens, "output_tokens": output_tokens},
+            cost=self.cost.value,
+            cost_currency=CURRENCY if self.cost.known else "",
+            error=error,
+            warnings=warnings or [],
+            finished_at=finished,
+            duration_ms=int((finished - run.started_at).total_seconds() * 1000),
+        )
+
+
+# A fenced write this recent has already checked the lease (and beaten): the step
+# before the next model call or tool run needs no separate check.
+FRESH_SECONDS = 1.0
+
+
+def _with_defaults(model: type[models.Model], row: dict[str, Any]) -> dict[str, Any]:
+    """The row with every other column's default, for a raw INSERT (no ``save()``)."""
+    out = dict(row)
+    for field in model._meta.concrete_fields:
+        if field.primary_key or field.attname in out or field.name in out:
+            continue
+        if field.has_default():
+            out[field.attname] = field.get_default()
+        elif field.null:
+            out[field.attname] = None
+    return out
+
+
+def _safe_args(call: ToolCallPart) -> dict[str, Any]:
+    try:
+        return call.args_as_dict()
+    except Exception:
+        return {"raw": str(call.args)}
+
+
+def _jsonable(value: Any) -> bool:
+    try:
+        json.dumps(value)
+    except TypeError:
+        return False
+    return True

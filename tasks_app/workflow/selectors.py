@@ -1,0 +1,87 @@
+"""Reads of tasks and runs with the object permissions of A2: requesters see their own
+tasks only (anyone else's is a 404, so ids do not leak); reviewers and operators see all."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import connection
+from django.db.models import Count, Sum
+from django.http import Http404, HttpRequest
+from django.shortcuts import get_object_or_404
+
+from project import roles
+from tasks_app.workflow.models import ClaimEvent, Task, TaskEvent, TaskQuerySet, TaskStatusCount
+from tasks_app.workflow.verdicts import validator
+
+
+def visible_tasks(user: Any) -> TaskQuerySet:
+    return Task.objects.visible_to(user)
+
+
+def get_visible_task(user: Any, task_id: int) -> Task:
+    """The task if ``user`` may see it; otherwise 404, whether or not it exists (A2)."""
+    task = visible_tasks(user).select_related("owner", "claimed_by").filter(pk=task_id).first()
+    if task is None:
+        raise Http404(f"Task {task_id} not found.")
+    return task
+
+
+def require_visible_task(user: Any, task_id: int) -> int:
+    """Like ``get_visible_task`` for endpoints that need only the permission check: it
+    reads the id alone, never the task's big text columns."""
+    if not visible_tasks(user).filter(pk=task_id).exists():
+        raise Http404(f"Task {task_id} not found.")
+    return task_id
+
+
+def task_history(task_id: int) -> list[TaskEvent | ClaimEvent]:
+    """The task's status changes and claim events (issue 11), oldest first."""
+    events: list[TaskEvent | ClaimEvent] = [
+        *TaskEvent.objects.filter(task_id=task_id).select_related("actor"),
+        *ClaimEvent.objects.filter(task_id=task_id).select_related("actor", "previous_holder"),
+    ]
+    events.sort(key=lambda e: e.at)
+    return events
+
+
+def visible_task(request: HttpRequest, task_id: int, *, defer_big: bool = True) -> Task:
+    """The task if this user may see it (A2), else 404 (no existence leak)."""
+    qs = Task.objects.visible_to(request.user).select_related("owner", "claimed_by")
+    if defer_big:
+        qs = qs.defer("request", "rules", "final_answer", "plan")
+    return get_object_or_404(qs, pk=task_id)
+
+
+def can_act(user: Any, task: Task) -> bool:
+    """The owner decides on their own task; reviewers on any (S5, U3)."""
+    return task.owner_id == user.pk or roles.is_reviewer(user)
+
+
+def tasks_for_list(tasks: TaskQuerySet, *, ordering: str) -> TaskQuerySet:
+    """Tasks for a list page, in a constant number of queries whatever its size: the
+    rows without their big columns, and each one's latest original verdict summary. On
+    PostgreSQL the summary is a JSON column of the same query (``latest_summary``, issue
+    16); elsewhere a one-item ``latest_validations`` list in one more query."""
+    tie_breaker = "-id" if ordering.startswith("-") else "id"
+    listed = validator().with_list_summaries(tasks.for_list())
+    return listed.order_by(ordering, tie_breaker)
+
+
+def status_counts(base: TaskQuerySet | None = None) -> dict[str, int]:
+    """How many tasks are in each status (U1). For all tasks on PostgreSQL this sums the
+    trigger-kept counters (TaskStatusCount: a few rows whatever the table's size, issue
+    16); for a subset (a requester's own tasks) or on SQLite it counts the rows."""
+    if base is None and connection.vendor == "postgresql":
+        rows = TaskStatusCount.objects.values_list("status").annotate(total=Sum("n"))
+        return {status: int(total) for status, total in rows if total}
+    tasks = base if base is not None else Task.objects.all()
+    counted = tasks.order_by().values_list("status").annotate(n=Count("*"))
+    return dict(counted.values_list("status", "n"))
+
+
+def count_of(counts: dict[str, int], statuses: list[str] | None = None) -> int:
+    """Tasks in ``statuses`` (all when None), from ``status_counts()``."""
+    if statuses is None:
+        return sum(counts.values())
+    return sum(counts.get(s, 0) for s in statuses)

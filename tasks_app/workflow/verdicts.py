@@ -1,0 +1,95 @@
+"""The validator, as tasks_app sees it.
+
+tasks_app sends an attempt's answer to be judged and reads the verdicts back, but the
+validator lives in evidence_app, which builds on tasks_app: evidence_app registers its
+implementation when Django starts (``EvidenceAppConfig.ready``), and tasks_app never
+imports it (the import contracts in pyproject.toml say so).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from django.core.exceptions import ImproperlyConfigured
+
+if TYPE_CHECKING:
+    from tasks_app.workflow.models import Task, TaskQuerySet
+
+REJECTED = "rejected"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The latest original verdict (not a replay) on one attempt (V1)."""
+
+    id: int
+    attempt_index: int
+    status: str
+    score: float | None
+    failure_category: str | None
+    # The stored ValidationResult: issues, missing requirements, evidence gaps, the
+    # recommended revision prompt, reasoning, claims.
+    result: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "accepted"
+
+    @property
+    def rejected(self) -> bool:
+        return self.status == REJECTED
+
+
+class Validator(Protocol):
+    def enqueue(self, task_id: int, attempt_index: int, *, job_id: str, countdown: float) -> str:
+        """Queue the validation of the attempt once the current transaction commits;
+        returns the job id (recorded on the task)."""
+        ...
+
+    def verdict(self, task_id: int, attempt_index: int | None = None) -> Verdict | None:
+        """The latest original verdict on ``attempt_index`` (on any attempt when None)."""
+        ...
+
+    def rendered_evidence(self, task: Task, attempt_index: int) -> str:
+        """The attempt's evidence as the validator reads it: full, unabridged (E4)."""
+        ...
+
+    def with_list_summaries(self, tasks: TaskQuerySet) -> TaskQuerySet:
+        """``tasks`` with each one's latest original verdict summary attached, for a
+        list page in a constant number of queries (``list_summary`` reads it)."""
+        ...
+
+    def list_summary(self, task: Task) -> dict[str, Any] | None:
+        """The summary ``with_list_summaries`` attached to ``task`` (the API's
+        ``ValidationSummaryOut``), or None."""
+        ...
+
+    def verdict_detail(self, task_id: int) -> dict[str, Any] | None:
+        """The task's latest original verdict with what a person needs to decide (the
+        API's ``VerdictOut``), or None."""
+        ...
+
+    def attempt_verdicts(self, task_id: int) -> dict[int, tuple[int, str]]:
+        """(id, status) of the latest original verdict of each attempt that has one."""
+        ...
+
+    def cost(self, task: Task) -> dict[str, Any]:
+        """What the task cost (agent runs, validations, replays; the API's
+        ``TaskCostOut``)."""
+        ...
+
+
+_registered: list[Validator] = []
+
+
+def register_validator(validator: Validator) -> None:
+    _registered[:] = [validator]
+
+
+def validator() -> Validator:
+    if not _registered:
+        raise ImproperlyConfigured(
+            "No validator is registered: evidence_app must be in INSTALLED_APPS."
+        )
+    return _registered[0]
