@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, F, Model, OuterRef, Subquery, Sum, TextField
+from django.db.models import F, OuterRef, Subquery, Sum, TextField
 from django.db.models.functions import Cast, Coalesce, Left, Length
 from django.shortcuts import get_object_or_404
 
@@ -84,14 +84,6 @@ def evidence(task: Task, *, limit: int) -> list[ToolEvidence]:
         .annotate(size=F("content_chars"))  # stored on save: no 10 MB read
         .order_by("attempt_index", "run_id", "sequence")[:limit]
     )
-
-
-def _count_per_run(model: type[Model]) -> Coalesce:
-    """Rows of ``model`` of the outer run, as a correlated subquery: counting two
-    relations through joins would aggregate their product (messages x results rows,
-    500,000 for a run with 1,000 messages and 500 results)."""
-    rows = model._default_manager.filter(run=OuterRef("pk")).order_by().values("run")
-    return Coalesce(Subquery(rows.annotate(n=Count("*")).values("n")[:1]), 0)
 
 
 def _chars_per_run() -> Coalesce:
