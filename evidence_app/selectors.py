@@ -3,7 +3,7 @@ the cost of a task, its attempts and the system per day (issue 18)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from decimal import Decimal
@@ -150,24 +150,60 @@ def evidence_labels_for_task(task_id: int) -> dict[int, str]:
         .values_list("id", "run_id")
     ):
         evidence.setdefault(run_id, []).append(evidence_id)
-    packet_runs: dict[int, list[int]] = {}
-    main_run: dict[int, int] = {}
-    for run_id, attempt, kind in runs:
-        if kind == RunKind.TEAM_NODE:
-            packet_runs.setdefault(attempt, []).append(run_id)
-        else:
-            main_run[attempt] = run_id  # a later main/synthesis run supersedes
     labels: dict[int, str] = {}
-    for attempt in sorted({a for _, a, _ in runs}):
-        ordered = packet_runs.get(attempt, []) + (
-            [main_run[attempt]] if attempt in main_run else []
-        )
+    for ordered in _packet_runs(runs).values():
         n = 0
         for run_id in ordered:
             for evidence_id in evidence.get(run_id, []):
                 n += 1
                 labels[evidence_id] = f"R{n}"
     return labels
+
+
+def evidence_labels_of(
+    items: Sequence[ToolEvidence], runs: Sequence[Run], *, start: int = 0
+) -> dict[int, str]:
+    """The labels ``evidence_labels_for_task`` gives ``items``, which are the task's
+    tool results from position ``start`` of the list ordered by (attempt, run,
+    sequence), computed from ``runs`` (every run of the task, in graph order, with its
+    ``evidence_count``) instead of reading every result id (an attempt can hold 20,000
+    results, issue 26): a result's number is the results of the runs before its run in
+    the packet plus its rank in its run."""
+    counts = {r.pk: r.evidence_count for r in runs}  # type: ignore[attr-defined]
+    listed_before: dict[int, int] = {}  # results listed before the run's first one
+    n = 0
+    for run in sorted(runs, key=lambda r: (r.attempt_index, r.pk)):
+        listed_before[run.pk] = n
+        n += counts[run.pk]
+    packet_before: dict[int, int] = {}  # results before the run's first one in its packet
+    for ordered in _packet_runs([(r.pk, r.attempt_index, r.kind) for r in runs]).values():
+        n = 0
+        for run_id in ordered:
+            packet_before[run_id] = n
+            n += counts[run_id]
+    labels: dict[int, str] = {}
+    for i, item in enumerate(items):
+        if item.run_id in packet_before:
+            rank = start + i - listed_before[item.run_id]
+            labels[item.pk] = f"R{packet_before[item.run_id] + rank + 1}"
+    return labels
+
+
+def _packet_runs(runs: list[tuple[int, int, str]]) -> dict[int, list[int]]:
+    """Per attempt, the runs whose results the validator saw, in packet order: the team
+    runs in graph order, then the attempt's last main or synthesis run. ``runs`` are
+    (id, attempt, kind) in graph order."""
+    team: dict[int, list[int]] = {}
+    main_run: dict[int, int] = {}
+    for run_id, attempt, kind in runs:
+        if kind == RunKind.TEAM_NODE:
+            team.setdefault(attempt, []).append(run_id)
+        else:
+            main_run[attempt] = run_id  # a later main/synthesis run supersedes
+    return {
+        attempt: team.get(attempt, []) + ([main_run[attempt]] if attempt in main_run else [])
+        for attempt in sorted({a for _, a, _ in runs})
+    }
 
 
 @dataclass(frozen=True)

@@ -6,17 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import Count, F, Model, OuterRef, Subquery, TextField
+from django.db.models import F, OuterRef, Subquery, Sum, TextField
 from django.db.models.functions import Cast, Coalesce, Left, Length
 from django.shortcuts import get_object_or_404
 
+from evidence_app import trace_tree
 from evidence_app.models import ValidationSnapshot
 from tasks_app.models import (
     ClaimEvent,
     Feedback,
     OtlpTrace,
     Run,
-    RunMessage,
     Task,
     TaskEvent,
     ToolEvidence,
@@ -75,33 +75,33 @@ def snapshot_bodies(selected: ValidationSnapshot, *, limit: int) -> dict[str, An
     return ValidationSnapshot.objects.filter(pk=selected.pk).values(*small).get()
 
 
-def evidence(task: Task) -> list[ToolEvidence]:
-    """The task's tool results without their content, with their stored sizes."""
+def evidence(task: Task, *, limit: int) -> list[ToolEvidence]:
+    """The task's first ``limit`` tool results without their content, with their stored
+    sizes (the others load on request: an attempt can hold 20,000 of them)."""
     return list(
         ToolEvidence.objects.filter(task=task)
         .without_content()
         .annotate(size=F("content_chars"))  # stored on save: no 10 MB read
-        .order_by("attempt_index", "run_id", "sequence")
+        .order_by("attempt_index", "run_id", "sequence")[:limit]
     )
 
 
-def _count_per_run(model: type[Model]) -> Coalesce:
-    """Rows of ``model`` of the outer run, as a correlated subquery: counting two
-    relations through joins would aggregate their product (messages x results rows,
-    500,000 for a run with 1,000 messages and 500 results)."""
-    rows = model._default_manager.filter(run=OuterRef("pk")).order_by().values("run")
-    return Coalesce(Subquery(rows.annotate(n=Count("*")).values("n")[:1]), 0)
+def _chars_per_run() -> Coalesce:
+    """Characters of the outer run's tool results (stored sizes, no content read)."""
+    rows = ToolEvidence.objects.filter(run=OuterRef("pk")).order_by().values("run")
+    return Coalesce(Subquery(rows.annotate(n=Sum("content_chars")).values("n")[:1]), 0)
 
 
 def runs(task: Task) -> list[Run]:
-    """The task's runs with their message and evidence counts, without their output."""
+    """The task's runs without their output, with their numbers of model calls and tool
+    calls and the size of their tool results (what the trace tree and the evidence panel
+    show)."""
     return list(
         Run.objects.filter(task=task)
-        .defer("output_text")
+        .defer("output_text", "payload", "usage", "warnings")
         .annotate(
-            message_count=_count_per_run(RunMessage),
-            evidence_count=_count_per_run(ToolEvidence),
-            output_len=Length("output_text"),
+            **trace_tree.step_counts(),  # model_calls, evidence_count
+            evidence_chars=_chars_per_run(),
         )
         .order_by("attempt_index", "graph_index", "id")
     )

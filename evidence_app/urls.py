@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evidence_app import views, views_review, views_tasks
+from evidence_app import views, views_review, views_tasks, views_trace
 
 ops_pages = [
     path("ops/", views.ops_index, name="ops_index"),
@@ -64,6 +64,26 @@ task_pages = [
         "tasks/<int:task_id>/runs/<int:run_id>/transcript/",
         views_tasks.run_transcript,
         name="run_transcript",
+    ),
+    path(
+        "tasks/<int:task_id>/trace/attempts/<int:attempt_index>/runs/",
+        views_trace.trace_runs,
+        name="trace_runs",
+    ),
+    path(
+        "tasks/<int:task_id>/trace/runs/<int:run_id>/steps/",
+        views_trace.trace_steps,
+        name="trace_steps",
+    ),
+    path(
+        "tasks/<int:task_id>/trace/calls/<int:call_id>/",
+        views_trace.trace_call,
+        name="trace_call",
+    ),
+    path(
+        "tasks/<int:task_id>/trace/tools/<int:evidence_id>/",
+        views_trace.trace_tool,
+        name="trace_tool",
     ),
     path("tasks/<int:task_id>/assign/", views_review.task_assign, name="task_assign"),
     path("review/", views_review.review_queue, name="review_queue"),

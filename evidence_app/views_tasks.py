@@ -20,7 +20,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from evidence_app import task_page
+from evidence_app import task_page, trace_tree
 from evidence_app.claims import review_reason, shown_claims, shown_counts
 from evidence_app.forms import FeedbackForm, NoteForm, TaskCreateForm
 from evidence_app.models import SnapshotKind, ValidationSnapshot
@@ -28,6 +28,7 @@ from evidence_app.selectors import (
     answer_segments,
     citation_excerpts,
     evidence_labels_for_task,
+    evidence_labels_of,
     task_cost_of,
 )
 from evidence_app.views_review import (
@@ -176,8 +177,10 @@ def detail_context(
         "lazy_limit": limit,
         **_snapshot_context(snapshots, latest, selected, limit=limit),
         **_verdict_context(task, latest, limit=limit),
-        **_evidence_context(task),
+        **_evidence_context(task, runs),
         "runs": runs,
+        # The trace tree's top levels (issue 26); runs and their steps are staff material.
+        "trace": trace_tree.attempts(runs) if is_staff_role(user) else [],
         # Stored per request when it was made (issue 18); summed here, never re-priced.
         "cost": task_cost_of(
             runs=[(r.attempt_index, r.cost) for r in runs],
@@ -254,14 +257,17 @@ def _verdict_context(
     }
 
 
-def _evidence_context(task: Task) -> dict[str, Any]:
-    evidence = task_page.evidence(task)
+def _evidence_context(task: Task, runs: Sequence[Run]) -> dict[str, Any]:
+    """The first ``EVIDENCE_INLINE_ITEMS`` tool results; the totals come from the runs'
+    counts, so an attempt with 20,000 results reads 50 rows here (issue 26)."""
+    count = sum(r.evidence_count for r in runs)  # type: ignore[attr-defined]
+    head = task_page.evidence(task, limit=EVIDENCE_INLINE_ITEMS)
     return {
-        "evidence_labels": evidence_labels_for_task(task.pk),
-        "evidence": evidence,
-        "evidence_head": evidence[:EVIDENCE_INLINE_ITEMS],
-        "evidence_rest": max(0, len(evidence) - EVIDENCE_INLINE_ITEMS),
-        "evidence_chars": sum(e.content_chars or 0 for e in evidence),
+        "evidence_labels": evidence_labels_of(head, runs),
+        "evidence_count": count,
+        "evidence_head": head,
+        "evidence_rest": max(0, count - EVIDENCE_INLINE_ITEMS),
+        "evidence_chars": sum(r.evidence_chars for r in runs),  # type: ignore[attr-defined]
     }
 
 

@@ -106,6 +106,19 @@ def thousands(value: int | None) -> str:
 
 
 @register.filter
+def duration(ms: int | None) -> str:
+    """Milliseconds as a person reads them: 850 ms, 12.4 s, 3 min 05 s."""
+    if ms is None:
+        return "–"
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    minutes, seconds = divmod(round(ms / 1000), 60)
+    return f"{minutes} min {seconds:02d} s"
+
+
+@register.filter
 def money(value: Any) -> str:
     """A stored cost (Decimal, or None = "cost unknown") or a ``CostTotal`` sum, which
     says how many parts were unpriced (issue 18)."""

@@ -26,7 +26,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from evidence_app.models import ReplayRequest
 from project.api import api
 from tasks_app.accounts.auth import api_token_create
-from tasks_app.models import WebhookDelivery, WebhookEndpoint
+from tasks_app.models import LLMRequestSnapshot, WebhookDelivery, WebhookEndpoint
 from tests.drills.support import report
 from tests.factories import KnowledgeDocumentFactory
 from tests.ui.conftest import make_reviewable_task
@@ -143,6 +143,11 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     "GET evidence_content": OWNED_PAGE,
     "GET claim_evidence": OWNED_PAGE,
     "GET run_transcript": STAFF_MATERIAL,
+    # The trace tree's fragments (issue 26): runs, model calls and tool calls.
+    "GET trace_runs": STAFF_MATERIAL,
+    "GET trace_steps": STAFF_MATERIAL,
+    "GET trace_call": STAFF_MATERIAL,
+    "GET trace_tool": STAFF_MATERIAL,
     # Assignment is the reviewers' (issue 13); operators inspect, they do not triage.
     "POST task_assign": row(LOGIN, 403, 403, DONE, 403),
     # The knowledge base, searched by reviewers from the task page (issue 13).
@@ -232,6 +237,15 @@ def fresh_objects(world: World) -> dict[str, Any]:
         "attempt_index": 1,
         "task_id": task.pk,
         "run_id": run.pk,
+        "call_id": LLMRequestSnapshot.objects.create(
+            run=run,
+            iteration=0,
+            provider="test",
+            model_name="test:model",
+            message_count=1,
+            message_chars=10,
+            tool_schema_chars=0,
+        ).pk,
         "evidence_id": run.tool_evidence.order_by("sequence").first().pk,
         "validation_id": task.validations.get().pk,
         "snapshot_id": task.validations.get().pk,

@@ -208,7 +208,7 @@ def test_requester_never_sees_operator_sections(
         "#input-panel",
         "#raw-panel",
         "#verdict-technical",
-        "#transcript-panel",
+        "#trace-panel",
         "#kb-panel",
         "#queue-position",
     ):

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tasks_app', '0016_toolevidence'),
+        ('tasks_app', '0017_toolevidence_list_index'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
