@@ -146,11 +146,7 @@ def any_value(value: AnyValue) -> Any:
 
 
 def attributes(pairs: Any) -> dict[str, Any]:
-    return {
-        text(pair.key): any_value(pair.value)
-        for pair in pairs
-        if isinstance(pair, KeyValue)
-    }
+    return {text(pair.key): any_value(pair.value) for pair in pairs if isinstance(pair, KeyValue)}
 
 
 def _check(span: Span) -> str | None:
