@@ -17,7 +17,7 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
-from bench import latency, packets, pipeline, run, team, ui
+from bench import intake, latency, packets, pipeline, run, team, ui
 from bench.models import AGENT, JUDGE, SLEEPY, register_bench_models
 from project.llm.registry import unregister_model
 
@@ -126,6 +126,39 @@ def test_pipeline_benchmark_runs_small(tmp_path: Path) -> None:
     assert details["worker_configuration"].startswith("threads pool")
     assert details["prefork"]["worker_cpu_ms_per_task"] > 0
     assert {"pipeline", "noop"} == set(details["latency"])
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_intake_benchmark_runs_small(tmp_path: Path) -> None:
+    """Issue 28 item 1: real OpenTelemetry exporters and attempts-API clients against the
+    production profile (gunicorn, validation and maintenance workers); both runs report
+    rate, acknowledgement latency, CPU split and the stored-exactly-once checks."""
+    db_url, redis = _database_url(), _redis_url()
+    if db_url is None or redis is None:
+        pytest.skip("needs PostgreSQL and a Redis broker (REDIS_URL or CELERY_BROKER_URL)")
+    result = intake.run(
+        clients=2,
+        seconds=1.0,
+        rate=6.0,
+        web_workers=1,
+        web_threads=2,
+        validation_concurrency=2,
+        db_pool=2,
+        broker_url=redis,
+        database_url=db_url,
+        log_dir=tmp_path,
+    )
+    check_shape(result, targets=6)
+    for kind in ("otlp", "attempts"):
+        details = result["details"][kind]
+        assert details["traces_acked"] == details["tasks_used"] > 0
+        assert {"web", "workers", "postgres"} == set(details["cpu_per_trace_ms"])
+        assert details["unvalidated"] == 0
+        assert details["lost_attempts"] == details["duplicate_attempts"] == 0
+    otlp = result["details"]["otlp"]
+    assert otlp["stored"]["distinct_spans"] == otlp["spans_acked"] == 10 * otlp["traces_acked"]
+    assert otlp["lost_spans"] == otlp["duplicate_spans"] == 0
 
 
 @pytest.mark.celery_worker
