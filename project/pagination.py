@@ -226,7 +226,9 @@ class CountedPaginator(Paginator):
     50`` on the ids alone: an index-only scan where an index matches the ordering) and
     then only those rows with their joins and annotations: a plain OFFSET would build
     every skipped row, annotations included (the queue's last page of 100,000 did 100,000
-    rows of correlated subqueries)."""
+    rows of correlated subqueries). A page in the second half of the list is read from
+    the other end (the ordering reversed, skipping only the rows after it), so the last
+    page skips none and a deep page at most half the list (issue 28)."""
 
     def __init__(self, object_list: Any, per_page: int, *, count: int | None) -> None:
         super().__init__(object_list, per_page)
@@ -245,7 +247,14 @@ class CountedPaginator(Paginator):
         if top + self.orphans >= self.count:
             top = self.count
         rows = self.object_list
-        if bottom and isinstance(rows, QuerySet):
+        if not bottom or not isinstance(rows, QuerySet):
+            return Page(rows[bottom:top], number, self)
+        from_end = self.count - top
+        if from_end < bottom and rows.query.order_by:
+            # Nearer the end than the start: seek from the end in the reversed ordering
+            # (the same index read backwards), so the last page skips no row at all and
+            # costs what the first does (issue 28); rows.filter keeps the list's order.
+            page_ids = rows.reverse().values("pk")[from_end : self.count - bottom]
+        else:
             page_ids = rows.values("pk")[bottom:top]
-            return Page(rows.filter(pk__in=page_ids), number, self)
-        return Page(rows[bottom:top], number, self)
+        return Page(rows.filter(pk__in=page_ids), number, self)

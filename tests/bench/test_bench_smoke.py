@@ -65,7 +65,8 @@ def test_team_benchmark_runs_small() -> None:
 
 @pytest.mark.django_db
 def test_ui_benchmark_runs_small() -> None:
-    """U1/U2: queue, detail and admin changelist timed with query counts at two sizes."""
+    """U1/U2: queue, detail and admin changelist timed with query counts at two sizes;
+    issue 28 item 2: the last pages' p95 over the first pages' in the growth table."""
     result = ui.run(
         tasks=(20, 40),
         needs_review_share=0.25,
@@ -74,7 +75,9 @@ def test_ui_benchmark_runs_small() -> None:
         requests=2,
         growth_mb=(0.005, 0.01),
     )
-    check_shape(result, targets=6)
+    check_shape(result, targets=9)
+    ratio_rows = [r for r in result["details"]["growth_table"]["rows"] if "/ first page" in r[0]]
+    assert len(ratio_rows) == 3 * 2 and all(r[-1].startswith(("MET", "MISSED")) for r in ratio_rows)
     stage = result["details"]["stages"]["40"]
     assert stage["tasks"] == 41 and stage["needs_review"] == 11  # + the evidence task
     assert set(result["details"]["detail_by_evidence_mb"]) == {"0.005MB", "0.01MB"}
