@@ -338,8 +338,11 @@ def one_run(
     seconds: float,
     rate: float,
     spans_per_trace: int,
+    drain_timeout: float = 1800.0,
 ) -> dict[str, Any]:
-    """One intake run (``otlp`` or ``attempts``) with its checks, as a details dict."""
+    """One intake run (``otlp`` or ``attempts``) with its checks, as a details dict; the
+    validation backlog is waited for at most ``drain_timeout`` seconds (what is left is
+    reported as unvalidated)."""
     n_tasks = int(rate * seconds * 1.25) + clients * 4
     ids = external_tasks(user, n_tasks, kind)
     url = (
@@ -362,7 +365,7 @@ def one_run(
     after_intake = _cpu_snapshot(profile)
     used = sorted(i for o in outs for i in o["task_ids"])
     intake_end = max(o["ended"] for o in outs)
-    settle_times = _wait_validated(used, profile, timeout=max(300.0, len(used) / 5))
+    settle_times = _wait_validated(used, profile, timeout=drain_timeout)
     after_drain = _cpu_snapshot(profile)
     stored = _stored(kind, user, used)
     return _summarise(
@@ -546,6 +549,7 @@ def run(
     web_threads: int = 8,
     validation_concurrency: int = 50,
     db_pool: int = 10,
+    drain_timeout: float = 1800.0,
     broker_url: str,
     database_url: str,
     log_dir: Path,

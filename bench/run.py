@@ -93,6 +93,8 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
             "web_workers": int(os.environ.get("BENCH_INTAKE_WEB_WORKERS", "2")),
             "web_threads": int(os.environ.get("BENCH_INTAKE_WEB_THREADS", "8")),
             "validation_concurrency": int(os.environ.get("BENCH_VALIDATION_CONCURRENCY", "50")),
+            # How long to wait for the validation backlog after each run.
+            "drain_timeout": float(os.environ.get("BENCH_INTAKE_DRAIN_TIMEOUT", "1800")),
         },
         "metrics": {"tasks": 1_000_000},
         "ui": {
