@@ -268,6 +268,20 @@ def _clients(
     return results
 
 
+def _wal_lsn() -> str:
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_current_wal_lsn()::text")
+        return str(cur.fetchone()[0])
+
+
+def _wal_bytes_since(lsn: str) -> int:
+    """WAL written since ``lsn`` by the whole PostgreSQL server (other databases on it
+    count too: on a shared server this is an upper bound)."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)", [lsn])
+        return int(cur.fetchone()[0])
+
+
 def _cpu_snapshot(profile: IntakeProfile) -> dict[str, dict[int, float]]:
     groups = profile.groups()
     groups["postgres"] = _backend_pids()
@@ -351,6 +365,7 @@ def one_run(
         else profile.base_url + "/api/v1/tasks"
     )
     close_old_connections()
+    wal_start = _wal_lsn()
     before = _cpu_snapshot(profile)
     outs = _clients(
         kind,
@@ -367,8 +382,9 @@ def one_run(
     intake_end = max(o["ended"] for o in outs)
     settle_times = _wait_validated(used, profile, timeout=drain_timeout)
     after_drain = _cpu_snapshot(profile)
+    wal = _wal_bytes_since(wal_start)
     stored = _stored(kind, user, used)
-    return _summarise(
+    summary = _summarise(
         kind,
         outs=outs,
         used=used,
@@ -379,6 +395,8 @@ def one_run(
         stored=stored,
         spans_per_trace=spans_per_trace,
     )
+    summary["wal_kb_per_trace"] = round(wal / 1024 / max(1, len(used)), 1)
+    return summary
 
 
 def _summarise(
@@ -495,8 +513,8 @@ def _figures(d: dict[str, Any], target_rate: float) -> list[Figure]:
             "ms",
             "workers",
             cpu.get("workers", 0.0),
-            note=f"PostgreSQL {cpu.get('postgres', 0.0)} ms; clients "
-            f"{d['client_cpu_s']} CPU-s in all (same machine)",
+            note=f"PostgreSQL {cpu.get('postgres', 0.0)} ms; WAL {d.get('wal_kb_per_trace')} KB; "
+            f"clients {d['client_cpu_s']} CPU-s in all (same machine)",
         ),
         Figure(
             "intake",
