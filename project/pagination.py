@@ -14,7 +14,7 @@ import binascii
 import json
 import typing
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.core.paginator import Page, Paginator
@@ -166,7 +166,7 @@ def decode_cursor(cursor: str, keys: list[str], model: type[models.Model]) -> li
         return [
             _typed(model, key.lstrip("-"), value) for key, value in zip(keys, values, strict=True)
         ]
-    except (binascii.Error, ValueError, KeyError, TypeError) as exc:
+    except (binascii.Error, ValueError, KeyError, TypeError, OverflowError) as exc:
         raise ValidationError([_cursor_error("not a cursor of this list")]) from exc
 
 
@@ -176,10 +176,12 @@ def _typed(model: type[models.Model], name: str, value: Any) -> Any:
         moment = datetime.fromisoformat(str(value))
         if moment.tzinfo is None:
             raise ValueError(name)
-        return moment
+        return moment.astimezone(UTC)  # OverflowError at the edges of the calendar
     if isinstance(field, models.IntegerField | models.AutoField):
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(name)
+        if not -(2**63) <= value < 2**63:  # what a bigint column can compare with
+            raise ValueError(name)
     return value
 
 

@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 from django.test import Client
 from django.utils import timezone
 
+from project.pagination import encode_cursor
 from tasks_app.models import Task
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory
@@ -97,14 +98,29 @@ def test_offset_page_next_link_continues_by_cursor(rita: Client, requester: Any)
     assert rest == expected[6:]
 
 
+class _Row:
+    """A row as a forger would describe it: any values for created_at and id."""
+
+    def __init__(self, created_at: str, pk: int) -> None:
+        self.created_at = created_at
+        self.id = pk
+
+
 def test_a_bad_cursor_is_refused(rita: Client, requester: Any) -> None:
-    """Issue 28 item 2: a forged cursor, one from another ordering, or a cursor with an
-    offset answer 422 and no page."""
+    """Issue 28 item 2: a forged cursor (not base64 JSON, a date at the calendar's edge,
+    an id beyond a bigint, a date without a zone), one from another ordering, or a
+    cursor with an offset answer 422 and no page."""
     for _ in range(3):
         TaskFactory(owner=requester)
     first = rita.get("/api/v1/tasks?limit=1").json()
     cursor = parse_qs(urlsplit(first["next"]).query)["cursor"][0]
+    forged = [
+        encode_cursor(["-created_at", "-id"], _Row("0001-01-01T00:00:00+14:00", 1)),
+        encode_cursor(["-created_at", "-id"], _Row("2026-01-01T00:00:00+00:00", 2**70)),
+        encode_cursor(["-created_at", "-id"], _Row("2026-01-01T00:00:00", 1)),
+    ]
     for url in (
+        *[f"/api/v1/tasks?cursor={c}" for c in forged],
         "/api/v1/tasks?cursor=not-a-cursor",
         f"/api/v1/tasks?ordering=-id&cursor={cursor}",
         f"/api/v1/tasks?cursor={cursor}&offset=1",
