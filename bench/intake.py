@@ -1,8 +1,8 @@
 """Sustained intake (issue 28): ``clients`` concurrent OpenTelemetry SDK exporters
 (OTLP/HTTP protobuf, ``BatchSpanProcessor``) send traces of ``spans_per_trace`` spans
 that name their external task, for ``seconds``, against the production profile
-(``bin/prod web validation maintenance``: gunicorn, one Celery worker per queue group,
-PostgreSQL, Redis); then the same content through ``POST /api/v1/tasks/{id}/attempts``.
+(``bin/prod web validation maintenance beat``: gunicorn, one Celery worker per queue
+group, beat, PostgreSQL, Redis); then the same content through ``POST /api/v1/tasks/{id}/attempts``.
 
 Each run prints the sustained traces/s and spans/s (acknowledged traces over the time
 from the first client's start to the last acknowledgement, flush included), the p50/p95/
@@ -70,8 +70,8 @@ def _cmdline(pid: int) -> str:
 
 
 class IntakeProfile:
-    """``bin/prod web validation maintenance`` on a free port, with the bench's Celery
-    app (its zero-latency judge) and its own queue prefix."""
+    """``bin/prod web validation maintenance beat`` on a free port, with the bench's
+    Celery app (its zero-latency judge) and its own queue prefix."""
 
     def __init__(
         self,
@@ -127,6 +127,8 @@ class IntakeProfile:
                 "web",
                 "validation",
                 "maintenance",
+                # The outbox relay and the OTLP sweep: what catches a job the broker lost.
+                "beat",
             ],
             cwd=settings.BASE_DIR,
             env=self.env,
