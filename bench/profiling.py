@@ -101,6 +101,35 @@ def _packets(quick: bool, details: dict[str, Any]) -> dict[str, str]:
     return {"packets": "3x build_packet + render_packet of the main packet:\n" + text}
 
 
+def _intake(quick: bool) -> dict[str, str]:
+    """The acknowledgement path: OTLP export requests of one SDK batch (512 spans, as the
+    benchmark's exporters send) through the endpoint in this process."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from bench.otlp import ENDPOINT, _export_request
+    from tasks_app.accounts.auth import api_token_create
+    from tasks_app.models import OtlpTrace, Task
+
+    user, _ = get_user_model().objects.get_or_create(username="bench-intake-profile")
+    _, raw = api_token_create(user=user, name="profile")
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    n = 3 if quick else 20
+    bodies = [_export_request(51, 10) for _ in range(n + 1)]
+    client.post(ENDPOINT, bodies.pop(), content_type="application/x-protobuf", secure=True)
+
+    def hit() -> None:
+        for body in bodies:
+            client.post(ENDPOINT, body, content_type="application/x-protobuf", secure=True)
+
+    try:
+        text = _profile(hit)
+    finally:
+        OtlpTrace.objects.filter(owner=user).delete()
+        Task.objects.filter(owner=user).delete()
+    return {"intake": f"{n} OTLP export requests of 510 spans (51 traces x 10):\n" + text}
+
+
 def profile_misses(report: dict[str, Any], *, quick: bool) -> dict[str, str]:
     """Profile each benchmark with a missed target; returns name -> profile path."""
     folder = (BENCH_DIR.parent / "var" / "bench" / "profiles") if quick else BENCH_DIR / "profiles"
@@ -125,6 +154,8 @@ def profile_misses(report: dict[str, Any], *, quick: bool) -> dict[str, str]:
                 texts = _ui(quick, res.get("details", {}), missed)
             elif name == "packets":
                 texts = _packets(quick, res.get("details", {}))
+            elif name == "intake":
+                texts = _intake(quick)
             else:
                 continue
         except Exception as exc:  # a profile is a bonus; never lose the results over it

@@ -7,7 +7,7 @@ Environment (defaults in brackets):
   CELERY_BROKER_URL  [redis://127.0.0.1:6379/5]
   BENCH_WORKERS      [number of CPU cores] worker processes of the pipeline benchmark
 
-Options: ``--only pipeline,team,ui,packets,otlp`` runs some; ``--quick`` runs tiny sizes
+Options: ``--only pipeline,team,ui,packets,otlp,intake`` runs some; ``--quick`` runs tiny sizes
 (a smoke run, seconds; results go to ``var/bench/results-quick.json``); ``--no-profile``
 skips the profiles.
 """
@@ -29,7 +29,7 @@ from bench.common import ensure_database
 BENCH_DIR = Path(__file__).resolve().parent
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/bench"
 DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/5"
-ORDER = ("packets", "team", "pipeline", "latency", "ui", "otlp", "metrics")
+ORDER = ("packets", "team", "pipeline", "latency", "ui", "otlp", "intake", "metrics")
 
 
 def configure_environment() -> None:
@@ -59,6 +59,7 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
                 "db_pool": 3,
             },
             "otlp": {"traces": 10, "spans_per_trace": 10, "repeats": 2},
+            "intake": {"clients": 2, "seconds": 2.0, "rate": 20.0, "validation_concurrency": 4},
             "metrics": {"tasks": 2_000},
             "ui": {
                 "tasks": (200, 400),
@@ -84,6 +85,17 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
             "db_pool": int(os.environ.get("BENCH_DB_POOL", "10")),
         },
         "otlp": {"traces": 100, "spans_per_trace": 10, "repeats": 7},
+        "intake": {
+            "clients": int(os.environ.get("BENCH_INTAKE_CLIENTS", "8")),
+            "seconds": float(os.environ.get("BENCH_INTAKE_SECONDS", "60")),
+            # Offered rate; the target stays 1,000 traces/s whatever is offered.
+            "rate": float(os.environ.get("BENCH_INTAKE_RATE", "1000")),
+            "web_workers": int(os.environ.get("BENCH_INTAKE_WEB_WORKERS", "2")),
+            "web_threads": int(os.environ.get("BENCH_INTAKE_WEB_THREADS", "8")),
+            "validation_concurrency": int(os.environ.get("BENCH_VALIDATION_CONCURRENCY", "50")),
+            # How long to wait for the validation backlog after each run.
+            "drain_timeout": float(os.environ.get("BENCH_INTAKE_DRAIN_TIMEOUT", "1800")),
+        },
         "metrics": {"tasks": 1_000_000},
         "ui": {
             "tasks": tuple(
@@ -136,6 +148,15 @@ def run_one(name: str, params: dict[str, Any]) -> dict[str, Any]:
         from bench import otlp
 
         return otlp.run(**params)
+    if name == "intake":
+        from bench import intake
+
+        return intake.run(
+            **params,
+            broker_url=settings.CELERY_BROKER_URL,
+            database_url=os.environ["DATABASE_URL"],
+            log_dir=settings.VAR_DIR,
+        )
     if name == "metrics":
         from bench import metrics
 

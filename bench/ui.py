@@ -122,9 +122,41 @@ def measure(clients: dict[str, Client], detail_id: int, requests: int) -> dict[s
                 clients["reviewer"],
                 f"{reverse('task_list_all')}?status=closed&page={list_last}",
             ),
+            # The API list's last page by its keyset cursor (issue 28).
+            "api last page": (clients["reviewer"], _api_last_page_url()),
         },
         requests,
     )
+
+
+# (deep page, first page) pairs whose p95 ratio issue 28 bounds at 1.5x.
+DEEP_PAIRS = (
+    ("queue last page", "queue"),
+    ("list last page", "list"),
+    ("api last page", "api"),
+)
+DEEP_RATIO = 1.5
+
+
+def _api_last_page_url() -> str:
+    """``GET /api/v1/tasks?status=needs_review`` at its last page of 50, by the cursor a
+    client walking the list would hold there."""
+    from project.pagination import encode_cursor
+
+    keys = ["-created_at", "-id"]
+    listed = Task.objects.needs_review().order_by(*keys)
+    n = listed.count()
+    url = "/api/v1/tasks?status=needs_review&limit=50"
+    if n <= 50:
+        return url
+    before = listed[(last_page(n) - 1) * 50 - 1]
+    return f"{url}&cursor={encode_cursor(keys, before)}"
+
+
+def deep_ratio(stage: dict[str, Any], deep: str, first: str) -> float:
+    """p95 of the deep page over the first page's."""
+    base = stage[first]["p95_ms"]
+    return stage[deep]["p95_ms"] / base if base else float("inf")
 
 
 def run(
@@ -215,6 +247,7 @@ def run(
         ("api", "API GET /tasks"),
         ("queue last page", "queue, last page"),
         ("list last page", "task list ?status=closed, last page"),
+        ("api last page", "API GET /tasks, last page by cursor"),
     ):
         figures += [
             Figure(
@@ -265,9 +298,29 @@ def run(
             d["html_bytes"] < 200 * 1024,
         ),
     ]
+    targets += [
+        Target(
+            "ui",
+            f"{deep} p95 within {DEEP_RATIO}x of the first page at {n} (issue 28)",
+            f"{top[deep]['p95_ms']:.1f} vs {top[first]['p95_ms']:.1f} ms "
+            f"({deep_ratio(top, deep, first):.2f}x)",
+            deep_ratio(top, deep, first) <= DEEP_RATIO,
+        )
+        for deep, first in DEEP_PAIRS
+    ]
     rows = []
     small = stages[tasks[0]]
-    for name in ("queue", "queue last page", "list", "list last page", "api", "admin", "detail"):
+    pages_in_table = (
+        "queue",
+        "queue last page",
+        "list",
+        "list last page",
+        "api",
+        "api last page",
+        "admin",
+        "detail",
+    )
+    for name in pages_in_table:
         for size in tasks:
             s = stages[size][name]
             growth = s["p50_ms"] / small[name]["p50_ms"] if small[name]["p50_ms"] else 0
@@ -280,6 +333,21 @@ def run(
                     str(s["queries"]),
                     f"{s['html_bytes'] / 1024:.1f}",
                     f"{growth:.2f}x for {size / tasks[0]:g}x tasks",
+                ]
+            )
+    for deep, first in DEEP_PAIRS:
+        for size in tasks:
+            ratio_p95 = deep_ratio(stages[size], deep, first)
+            verdict = "MET" if ratio_p95 <= DEEP_RATIO else "MISSED"
+            rows.append(
+                [
+                    f"{deep} / first page, p95",
+                    f"{size:,}",
+                    "",
+                    f"{ratio_p95:.2f}x",
+                    "",
+                    "",
+                    f"{verdict} (<= {DEEP_RATIO}x)",
                 ]
             )
     base_size = by_size[growth_mb[0]] if growth_mb else None

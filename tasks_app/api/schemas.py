@@ -303,6 +303,11 @@ class TaskOut(TaskListItemOut):
 class TaskListOut(Schema):
     items: list[TaskListItemOut]
     count: int
+    next: str | None = Field(
+        None,
+        description="URL of the next page by cursor (keyset: stable while tasks are "
+        "added, as fast deep as on the first page); null on the last page",
+    )
 
 
 TaskOrdering = Literal["created_at", "-created_at", "updated_at", "-updated_at", "id", "-id"]

@@ -17,7 +17,7 @@ from ninja import Query, Router
 from ninja.errors import AuthorizationError, ValidationError
 
 from project import roles
-from project.pagination import LimitOffset, paginate
+from project.pagination import LimitOffsetCursor, paginate
 from project.roles import require_reviewer
 from project.schemas import error_responses
 from tasks_app.api.idempotency import idempotency_header, run_idempotent
@@ -99,9 +99,9 @@ def create_task(
 @router.get(
     "/tasks",
     response={200: TaskListOut, **error_responses()},
-    summary="List tasks (filters, ordering, limit/offset)",
+    summary="List tasks (filters, ordering, limit/offset or cursor)",
 )
-@paginate(LimitOffset)
+@paginate(LimitOffsetCursor)
 def get_tasks(
     request: HttpRequest, filters: Query[TaskFilter], query: Query[TaskOrderingQuery]
 ) -> QuerySet[Task]:
@@ -128,7 +128,7 @@ def get_tasks(
     response={200: TaskListOut, **error_responses()},
     summary="Open tasks (not terminal; includes needs_review)",
 )
-@paginate(LimitOffset)
+@paginate(LimitOffsetCursor)
 def get_active_tasks(request: HttpRequest, query: Query[TaskOrderingQuery]) -> QuerySet[Task]:
     tasks = visible_tasks(request.auth).open()  # type: ignore[attr-defined]
     listed = tasks_for_list(tasks, ordering=query.ordering)

@@ -257,7 +257,7 @@ def test_requester_cannot_read_or_act_on_another_requesters_task(
     assert response.status_code == 404
     task.refresh_from_db()
     assert task.status == S.AWAITING_FEEDBACK
-    assert bob.get("/api/v1/tasks").json() == {"items": [], "count": 0}
+    assert bob.get("/api/v1/tasks").json() == {"items": [], "count": 0, "next": None}
 
 
 def test_reviewers_and_operators_see_every_task(

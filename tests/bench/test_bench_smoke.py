@@ -17,7 +17,7 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
-from bench import latency, packets, pipeline, run, team, ui
+from bench import intake, latency, packets, pipeline, run, team, ui
 from bench.models import AGENT, JUDGE, SLEEPY, register_bench_models
 from project.llm.registry import unregister_model
 
@@ -65,7 +65,8 @@ def test_team_benchmark_runs_small() -> None:
 
 @pytest.mark.django_db
 def test_ui_benchmark_runs_small() -> None:
-    """U1/U2: queue, detail and admin changelist timed with query counts at two sizes."""
+    """U1/U2: queue, detail and admin changelist timed with query counts at two sizes;
+    issue 28 item 2: the last pages' p95 over the first pages' in the growth table."""
     result = ui.run(
         tasks=(20, 40),
         needs_review_share=0.25,
@@ -74,7 +75,9 @@ def test_ui_benchmark_runs_small() -> None:
         requests=2,
         growth_mb=(0.005, 0.01),
     )
-    check_shape(result, targets=6)
+    check_shape(result, targets=9)
+    ratio_rows = [r for r in result["details"]["growth_table"]["rows"] if "/ first page" in r[0]]
+    assert len(ratio_rows) == 3 * 2 and all(r[-1].startswith(("MET", "MISSED")) for r in ratio_rows)
     stage = result["details"]["stages"]["40"]
     assert stage["tasks"] == 41 and stage["needs_review"] == 11  # + the evidence task
     assert set(result["details"]["detail_by_evidence_mb"]) == {"0.005MB", "0.01MB"}
@@ -126,6 +129,39 @@ def test_pipeline_benchmark_runs_small(tmp_path: Path) -> None:
     assert details["worker_configuration"].startswith("threads pool")
     assert details["prefork"]["worker_cpu_ms_per_task"] > 0
     assert {"pipeline", "noop"} == set(details["latency"])
+
+
+@pytest.mark.celery_worker
+@pytest.mark.django_db(transaction=True)
+def test_intake_benchmark_runs_small(tmp_path: Path) -> None:
+    """Issue 28 item 1: real OpenTelemetry exporters and attempts-API clients against the
+    production profile (gunicorn, validation and maintenance workers); both runs report
+    rate, acknowledgement latency, CPU split and the stored-exactly-once checks."""
+    db_url, redis = _database_url(), _redis_url()
+    if db_url is None or redis is None:
+        pytest.skip("needs PostgreSQL and a Redis broker (REDIS_URL or CELERY_BROKER_URL)")
+    result = intake.run(
+        clients=2,
+        seconds=1.0,
+        rate=6.0,
+        web_workers=1,
+        web_threads=2,
+        validation_concurrency=2,
+        db_pool=2,
+        broker_url=redis,
+        database_url=db_url,
+        log_dir=tmp_path,
+    )
+    check_shape(result, targets=6)
+    for kind in ("otlp", "attempts"):
+        details = result["details"][kind]
+        assert details["traces_acked"] == details["tasks_used"] > 0
+        assert {"web", "workers", "postgres"} == set(details["cpu_per_trace_ms"])
+        assert details["unvalidated"] == 0
+        assert details["lost_attempts"] == details["duplicate_attempts"] == 0
+    otlp = result["details"]["otlp"]
+    assert otlp["stored"]["distinct_spans"] == otlp["spans_acked"] == 10 * otlp["traces_acked"]
+    assert otlp["lost_spans"] == otlp["duplicate_spans"] == 0
 
 
 @pytest.mark.celery_worker

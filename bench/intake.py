@@ -1,0 +1,625 @@
+"""Sustained intake (issue 28): ``clients`` concurrent OpenTelemetry SDK exporters
+(OTLP/HTTP protobuf, ``BatchSpanProcessor``) send traces of ``spans_per_trace`` spans
+that name their external task, for ``seconds``, against the production profile
+(``bin/prod web validation maintenance beat``: gunicorn, one Celery worker per queue
+group, beat, PostgreSQL, Redis); then the same content through ``POST /api/v1/tasks/{id}/attempts``.
+
+Each run prints the sustained traces/s and spans/s (acknowledged traces over the time
+from the first client's start to the last acknowledgement, flush included), the p50/p95/
+p99 acknowledgement latency (the exporter's ``export`` call, or the HTTP request with its
+retries), errors and retries, and the CPU split between web, workers and PostgreSQL
+(/proc, ``bench/procstat.py``) per trace. Afterwards it waits for the validation backlog
+to drain (the drain rate is printed) and checks that every acknowledged span and every
+attempt is stored exactly once and every task was validated.
+
+Targets: >= ``target_rate`` (1,000) traces/s sustained, p95 acknowledgement < 500 ms,
+0 lost or duplicated, every task validated.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import requests
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import close_old_connections, connection, transaction
+
+from bench.common import Figure, Target, percentile, result
+from bench.intake_clients import attempts_client, otlp_client
+from bench.models import JUDGE
+from bench.pipeline import SETTLED
+from bench.procstat import cpu_seconds, descendants
+from tasks_app.accounts.auth import api_token_create
+from tasks_app.models import OtlpSpan, OtlpTrace, Run, Task
+from tasks_app.workflow.models import TaskAgent
+from tasks_app.workflow.states import TaskStatus
+
+OWNER = "bench_intake"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _backend_pids() -> set[int]:
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
+        return {int(row[0]) for row in cur.fetchall()}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+class IntakeProfile:
+    """``bin/prod web validation maintenance beat`` on a free port, with the bench's
+    Celery app (its zero-latency judge) and its own queue prefix."""
+
+    def __init__(
+        self,
+        *,
+        broker_url: str,
+        database_url: str,
+        log_path: Path,
+        web_workers: int,
+        web_threads: int,
+        validation_concurrency: int,
+        db_pool: int,
+    ) -> None:
+        self.port = _free_port()
+        self.prefix = f"bench-intake-{uuid.uuid4().hex[:8]}."
+        self.log_path = log_path
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": database_url,
+            "CELERY_BROKER_URL": broker_url,
+            "CELERY_QUEUE_PREFIX": self.prefix,
+            "CELERY_TASK_DEFAULT_QUEUE": self.prefix + "default",
+            "CELERY_APP": "bench.worker",
+            "VALIDATOR_MODEL": JUDGE,
+            "MODEL_MAX_RETRIES": "0",
+            "BENCH_RESULT_BACKEND": "",
+            "WEB_WORKERS": str(web_workers),
+            "WEB_THREADS": str(web_threads),
+            "VALIDATION_CONCURRENCY": str(validation_concurrency),
+            "DB_POOL_MAX_SIZE": str(db_pool),
+            "DB_CONN_MAX_AGE": "0",
+            # The budget is per account and per process: the bench is one account.
+            "OTLP_MAX_SPANS_PER_MINUTE": str(10**9),
+            "SECURE_SSL_REDIRECT": "0",
+            "PROD_SETUP": "0",
+            "PORT": str(self.port),
+            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
+            "LOG_LEVEL": "WARNING",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.env.pop("DJANGO_SETTINGS_MODULE", None)
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> IntakeProfile:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("w")
+        self.process = subprocess.Popen(
+            [
+                str(Path(settings.BASE_DIR) / "bin" / "prod"),
+                "web",
+                "validation",
+                "maintenance",
+                # The outbox relay and the OTLP sweep: what catches a job the broker lost.
+                "beat",
+            ],
+            cwd=settings.BASE_DIR,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._wait_ready()
+        return self
+
+    def _wait_ready(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                break
+            try:
+                if requests.get(self.base_url + "/login/", timeout=2).status_code == 200:
+                    return
+            except requests.RequestException:
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"the production profile did not answer; log:\n{self.log_tail()}")
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self) -> str:
+        try:
+            return self.log_path.read_text()[-3000:]
+        except OSError:
+            return ""
+
+    def groups(self) -> dict[str, set[int]]:
+        """The profile's processes as web (gunicorn) and workers (celery)."""
+        assert self.process is not None
+        out: dict[str, set[int]] = {"web": set(), "workers": set()}
+        for pid in descendants(self.process.pid):
+            line = _cmdline(pid)
+            if "gunicorn" in line:
+                out["web"].add(pid)
+            elif "celery" in line:
+                out["workers"].add(pid)
+        return out
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+        self._log.close()
+
+
+# --- data ------------------------------------------------------------------------------
+
+
+def _owner() -> Any:
+    user, _ = get_user_model().objects.get_or_create(username=OWNER)
+    return user
+
+
+def cleanup() -> None:
+    """Delete what a run of this benchmark created (also what a crashed run left)."""
+    OtlpTrace.objects.filter(owner__username=OWNER).delete()
+    Task.objects.filter(owner__username=OWNER).delete()
+
+
+def cleanup_run(user: Any) -> None:
+    """Between runs: the traces (and spans) of the run before, so the next run's span
+    checks count only its own rows (the other checks read the run's own task ids)."""
+    OtlpTrace.objects.filter(owner=user).delete()
+
+
+def external_tasks(user: Any, n: int, tag: str) -> list[int]:
+    """``n`` external tasks in ``open``, created in bulk (the rows ``task_create`` writes
+    for an external task: nothing is queued for one)."""
+    ids: list[int] = []
+    batch = 5_000
+    for start in range(0, n, batch):
+        with transaction.atomic():
+            rows = Task.objects.bulk_create(
+                [
+                    Task(
+                        owner=user,
+                        title=f"bench intake {tag} {i}",
+                        request="What is the annual training budget per employee?",
+                        agent=TaskAgent.EXTERNAL,
+                        max_attempts=settings.MAX_ATTEMPTS,
+                    )
+                    for i in range(start, min(n, start + batch))
+                ]
+            )
+        ids += [t.pk for t in rows]
+    return ids
+
+
+# --- one run ---------------------------------------------------------------------------
+
+
+def _clients(
+    kind: str,
+    *,
+    url: str,
+    token: str,
+    task_ids: list[int],
+    clients: int,
+    seconds: float,
+    rate: float,
+    spans_per_trace: int,
+) -> list[dict[str, Any]]:
+    """Start ``clients`` processes (spawned: no Django, no inherited connections), each
+    with its share of the tasks and of the rate; their results when all are done."""
+    context = multiprocessing.get_context("spawn")
+    out = context.Queue()
+    target = otlp_client if kind == "otlp" else attempts_client
+    processes = [
+        context.Process(
+            target=target,
+            args=(
+                i,
+                url,
+                token,
+                task_ids[i::clients],
+                seconds,
+                rate / clients,
+                spans_per_trace,
+                out,
+            ),
+        )
+        for i in range(clients)
+    ]
+    for p in processes:
+        p.start()
+    results = [out.get(timeout=seconds + 900) for _ in processes]
+    for p in processes:
+        p.join(timeout=30)
+    return results
+
+
+def _wal_lsn() -> str:
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_current_wal_lsn()::text")
+        return str(cur.fetchone()[0])
+
+
+def _wal_bytes_since(lsn: str) -> int:
+    """WAL written since ``lsn`` by the whole PostgreSQL server (other databases on it
+    count too: on a shared server this is an upper bound)."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s::pg_lsn)", [lsn])
+        return int(cur.fetchone()[0])
+
+
+def _cpu_snapshot(profile: IntakeProfile) -> dict[str, dict[int, float]]:
+    groups = profile.groups()
+    groups["postgres"] = _backend_pids()
+    return {name: cpu_seconds(pids) for name, pids in groups.items()}
+
+
+def _cpu_split(
+    before: dict[str, dict[int, float]], after: dict[str, dict[int, float]]
+) -> dict[str, float]:
+    """CPU seconds per group between two snapshots (a process new since the first counts
+    from zero: a PostgreSQL backend opened during the run)."""
+    return {
+        name: sum(cpu - before.get(name, {}).get(pid, 0.0) for pid, cpu in after[name].items())
+        for name in after
+    }
+
+
+def _wait_validated(ids: list[int], profile: IntakeProfile, timeout: float) -> list[float]:
+    """Wait until every task of ``ids`` is settled; the settle times (from the
+    validations' snapshots) of those that did."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and profile.alive():
+        close_old_connections()
+        done = Task.objects.filter(pk__in=ids, status__in=SETTLED).count()
+        if done == len(ids):
+            break
+        time.sleep(1.0)
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT extract(epoch FROM max(at)) FROM tasks_app_taskevent "
+            "WHERE task_id = ANY(%s) AND to_status = ANY(%s) GROUP BY task_id",
+            [ids, [str(s) for s in SETTLED]],
+        )
+        return sorted(float(row[0]) for row in cur.fetchall())
+
+
+def _stored(kind: str, user: Any, ids: list[int]) -> dict[str, int]:
+    """What the database holds for the run: spans (and distinct span ids), traces,
+    attempts, main runs, validations."""
+    from evidence_app.models import ValidationSnapshot
+
+    out = {
+        "tasks_with_attempt": Task.objects.filter(pk__in=ids, attempt_count__gte=1).count(),
+        "attempts": sum(Task.objects.filter(pk__in=ids).values_list("attempt_count", flat=True)),
+        "main_runs": Run.objects.filter(task_id__in=ids, kind="main").count(),
+        "validations": ValidationSnapshot.objects.filter(task_id__in=ids).count(),
+        "validated_tasks": ValidationSnapshot.objects.filter(task_id__in=ids)
+        .values("task_id")
+        .distinct()
+        .count(),
+        "failed": Task.objects.filter(pk__in=ids, status=TaskStatus.FAILED).count(),
+    }
+    if kind == "otlp":
+        spans = OtlpSpan.objects.filter(trace__owner=user)
+        out["spans"] = spans.count()
+        out["distinct_spans"] = spans.values("trace_id", "span_id").distinct().count()
+        out["traces"] = OtlpTrace.objects.filter(owner=user).count()
+    return out
+
+
+def one_run(
+    kind: str,
+    *,
+    profile: IntakeProfile,
+    user: Any,
+    token: str,
+    clients: int,
+    seconds: float,
+    rate: float,
+    spans_per_trace: int,
+    drain_timeout: float = 1800.0,
+) -> dict[str, Any]:
+    """One intake run (``otlp`` or ``attempts``) with its checks, as a details dict; the
+    validation backlog is waited for at most ``drain_timeout`` seconds (what is left is
+    reported as unvalidated)."""
+    n_tasks = int(rate * seconds * 1.25) + clients * 4
+    ids = external_tasks(user, n_tasks, kind)
+    url = (
+        profile.base_url + "/api/v1/otlp/v1/traces"
+        if kind == "otlp"
+        else profile.base_url + "/api/v1/tasks"
+    )
+    close_old_connections()
+    wal_start = _wal_lsn()
+    before = _cpu_snapshot(profile)
+    outs = _clients(
+        kind,
+        url=url,
+        token=token,
+        task_ids=ids,
+        clients=clients,
+        seconds=seconds,
+        rate=rate,
+        spans_per_trace=spans_per_trace,
+    )
+    after_intake = _cpu_snapshot(profile)
+    used = sorted(i for o in outs for i in o["task_ids"])
+    intake_end = max(o["ended"] for o in outs)
+    settle_times = _wait_validated(used, profile, timeout=drain_timeout)
+    after_drain = _cpu_snapshot(profile)
+    wal = _wal_bytes_since(wal_start)
+    stored = _stored(kind, user, used)
+    summary = _summarise(
+        kind,
+        outs=outs,
+        used=used,
+        intake_end=intake_end,
+        settle_times=settle_times,
+        cpu_intake=_cpu_split(before, after_intake),
+        cpu_all=_cpu_split(before, after_drain),
+        stored=stored,
+        spans_per_trace=spans_per_trace,
+    )
+    summary["wal_kb_per_trace"] = round(wal / 1024 / max(1, len(used)), 1)
+    return summary
+
+
+def _summarise(
+    kind: str,
+    *,
+    outs: list[dict[str, Any]],
+    used: list[int],
+    intake_end: float,
+    settle_times: list[float],
+    cpu_intake: dict[str, float],
+    cpu_all: dict[str, float],
+    stored: dict[str, int],
+    spans_per_trace: int,
+) -> dict[str, Any]:
+    started = min(o["started"] for o in outs)
+    wall = intake_end - started
+    acks = [a for o in outs for a in o["acks"]]
+    acked_spans = sum(n for _, n, ok in acks if ok)
+    acked_traces = acked_spans // spans_per_trace if kind == "otlp" else acked_spans
+    statuses: dict[str, int] = {}
+    for o in outs:
+        for code, count in o["statuses"].items():
+            statuses[code] = statuses.get(code, 0) + count
+    calls = len(acks)
+    http = sum(statuses.values())
+    retries = sum(o.get("retries", 0) for o in outs) if kind == "attempts" else http - calls
+    after_intake = [t for t in settle_times if t > intake_end]
+    drain_s = (settle_times[-1] - intake_end) if after_intake else 0.0
+    validated_s = (settle_times[-1] - started) if settle_times else float("nan")
+    latencies = [s for s, _, _ in acks]
+    expected_spans = acked_spans if kind == "otlp" else 0
+    return {
+        "kind": kind,
+        "clients": len(outs),
+        "traces_sent": sum(o["traces"] for o in outs),
+        "traces_acked": acked_traces,
+        "spans_acked": acked_spans if kind == "otlp" else acked_traces * spans_per_trace,
+        "wall_s": round(wall, 2),
+        "traces_per_s": round(acked_traces / wall, 1) if wall > 0 else 0.0,
+        "spans_per_s": round(acked_traces * spans_per_trace / wall, 1) if wall > 0 else 0.0,
+        "ack_calls": calls,
+        "ack_p50_ms": round(percentile(latencies, 50) * 1000, 1),
+        "ack_p95_ms": round(percentile(latencies, 95) * 1000, 1),
+        "ack_p99_ms": round(percentile(latencies, 99) * 1000, 1),
+        "ack_failures": sum(1 for _, _, ok in acks if not ok),
+        "http_statuses": statuses,
+        "retries": retries,
+        "client_cpu_s": round(sum(o["cpu_s"] for o in outs), 2),
+        "flushed": all(o["flushed"] for o in outs),
+        "cpu_intake_s": {k: round(v, 2) for k, v in cpu_intake.items()},
+        "cpu_total_s": {k: round(v, 2) for k, v in cpu_all.items()},
+        "cpu_per_trace_ms": {k: round(v * 1000 / max(1, len(used)), 3) for k, v in cpu_all.items()},
+        "tasks_used": len(used),
+        "validated_settled": len(settle_times),
+        "settled_after_intake": len(after_intake),
+        "drain_s": round(drain_s, 2),
+        "drain_per_s": round(len(after_intake) / drain_s, 1) if drain_s > 0 else None,
+        "validated_per_s": round(len(settle_times) / validated_s, 1) if validated_s else None,
+        "stored": stored,
+        "lost_spans": (expected_spans - stored.get("distinct_spans", 0)) if kind == "otlp" else 0,
+        "duplicate_spans": stored.get("spans", 0) - stored.get("distinct_spans", 0),
+        "lost_attempts": acked_traces - stored["tasks_with_attempt"],
+        "duplicate_attempts": stored["attempts"]
+        - stored["tasks_with_attempt"]
+        + max(0, stored["main_runs"] - stored["attempts"]),
+        "unvalidated": len(used) - stored["validated_tasks"],
+        "duplicate_validations": stored["validations"] - stored["validated_tasks"],
+    }
+
+
+# --- figures ---------------------------------------------------------------------------
+
+
+def _label(d: dict[str, Any]) -> str:
+    return "OTLP exporter" if d["kind"] == "otlp" else "attempts API"
+
+
+def _figures(d: dict[str, Any], target_rate: float) -> list[Figure]:
+    label = _label(d)
+    cpu = d["cpu_per_trace_ms"]
+    statuses = ", ".join(f"{k}: {v}" for k, v in sorted(d["http_statuses"].items()))
+    return [
+        Figure(
+            "intake",
+            f"{label}: sustained traces/s ({d['clients']} clients)",
+            d["traces_per_s"],
+            "traces/s",
+            "target",
+            target_rate,
+            note=f"{d['traces_acked']} traces in {d['wall_s']} s; {d['spans_per_s']:,.0f} spans/s",
+        ),
+        Figure(
+            "intake",
+            f"  {label}: acknowledgement p50 / p95 / p99",
+            d["ack_p50_ms"],
+            "ms",
+            "p50 under light load (warm-up run)",
+            d.get("light_ack_p50_ms"),
+            note=f"p95 {d['ack_p95_ms']} ms, p99 {d['ack_p99_ms']} ms over {d['ack_calls']} calls",
+        ),
+        Figure(
+            "intake",
+            f"  {label}: errors / retries",
+            d["ack_failures"],
+            "",
+            "retries",
+            d["retries"],
+            note=f"HTTP {statuses}",
+        ),
+        Figure(
+            "intake",
+            f"  {label}: CPU per trace web / workers / PostgreSQL",
+            cpu.get("web", 0.0),
+            "ms",
+            "workers",
+            cpu.get("workers", 0.0),
+            note=f"PostgreSQL {cpu.get('postgres', 0.0)} ms; WAL {d.get('wal_kb_per_trace')} KB; "
+            f"clients {d['client_cpu_s']} CPU-s in all (same machine)",
+        ),
+        Figure(
+            "intake",
+            f"  {label}: validations drained after intake",
+            d["drain_per_s"] or 0.0,
+            "/s",
+            "intake rate",
+            d["traces_per_s"],
+            note=f"{d['settled_after_intake']} left at the end of intake, drained in "
+            f"{d['drain_s']} s; {d['validated_per_s']}/s from start to last verdict",
+        ),
+    ]
+
+
+def _targets(d: dict[str, Any], target_rate: float) -> list[Target]:
+    label = _label(d)
+    lost = d["lost_spans"] + d["lost_attempts"]
+    dup = d["duplicate_spans"] + d["duplicate_attempts"] + d["duplicate_validations"]
+    return [
+        Target(
+            "intake",
+            f"{label}: >= {target_rate:,.0f} traces/s sustained",
+            f"{d['traces_per_s']:,.1f} traces/s over {d['wall_s']} s",
+            d["traces_per_s"] >= target_rate,
+        ),
+        Target(
+            "intake",
+            f"{label}: p95 acknowledgement < 500 ms",
+            f"{d['ack_p95_ms']} ms",
+            d["ack_p95_ms"] < 500,
+        ),
+        Target(
+            "intake",
+            f"{label}: 0 lost or duplicated, every task validated",
+            f"lost {lost}, duplicated {dup}, errors {d['ack_failures']}, "
+            f"unvalidated {d['unvalidated']} of {d['tasks_used']}",
+            lost == 0 and dup == 0 and d["ack_failures"] == 0 and d["unvalidated"] == 0,
+        ),
+    ]
+
+
+def run(
+    *,
+    clients: int = 8,
+    seconds: float = 60.0,
+    rate: float = 1000.0,
+    target_rate: float = 1000.0,
+    spans_per_trace: int = 10,
+    web_workers: int = 2,
+    web_threads: int = 8,
+    validation_concurrency: int = 50,
+    db_pool: int = 10,
+    drain_timeout: float = 1800.0,
+    broker_url: str,
+    database_url: str,
+    log_dir: Path,
+) -> dict[str, Any]:
+    if not broker_url.startswith(("redis://", "rediss://")):
+        raise RuntimeError("the intake benchmark needs a Redis broker (CELERY_BROKER_URL)")
+    if not database_url.startswith(("postgres://", "postgresql://")):
+        raise RuntimeError("the intake benchmark needs PostgreSQL (DATABASE_URL)")
+    cleanup()
+    user = _owner()
+    _, token = api_token_create(user=user, name="bench-intake")
+    profile = IntakeProfile(
+        broker_url=broker_url,
+        database_url=database_url,
+        log_path=log_dir / "bench-intake.log",
+        web_workers=web_workers,
+        web_threads=web_threads,
+        validation_concurrency=validation_concurrency,
+        db_pool=db_pool,
+    )
+    runs = {}
+    args = {
+        "clients": clients,
+        "seconds": seconds,
+        "rate": rate,
+        "spans_per_trace": spans_per_trace,
+    }
+    warm = {
+        "clients": clients,
+        "seconds": 1.0,
+        "rate": 2.0 * clients,
+        "spans_per_trace": spans_per_trace,
+    }
+    light = {}
+    with profile:
+        for kind in ("otlp", "attempts"):
+            # A light run first: every web process has served a request (lazy setup done),
+            # and its acknowledgement p50 is the unloaded baseline of the loaded run.
+            light[kind] = one_run(kind, profile=profile, user=user, token=token, **warm)
+            cleanup_run(user)
+            runs[kind] = one_run(kind, profile=profile, user=user, token=token, **args)
+            runs[kind]["light_ack_p50_ms"] = light[kind]["ack_p50_ms"]
+            cleanup_run(user)
+    cleanup()
+    figures = [f for kind in runs for f in _figures(runs[kind], target_rate)]
+    targets = [t for kind in runs for t in _targets(runs[kind], target_rate)]
+    details = {
+        "config": f"{clients} clients x {seconds} s at {rate:,.0f} traces/s offered; web "
+        f"{web_workers}x{web_threads} gthread, validation 1x{validation_concurrency}, "
+        f"DB pool {db_pool}/process",
+        **runs,
+    }
+    return result(figures=figures, targets=targets, details=details)
