@@ -97,6 +97,30 @@ def rerun_note(count: int | None) -> str:
     return f"re-run {count} time{'' if count == 1 else 's'} after a worker fault"
 
 
+def attempt_label(attempt: int, budget: int) -> str:
+    """ "attempt 2 of 3" within the automatic budget; beyond it (only a person's Revise
+    goes past ``max_attempts``) "attempt 3 (budget 2, revision)", never "3 of 2"."""
+    if attempt > budget:
+        return f"attempt {attempt} (budget {budget}, revision)"
+    return f"attempt {attempt} of {budget}"
+
+
+def _attempts_short(attempt: int, budget: int) -> str:
+    """The task lists' short form: "2/3", and "3 (budget 2)" past the budget."""
+    return f"{attempt} (budget {budget})" if attempt > budget else f"{attempt}/{budget}"
+
+
+def _claim_counts(claims: Mapping[str, Any]) -> dict[str, Any]:
+    """The counts a queue row shows; a disputed claim (supported by one source, another
+    says otherwise) is counted as disputed, not as supported."""
+    counts = {key: claims.get(key, "") for key in CLAIM_COUNTS}
+    disputed = claims.get("disputed") or 0
+    if disputed and isinstance(counts["supported"], int):
+        counts["supported"] -= disputed
+    counts["disputed"] = disputed
+    return counts
+
+
 def _render(template: str, **context: Any) -> SafeString:
     # Jinja2 escaped every value: the result is markup (U7).
     return mark_safe(TEMPLATES.get_template(template).render(**context))  # noqa: S308
@@ -127,8 +151,7 @@ def _queue_row(
         "action_url": urls.feedback(t.pk),
         "open_url": open_url,
         "owner": t.owner,
-        "attempt_count": t.attempt_count,
-        "max_attempts": t.max_attempts,
+        "attempts": attempt_label(t.attempt_count, t.max_attempts),
         "rerun": rerun_note(t.requeue_count),
         "issue": _truncate(t.v_issue, 110) if t.v_issue else "",
         "problem": (
@@ -139,7 +162,7 @@ def _queue_row(
         "verdict": t.v_status,
         "verdict_label": (vstatuses.get(t.v_status) or t.v_status) if t.v_status else "",
         "category": (categories.get(t.v_category) or t.v_category) if t.v_category else "",
-        "claims": {key: claims.get(key, "") for key in CLAIM_COUNTS},
+        "claims": _claim_counts(claims),
         "assigned_to_me": bool(t.assigned_to_id and t.assigned_to_id == me),
         "assigned": t.assigned_to if t.assigned_to_id else "",
         "holder": ("you" if t.claimed_by_id == me else t.claimed_by) if live_claim else "",
@@ -194,8 +217,7 @@ def task_rows(tasks: Iterable[Any], *, user: Any, scope: str) -> SafeString:
             "active": t.is_execution_active,
             "status_label": STATUS_LABELS.get(t.status, t.status),
             "your_turn": t.requires_user_action and t.owner_id == me,
-            "attempt_count": t.attempt_count,
-            "max_attempts": t.max_attempts,
+            "attempts": _attempts_short(t.attempt_count, t.max_attempts),
             "rerun": rerun_note(t.requeue_count),
             "outcome": t.get_validation_outcome_display() if t.validation_outcome else "",
             "created": _local_minute(t.created_at),

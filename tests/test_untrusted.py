@@ -37,6 +37,7 @@ INNOCENT = [
 ]
 
 
+@pytest.mark.finding(24, 8)
 @pytest.mark.parametrize(
     "attack",
     [
@@ -99,6 +100,7 @@ def test_no_generated_spelling_survives_as_a_tag(case: tuple[str, str]) -> None:
     assert wrapped.startswith(f'<{TAG} label="tool result">\n')
 
 
+@pytest.mark.finding(24, 8)
 def test_thousands_of_seeded_spellings_are_neutralised() -> None:
     """Issue 24 item 8: 5,000 spellings from a seeded generator, all in one result."""
     rng = random.Random(24_8)

@@ -199,12 +199,8 @@ def template_label(version: str | None) -> str:
 
 @register.filter
 def attempt_label(task: Any) -> str:
-    """ "attempt 2 of 3" within the automatic budget; beyond it (only a person's Revise
-    goes past ``max_attempts``) "attempt 3 (budget 2, revision)", never "3 of 2"."""
-    attempt, budget = task.attempt_count, task.max_attempts
-    if attempt > budget:
-        return f"attempt {attempt} (budget {budget}, revision)"
-    return f"attempt {attempt} of {budget}"
+    """``evidence_app.rows.attempt_label`` as a filter (the progress line)."""
+    return rows.attempt_label(task.attempt_count, task.max_attempts)
 
 
 # A score means something on a decision (accepted, rejected); on a verdict that hands the

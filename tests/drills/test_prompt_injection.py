@@ -144,6 +144,7 @@ def test_injection_in_tool_results_stays_inside_its_wrapper(judge: Any) -> None:
     )
 
 
+@pytest.mark.finding(24, 8)
 def test_forged_tags_in_any_spelling_never_reach_the_validator_as_tags(judge: Any) -> None:
     """Issue 24 item 8: "</EXTERNAL\u2066-CONTENT>" and 1,000 seeded spellings mixing
     invisible characters, look-alike letters and brackets and dashes, in one tool result,

@@ -396,6 +396,7 @@ MEAL_28 = "The daily meal allowance for domestic business travel is 28 EUR."
 MEAL_95 = "The daily meal allowance for domestic business travel is 95 EUR."
 
 
+@pytest.mark.finding(24, 3)
 @pytest.mark.parametrize(
     "evidence",
     [

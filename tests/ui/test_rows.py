@@ -213,3 +213,27 @@ def test_every_page_of_the_lists_holds_the_rows_of_a_plain_slice(
             assert response.context["page"].number == number
             seen += [t.pk for t in response.context["tasks"]]
         assert seen == expected, (url, params)
+
+
+def test_rows_say_a_revision_past_the_budget_and_count_disputed_claims_apart(
+    client: Any, reviewer: Any, requester: Any
+) -> None:
+    """Issue 26 (smaller items): a third attempt on a budget of two reads "attempt 3
+    (budget 2, revision)" in the queue and "3 (budget 2)" in the task list, never "3 of 2";
+    a disputed claim is counted as disputed, not among the supported ones."""
+    task = TaskFactory(
+        owner=requester, status=S.NEEDS_REVIEW, attempt_count=3, max_attempts=2, title="Past"
+    )
+    ValidationSnapshotFactory(
+        task=task,
+        attempt_index=3,
+        status="insufficient_evidence",
+        result={"issues": []},
+        claim_summary={**CLAIMS, "supported": 2, "disputed": 1, "unverified_citations": 0},
+    )
+    client.force_login(reviewer)
+    queue = tbody(client.get(reverse("review_queue")).content.decode())
+    assert "attempt 3 (budget 2, revision)" in queue and "3 of 2" not in queue
+    assert "1 supported · 1 disputed · 1 contradicted · 1 unsupported" in queue
+    listing = tbody(client.get(reverse("task_list_all")).content.decode())
+    assert '<td class="attempts">3 (budget 2)' in listing and "3/2" not in listing
