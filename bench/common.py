@@ -5,12 +5,15 @@ from __future__ import annotations
 import math
 import os
 import platform
+import socket
 import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from django.db import connection
 
 
 def percentile(values: list[float], p: float) -> float:
@@ -183,3 +186,21 @@ def ensure_database(url: str) -> None:
         if not exists:
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(db["NAME"])))
             print(f"bench: created database {db['NAME']}")
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on now (for a server the bench starts)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def backend_pids() -> set[int]:
+    """The PostgreSQL server processes of this database's other sessions (their CPU is
+    the database's share)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid()"
+        )
+        return {int(row[0]) for row in cur.fetchall()}

@@ -22,7 +22,6 @@ import multiprocessing
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -34,7 +33,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection, transaction
 
-from bench.common import Figure, Target, percentile, result
+from bench.common import Figure, Target, backend_pids, free_port, percentile, result
 from bench.intake_clients import attempts_client, otlp_client
 from bench.models import JUDGE
 from bench.pipeline import SETTLED
@@ -45,21 +44,6 @@ from tasks_app.workflow.models import TaskAgent
 from tasks_app.workflow.states import TaskStatus
 
 OWNER = "bench_intake"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _backend_pids() -> set[int]:
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid()"
-        )
-        return {int(row[0]) for row in cur.fetchall()}
 
 
 def _cmdline(pid: int) -> str:
@@ -84,7 +68,7 @@ class IntakeProfile:
         validation_concurrency: int,
         db_pool: int,
     ) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.prefix = f"bench-intake-{uuid.uuid4().hex[:8]}."
         self.log_path = log_path
         self.env = {
@@ -286,7 +270,7 @@ def _wal_bytes_since(lsn: str) -> int:
 
 def _cpu_snapshot(profile: IntakeProfile) -> dict[str, dict[int, float]]:
     groups = profile.groups()
-    groups["postgres"] = _backend_pids()
+    groups["postgres"] = backend_pids()
     return {name: cpu_seconds(pids) for name, pids in groups.items()}
 
 

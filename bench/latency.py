@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import statistics
 import subprocess
 import time
@@ -36,7 +35,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection
 
-from bench.common import Figure, Target, percentile, result
+from bench.common import Figure, Target, backend_pids, free_port, percentile, result
 from bench.models import LATENCY_AGENT, LATENCY_JUDGE
 from bench.pipeline import SETTLED, ensure_documents
 from bench.procstat import cpu_seconds, descendants
@@ -54,21 +53,6 @@ def _owner() -> Any:
 
 def cleanup() -> None:
     Task.objects.filter(owner__username=OWNER).delete()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _backend_pids() -> set[int]:
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-            "AND pid <> pg_backend_pid()"
-        )
-        return {int(row[0]) for row in cur.fetchall()}
 
 
 # --- the profile -----------------------------------------------------------------------
@@ -115,7 +99,7 @@ class Profile:
             "DB_POOL_MAX_SIZE": str(db_pool),
             "DB_CONN_MAX_AGE": "0",
             "ATTEMPTS_PROCESSES": str(attempts_processes),
-            "PORT": str(_free_port()),
+            "PORT": str(free_port()),
             "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
@@ -312,7 +296,7 @@ def run(
             time.sleep(1.0)
             assert profile.process is not None
             worker_pids = descendants(profile.process.pid)
-            backends = _backend_pids()
+            backends = backend_pids()
             cpu_before = cpu_seconds(worker_pids | backends)
             profile.reset_calls()
             sampler = _Sampler(ids)
@@ -320,7 +304,7 @@ def run(
             sent = _send(app, queue, ids)
             _wait(ids, profile, timeout=max(600, backlog * 2.0), on_poll=sampler)
             ended = time.time()
-            backends_after = _backend_pids()
+            backends_after = backend_pids()
             cpu_after = cpu_seconds(worker_pids | backends | backends_after)
             calls_seen = profile.model_calls()
             thread_note = _thread_count(worker_pids)
