@@ -158,6 +158,8 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     "GET ops_templates": OPERATOR_PAGE,
     "GET ops_task_inputs": OPERATOR_PAGE,
     "GET ops_llm_requests": OPERATOR_PAGE,
+    "GET ops_llm_request": OPERATOR_PAGE,
+    "GET ops_validator_requests": OPERATOR_PAGE,
     "GET ops_validation": OPERATOR_PAGE,
     "POST ops_replay": row(LOGIN, 403, 403, 403, DONE),
     "GET ops_bulk_replay": OPERATOR_PAGE,
@@ -230,6 +232,15 @@ def fresh_objects(world: World) -> dict[str, Any]:
     delivery = WebhookDelivery.objects.create(
         endpoint=endpoint, task=task, event_type="task.closed", msg_id=f"msg_{uuid.uuid4().hex}"
     )
+    call = LLMRequestSnapshot.objects.create(
+        run=run,
+        iteration=0,
+        provider="test",
+        model_name="test:model",
+        message_count=1,
+        message_chars=10,
+        tool_schema_chars=0,
+    )
     return {
         "webhook_id": endpoint.pk,
         "endpoint_id": endpoint.pk,
@@ -237,15 +248,8 @@ def fresh_objects(world: World) -> dict[str, Any]:
         "attempt_index": 1,
         "task_id": task.pk,
         "run_id": run.pk,
-        "call_id": LLMRequestSnapshot.objects.create(
-            run=run,
-            iteration=0,
-            provider="test",
-            model_name="test:model",
-            message_count=1,
-            message_chars=10,
-            tool_schema_chars=0,
-        ).pk,
+        "call_id": call.pk,
+        "request_id": call.pk,
         "evidence_id": run.tool_evidence.order_by("sequence").first().pk,
         "validation_id": task.validations.get().pk,
         "snapshot_id": task.validations.get().pk,
