@@ -193,6 +193,16 @@ class FeedbackForm(forms.Form):
     return_to = forms.CharField(required=False, max_length=20)
     filters = forms.CharField(required=False, max_length=2000)
 
+    # The browser refuses an empty comment (the box is ``required``); a comment of spaces,
+    # or a client without that check, is refused here, beside the field.
+    REVISE_NEEDS_COMMENT = "Say what should change: a revision needs a comment."
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("action") == "revise" and not data.get("comment", "").strip():
+            self.add_error("comment", self.REVISE_NEEDS_COMMENT)
+        return data
+
 
 class NoteForm(forms.Form):
     comment = forms.CharField(max_length=20_000, widget=forms.Textarea(attrs={"rows": 2}))

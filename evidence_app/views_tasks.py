@@ -624,6 +624,14 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
     status = 200
     next_id: int | None = None
     query = ""
+    if not form.is_valid() and _refused_comment_in_page(form):
+        # The person stays in the form: the text, the focus and the error beside the field,
+        # never a banner that closes the form (typed text would then become shortcuts).
+        context = detail_context(request, task.pk)
+        context.update(
+            revise_error=form.errors["comment"][0], revise_comment=form.data.get("comment", "")
+        )
+        return render_page(request, "tasks_app/task_detail.html", context, status=422)
     if not form.is_valid():
         messages.error(
             request,
@@ -662,6 +670,12 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
     return _after_action(
         request, task.pk, return_to=return_to, status=status, next_id=next_id, query=query
     )
+
+
+def _refused_comment_in_page(form: FeedbackForm) -> bool:
+    """A revision refused only for its comment, sent from the task page (the queue's
+    inline form checks the comment itself and re-renders the list)."""
+    return set(form.errors) == {"comment"} and form.data.get("return_to") != "queue"
 
 
 def _after_action(

@@ -17,6 +17,74 @@
     return tag === "input" || tag === "textarea" || tag === "select" || el.isContentEditable;
   }
 
+  /* ---- No decision by accident ----------------------------------------------
+     A key typed into a field, into a form that has just reported an error, or inside a
+     dialog is text, never a shortcut; and while a decision form is open (revise, abandon,
+     the queue's inline form) no other shortcut acts: Esc closes it first. */
+  function shortcutsOff(event) {
+    if (typingInField(event)) return true;
+    var el = event.target;
+    if (!el || !el.closest) return false;
+    if (el.closest("dialog, [role=dialog], [role=alertdialog], [aria-modal=true]")) return true;
+    var form = el.closest("form");
+    return !!(form && form.querySelector('[aria-invalid="true"]'));
+  }
+
+  function decisionFormOpen() {
+    return !!document.querySelector("#task-actions .inline-form:not([hidden]), #queue-inline:not([hidden])");
+  }
+
+  /* A refused field keeps its text and the focus; its error is shown beside it. */
+  function showFieldError(field) {
+    var id = field.getAttribute("data-error");
+    var box = id && document.getElementById(id);
+    field.setAttribute("aria-invalid", "true");
+    if (box) {
+      box.hidden = false;
+      var described = (field.getAttribute("aria-describedby") || "").split(/\s+/).filter(Boolean);
+      if (described.indexOf(id) === -1) field.setAttribute("aria-describedby", [id].concat(described).join(" "));
+      announce(box.textContent.trim());
+    }
+    field.focus();
+  }
+
+  function clearFieldError(field) {
+    if (!field) return;
+    var id = field.getAttribute("data-error");
+    var box = id && document.getElementById(id);
+    field.removeAttribute("aria-invalid");
+    if (box) box.hidden = true;
+    var described = (field.getAttribute("aria-describedby") || "").split(/\s+/).filter(function (d) { return d && d !== id; });
+    field.setAttribute("aria-describedby", described.join(" "));
+  }
+
+  // The browser checks `required` before submitting: its bubble is replaced by the
+  // message beside the field, and the focus stays in the field.
+  document.addEventListener("invalid", function (event) {
+    var field = event.target;
+    if (!field.hasAttribute || !field.hasAttribute("data-error")) return;
+    event.preventDefault();
+    showFieldError(field);
+  }, true);
+
+  // A comment of spaces is as empty as no comment: the browser refuses it too.
+  document.addEventListener("input", function (event) {
+    var field = event.target;
+    if (!field.hasAttribute || !field.hasAttribute("data-error") || !field.required) return;
+    field.setCustomValidity(field.value.trim() || !field.value ? "" : "empty");
+  });
+
+  function focusRefusedField(root) {
+    var field = root && root.querySelector('[aria-invalid="true"][data-error]');
+    if (!field) return false;
+    field.focus();
+    var end = field.value ? field.value.length : 0;
+    if (field.setSelectionRange) field.setSelectionRange(end, end);
+    var box = document.getElementById(field.getAttribute("data-error"));
+    if (box) announce(box.textContent.trim());
+    return true;
+  }
+
   /* ---- Live region and focus ------------------------------------------------------ */
   function announce(text) {
     var live = document.getElementById("live");
@@ -108,6 +176,7 @@
     panel.hidden = false;
     if (action === "revise") {
       var box = document.getElementById("queue-comment");
+      clearFieldError(box);
       box.value = "";
       box.focus();
     } else {
@@ -118,6 +187,7 @@
   function closeQueueInline(refocus) {
     var panel = document.getElementById("queue-inline");
     if (panel) panel.hidden = true;
+    clearFieldError(document.getElementById("queue-comment"));
     var row = pending && pending.row;
     pending = null;
     if (refocus && row && document.body.contains(row)) row.focus();
@@ -129,8 +199,8 @@
     if (pending.action === "revise") {
       var box = document.getElementById("queue-comment");
       comment = box.value.trim();
-      if (!comment) { box.setAttribute("aria-invalid", "true"); box.focus(); announce("A revision needs a comment."); return; }
-      box.removeAttribute("aria-invalid");
+      if (!comment) { showFieldError(box); return; }
+      clearFieldError(box);
     }
     var row = pending.row;
     var action = pending.action;
@@ -164,6 +234,7 @@
     var panel = document.getElementById(id);
     if (!panel) return;
     panel.hidden = true;
+    panel.querySelectorAll("[data-error]").forEach(clearFieldError);
     var trigger = document.querySelector('[data-reveal="' + id + '"]');
     if (trigger) { trigger.setAttribute("aria-expanded", "false"); trigger.focus(); }
   }
@@ -217,11 +288,12 @@
       var inline = event.target.closest && event.target.closest("#task-actions .inline-form");
       if (inline) { conceal(inline.id); event.preventDefault(); return; }
     }
-    if (typingInField(event)) {
-      if (event.key === "Escape") event.target.blur();
+    if (shortcutsOff(event)) {
+      if (event.key === "Escape" && typingInField(event)) event.target.blur();
       return;
     }
     var key = event.key;
+    if (key !== "?" && decisionFormOpen()) return;
     var inQueue = !!document.getElementById("queue-list");
     if (key === "?") {
       var help = document.getElementById("kbd-help");
@@ -270,6 +342,39 @@
     if (row && row.getAttribute("data-task-id") !== selectedTaskId) selectRow(row, false);
   });
 
+  /* The 10-second refresh replaces the list: the element that had the focus in it (a row,
+     a link in a row, a pager link) gets it back in the new list. */
+  var queueFocus = null;
+
+  function focusables(root) {
+    return Array.prototype.slice.call(root.querySelectorAll("a[href], button, input, select, textarea, [tabindex]"));
+  }
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    var active = document.activeElement;
+    if (!target || target.id !== "queue-list" || !active || !target.contains(active)) { queueFocus = null; return; }
+    var row = active.closest("tr[data-task-id]");
+    queueFocus = {
+      taskId: row ? row.getAttribute("data-task-id") : null,
+      onRow: active === row,
+      index: focusables(row || target).indexOf(active),
+      id: active.id || null
+    };
+  });
+
+  function restoreQueueFocus(list) {
+    var memo = queueFocus;
+    queueFocus = null;
+    if (!memo) return;
+    if (memo.id && document.getElementById(memo.id)) { document.getElementById(memo.id).focus(); return; }
+    var row = memo.taskId && list.querySelector('tr[data-task-id="' + memo.taskId + '"]');
+    if (!row) { var sel = selectedRow() || queueRows()[0]; if (sel) selectRow(sel, true); return; }
+    if (memo.onRow) { selectRow(row, true); return; }
+    var el = focusables(row)[memo.index];
+    (el || row).focus();
+  }
+
   var lastQueueCount = null;
   document.addEventListener("htmx:afterSettle", function (event) {
     var target = event.detail && event.detail.target;
@@ -278,6 +383,8 @@
       var focusIt = focusQueueAfterSwap || (target && target.id === "main");
       focusQueueAfterSwap = false;
       restoreQueue(focusIt);
+      if (!focusIt && target && target.id === "queue-list") restoreQueueFocus(list);
+      else queueFocus = null;
       var count = list.getAttribute("data-count");
       if (lastQueueCount !== null && count !== lastQueueCount) {
         announce(count + (count === "1" ? " task" : " tasks") + " waiting for review.");
@@ -291,6 +398,7 @@
     }
     lastQueueCount = null;
     if (target && target.id === "main") {
+      if (focusRefusedField(target)) return;
       var title = document.getElementById("task-title") || document.querySelector("#main h1");
       if (title) {
         if (!title.hasAttribute("tabindex")) title.setAttribute("tabindex", "-1");
@@ -305,11 +413,74 @@
     if (list) { lastQueueCount = list.getAttribute("data-count"); restoreQueue(false); }
     // A task page loaded in full (not swapped in by htmx) starts keyboard users at its
     // title too, so j/k/s/Enter work at once, whichever way the page was reached.
+    if (focusRefusedField(document.getElementById("main"))) return;
     var title = document.getElementById("task-title");
     if (title && !window.location.hash &&
         (!document.activeElement || document.activeElement === document.body)) {
       title.focus({ preventScroll: true });
     }
+  });
+
+  /* ---- Phones and tablets ---------------------------------------------------
+     The top navigation collapses behind a Menu button on narrow screens (CSS decides when
+     the button shows); without this script the navigation simply wraps. A wide table
+     scrolls inside its own container, so the page itself never scrolls sideways. */
+  document.documentElement.classList.add("js");
+
+  function setMenu(open) {
+    var toggle = document.getElementById("nav-toggle");
+    var bar = toggle && toggle.closest(".topbar");
+    if (!bar) return;
+    bar.classList.toggle("nav-open", open);
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+  }
+
+  document.addEventListener("click", function (event) {
+    if (!event.target.closest) return;
+    var toggle = event.target.closest("#nav-toggle");
+    if (toggle) { setMenu(toggle.getAttribute("aria-expanded") !== "true"); return; }
+    if (!event.target.closest(".topbar")) setMenu(false);
+  });
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") return;
+    var toggle = document.getElementById("nav-toggle");
+    if (toggle && toggle.getAttribute("aria-expanded") === "true" && event.target.closest && event.target.closest(".topbar")) {
+      setMenu(false);
+      toggle.focus();
+    }
+  });
+
+  function tableName(table) {
+    var label = table.getAttribute("aria-label") || (table.caption && table.caption.textContent.trim());
+    if (label) return label;
+    var section = table.closest("section, .panel");
+    var heading = section && section.querySelector("h1, h2, h3");
+    return heading ? heading.textContent.trim() : "Table";
+  }
+
+  function wrapWideTables(root) {
+    if (!root || !root.querySelectorAll) return;
+    root.querySelectorAll("table.list").forEach(function (table) {
+      if (table.parentElement.classList.contains("table-scroll-x")) return;
+      var box = document.createElement("div");
+      box.className = "table-scroll-x";
+      box.setAttribute("role", "region");
+      box.setAttribute("aria-label", tableName(table));
+      box.setAttribute("tabindex", "0");  // keyboard users can scroll it too
+      table.parentNode.insertBefore(box, table);
+      box.appendChild(table);
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var toggle = document.getElementById("nav-toggle");
+    if (toggle) toggle.hidden = false;
+    wrapWideTables(document.getElementById("main"));
+  });
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    wrapWideTables(target && target.isConnected ? target : document.getElementById("main"));
   });
 
   /* ---- No stale flash after Back ------------------------------------------------------ */

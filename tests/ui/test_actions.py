@@ -65,6 +65,35 @@ def test_revise_needs_a_comment_and_queues_nothing_without_it(
     assert review_task.status == S.NEEDS_REVIEW
 
 
+@pytest.mark.parametrize("htmx", [True, False])
+def test_blank_revise_comes_back_beside_the_field_with_the_text(
+    client: Any, reviewer: Any, review_task: Any, htmx: bool
+) -> None:
+    """Issue 26 item 1: a blank revise comment is refused (422) with the page showing
+    the revise form open, the comment box required, marked invalid, holding what was
+    typed, the error beside it, and no error banner; nothing changes."""
+    client.force_login(reviewer)
+    events = review_task.events.count()
+    response = client.post(
+        feedback_url(review_task),
+        {"action": "revise", "comment": "  \n ", "version": review_task.version},
+        **(HX_MAIN if htmx else {}),
+    )
+    assert response.status_code == 422
+    html = response.content.decode()
+    assert '<div id="revise-panel" class="inline-form">' in html  # open, not hidden
+    assert 'required data-submit-with="revise-submit"' in html
+    assert 'aria-invalid="true">  \n </textarea>' in html
+    assert '<p id="revise-error" class="field-error">Say what should change' in html
+    assert 'aria-describedby="revise-error revise-help"' in html
+    assert "msg-error" not in html
+    assert [str(m) for m in get_messages(response.wsgi_request)] == []
+    review_task.refresh_from_db()
+    assert review_task.status == S.NEEDS_REVIEW
+    assert review_task.events.count() == events
+    assert not review_task.feedback.exists()
+
+
 def test_revise_with_comment_moves_to_needs_revision(
     client: Any, requester: Any, review_task: Any
 ) -> None:

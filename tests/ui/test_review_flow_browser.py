@@ -227,8 +227,13 @@ def test_requester_never_sees_operator_sections(
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]
 
 
-def axe_violations(page: Any) -> list[dict[str, Any]]:
-    page.add_script_tag(path=str(AXE))
+# A phone, a tablet, a laptop and a desktop (issue 26 item 2).
+WIDTHS = (390, 768, 1280, 1920)
+
+
+def axe_violations(page: Any, *, inject: bool = True) -> list[dict[str, Any]]:
+    if inject:
+        page.add_script_tag(path=str(AXE))
     return page.evaluate(
         """async (tags) => {
           const r = await axe.run(document, {runOnly: {type: "tag", values: tags}});
@@ -239,15 +244,37 @@ def axe_violations(page: Any) -> list[dict[str, Any]]:
     )
 
 
+def page_overflow(page: Any) -> str:
+    """Empty when the page does not scroll sideways; else how wide it is and the widest
+    element that sticks out of the viewport."""
+    return page.evaluate(
+        """() => {
+          const root = document.scrollingElement;
+          if (root.scrollWidth <= innerWidth) return "";
+          let worst = null, right = innerWidth;
+          for (const el of document.body.querySelectorAll("*")) {
+            const r = el.getBoundingClientRect();
+            if (r.right > right + 0.5) { right = r.right; worst = el; }
+          }
+          const name = worst ? worst.tagName.toLowerCase() + (worst.id ? "#" + worst.id : "")
+            + (worst.className && typeof worst.className === "string"
+               ? "." + worst.className.trim().split(/\\s+/).join(".") : "") : "?";
+          const to = Math.round(right);
+          return `scrollWidth ${root.scrollWidth} > ${innerWidth}, widest ${name} to ${to}`;
+        }"""
+    )
+
+
 @pytest.mark.skipif(
     not AXE.exists(), reason="axe-core is not installed: run npm ci at the repo root"
 )
 def test_axe_core_sweep_over_every_page_and_role(
     page: Any, live_server: Any, reviewer: Any, operator: Any, requester: Any
 ) -> None:
-    """Issue 13: 0 serious or critical axe-core violations on every page for every role,
-    including the queue with a selection, the task page with the revise form open and
-    the operator pages. Prints the counts per page."""
+    """Issue 13 and issue 26 item 2: 0 serious or critical axe-core violations on every
+    page for every role, including the queue with a selection, the task page with the
+    revise form open and the operator pages, at 390, 768, 1280 and 1920 px; and no page
+    scrolls sideways at any of these widths. Prints the counts per page and width."""
     from django.contrib.auth.models import Group
 
     from tests.factories import KnowledgeDocumentFactory
@@ -291,8 +318,12 @@ def test_axe_core_sweep_over_every_page_and_role(
     ]
     report: list[str] = []
     serious: list[str] = []
+    overflow: list[str] = []
+    per_width = dict.fromkeys(WIDTHS, 0)
+    serious_per_width = dict.fromkeys(WIDTHS, 0)
     for who, items in pages.items():
         page.context.clear_cookies()
+        page.set_viewport_size({"width": 1280, "height": 900})
         if who != "anonymous":
             login(page, live_server, who, "/tasks/new/")
         for name, path, action in items:
@@ -301,12 +332,191 @@ def test_axe_core_sweep_over_every_page_and_role(
             if action:
                 action(page)
                 page.wait_for_timeout(150)
-            found = axe_violations(page)
-            bad = [v for v in found if v["impact"] in ("serious", "critical")]
-            report.append(
-                f"{who:9} {name:28} {len(found)} violations, {len(bad)} serious/critical"
-                + (f": {', '.join(v['id'] for v in found)}" if found else "")
-            )
-            serious += [f"{who} {name}: {v}" for v in bad]
+            # One load per page, four widths: resizing re-lays out the same document.
+            page.add_script_tag(path=str(AXE))
+            for width in WIDTHS:
+                page.set_viewport_size({"width": width, "height": 900})
+                found = axe_violations(page, inject=False)
+                bad = [v for v in found if v["impact"] in ("serious", "critical")]
+                per_width[width] += len(found)
+                serious_per_width[width] += len(bad)
+                report.append(
+                    f"{who:9} {name:28} {width:4} px {len(found)} violations, "
+                    f"{len(bad)} serious/critical"
+                    + (f": {', '.join(v['id'] for v in found)}" if found else "")
+                )
+                serious += [f"{who} {name} {width} px: {v}" for v in bad]
+                wide = page_overflow(page)
+                if wide:
+                    overflow.append(f"{who} {name} {width} px: {wide}")
     print("\naxe-core " + "\n".join(report))
+    print(
+        "axe-core per width (all / serious or critical): "
+        + ", ".join(f"{w} px {per_width[w]}/{serious_per_width[w]}" for w in WIDTHS)
+    )
+    print("sideways overflow:\n" + ("\n".join(overflow) or "none"))
     assert serious == [], "\n".join(serious)
+    assert overflow == [], "\n".join(overflow)
+
+
+# --- No decision by accident (issue 26) -----------------------------------------------
+
+REVISION_TEXT = "The sources are wrong, revise and retry"
+
+
+def decision_state() -> list[tuple[Any, ...]]:
+    """Every task's status and version with its counts of events and decisions: what a
+    decision, a revision or a claim would change."""
+    return [
+        (t.pk, t.status, t.version, t.events.count(), t.feedback.count())
+        for t in Task.objects.order_by("pk")
+    ]
+
+
+def test_empty_revise_keeps_the_form_and_typed_text_decides_nothing(
+    page: Any, live_server: Any, reviewer: Any, requester: Any
+) -> None:
+    """Issue 26 item 1: on a task opened from the queue, an empty Revise (click, then
+    Ctrl+Enter) shows the error beside the comment box and leaves the focus in it; the
+    comment then typed ("The sources are wrong, revise and retry", whose "s" and "r"
+    were read as shortcuts) changes nothing: the task is not Satisfied, no other task
+    opens, no revision goes to another task."""
+    from playwright.sync_api import expect
+
+    task = make_reviewable_task(requester, title="First question")
+    make_reviewable_task(requester, title="Second question")
+    login(page, live_server, "rita", "/review/")
+    page.keyboard.press("j")
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"**/tasks/{task.pk}/")
+    expect(page.locator("#queue-position")).to_have_text("Task 1 of 2 in the queue")
+    before = decision_state()
+    box = page.locator("#feedback-comment")
+    error = page.locator("#revise-error")
+    expect(box).to_have_attribute("required", "")
+
+    page.click("#act-revise")
+    expect(box).to_be_focused()
+    page.click("#revise-submit")  # empty: refused by the browser, beside the field
+    expect(error).to_be_visible()
+    expect(error).to_contain_text("a revision needs a comment")
+    expect(box).to_be_focused()
+    expect(box).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#revise-panel")).to_be_visible()
+    page.keyboard.press("Control+Enter")  # the same with the keyboard
+    expect(error).to_be_visible()
+    expect(box).to_be_focused()
+
+    page.keyboard.type(REVISION_TEXT)
+    page.wait_for_timeout(400)  # time for any request a stray shortcut would have sent
+    expect(box).to_have_value(REVISION_TEXT)
+    expect(box).to_be_focused()
+    assert page.url.endswith(f"/tasks/{task.pk}/")
+    assert decision_state() == before
+    assert page.dialogs == [] and page.errors == []
+
+
+def test_server_refuses_a_blank_revision_beside_the_field(
+    page: Any, live_server: Any, reviewer: Any, requester: Any
+) -> None:
+    """Issue 26 item 1: a comment of spaces sent past the browser's check (the form's
+    validation switched off) is refused by the server: the page comes back with the
+    revise form open, the text kept, the error beside the field and the focus in it,
+    and what is typed next decides nothing."""
+    from playwright.sync_api import expect
+
+    task = make_reviewable_task(requester, title="First question")
+    make_reviewable_task(requester, title="Second question")
+    login(page, live_server, "rita", f"/tasks/{task.pk}/")
+    before = decision_state()
+    page.keyboard.press("r")
+    page.evaluate("document.getElementById('feedback-form').noValidate = true")
+    page.fill("#feedback-comment", "   ")
+    with page.expect_response(re.compile(r"/feedback/$")) as answer:
+        page.keyboard.press("Control+Enter")
+    assert answer.value.status == 422
+    box = page.locator("#feedback-comment")
+    expect(page.locator("#revise-error")).to_contain_text("a revision needs a comment")
+    expect(box).to_be_focused()
+    expect(box).to_have_value("   ")
+    expect(page.locator("#messages .msg-error")).to_have_count(0)  # no banner
+    page.keyboard.type("s r")
+    page.wait_for_timeout(300)
+    expect(box).to_have_value("   s r")
+    assert decision_state() == before
+    assert page.errors == []
+
+
+def test_queue_shortcuts_never_act_while_typing(
+    page: Any, live_server: Any, reviewer: Any, requester: Any
+) -> None:
+    """Issue 26 item 1: in the queue, j and s typed into the search box, a filter's
+    select, the inline revise comment (also after its empty-comment error) or a
+    contenteditable field decide nothing."""
+    from playwright.sync_api import expect
+
+    first = make_reviewable_task(requester, title="First question")
+    make_reviewable_task(requester, title="Second question")
+    login(page, live_server, "rita", "/review/")
+    before = decision_state()
+
+    page.focus("#id_q")
+    page.keyboard.type("js")
+    page.wait_for_timeout(500)  # the search refreshes the list
+    expect(page.locator("#id_q")).to_have_value("js")
+    page.fill("#id_q", "")
+    page.wait_for_timeout(500)
+    page.focus("#queue-filters select")
+    page.keyboard.press("j")
+    page.keyboard.press("s")
+    page.wait_for_timeout(300)
+    assert decision_state() == before
+
+    page.evaluate(
+        """() => { const d = document.createElement("div"); d.id = "scratch";
+                   d.contentEditable = "true"; document.getElementById("main").prepend(d); }"""
+    )
+    page.focus("#scratch")
+    page.keyboard.type("js")
+    page.wait_for_timeout(300)
+    assert decision_state() == before
+
+    page.focus(f'tr[data-task-id="{first.pk}"]')
+    page.keyboard.press("r")
+    comment = page.locator("#queue-comment")
+    expect(comment).to_be_focused()
+    page.keyboard.press("Control+Enter")  # empty: refused beside the field
+    expect(page.locator("#queue-comment-error")).to_be_visible()
+    expect(comment).to_be_focused()
+    page.keyboard.type("j s " + REVISION_TEXT)
+    page.wait_for_timeout(300)
+    expect(comment).to_have_value("j s " + REVISION_TEXT)
+    expect(page.locator("#queue-inline")).to_be_visible()
+    assert decision_state() == before
+    assert page.errors == []
+
+
+def test_queue_refresh_keeps_the_keyboard_focus(
+    page: Any, live_server: Any, reviewer: Any, requester: Any
+) -> None:
+    """Issue 26: the 10-second refresh of the queue replaces the list; the row (or the
+    link in a row) that had the focus has it again afterwards, not the page."""
+    from playwright.sync_api import expect
+
+    make_reviewable_task(requester, title="First question")
+    second = make_reviewable_task(requester, title="Second question")
+    page.clock.install()
+    login(page, live_server, "rita", "/review/")
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    row = page.locator(f'#queue-list tr[data-task-id="{second.pk}"]')
+    expect(row).to_be_focused()
+    for focused in (row, row.locator("a.open")):
+        focused.focus()
+        page.evaluate("document.getElementById('queue-list').dataset.old = 'yes'")
+        with page.expect_response(re.compile(r"/review/\?")):
+            page.clock.run_for(10_500)
+        page.wait_for_function("!document.getElementById('queue-list').dataset.old")
+        page.wait_for_timeout(100)  # htmx settles the new list
+        expect(focused).to_be_focused()
+    assert page.errors == []
