@@ -265,8 +265,12 @@ def _people_context(request: HttpRequest, task: Task, feedback: list[Feedback]) 
         filters, query = queue_filters(request.GET)
         queue_nav = queue_position(user, filters, task.pk) | {"query": query}
     reviewer = is_reviewer(user)
+    pending = next((f for f in reversed(feedback) if f.is_pending), None)
     return {
         "can_act": can_act(user, task),
+        # A decision in its undo window (issue 26): the panel shows it instead of the forms.
+        "pending_decision": pending,
+        "can_undo": pending is not None and (pending.author_id == user.pk or is_staff_role(user)),
         "can_claim": reviewer,
         "claim_live": task.claim_is_live(),
         "claimed_by_me": task.claimed_by_id == user.pk,
@@ -309,7 +313,9 @@ def verdict_lists(result: dict[str, Any] | None) -> list[tuple[str, list[str]]]:
 def attempt_budget(task: Task, feedback: list[Feedback]) -> dict[str, Any]:
     """What the attempt count means: automatic retries after a validator rejection are
     bounded by ``max_attempts``; revisions people ask for are not (V2, S5)."""
-    revisions = sum(1 for f in feedback if f.action == FeedbackAction.REVISE)
+    revisions = sum(
+        1 for f in feedback if f.action == FeedbackAction.REVISE and f.state == "applied"
+    )
     automatic = max(0, task.attempt_count - 1 - revisions)
     return {
         "attempt": task.attempt_count,
@@ -393,6 +399,8 @@ def _timeline(
         items.append({"at": c.at, "kind": "claim", "claim": c, "who": who})
     for f in feedback:
         items.append({"at": f.created_at, "kind": f.action, "feedback": f})
+        if f.undone_at is not None:
+            items.append({"at": f.undone_at, "kind": "undone", "undone": f})
     for r in runs:
         items.append({"at": r.started_at, "kind": "run", "run": r})
     for s in snapshots:
@@ -652,7 +660,7 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
             else:
                 return_to = ""  # not a queue item: stay on its page
         try:
-            task = services.task_apply_feedback(
+            decision = services.task_decide(
                 task_id=task.pk,
                 actor=request.user,
                 action=data["action"],
@@ -663,13 +671,50 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
             messages.error(request, f"Not applied: {exc.message}")
             status = _refusal_status(exc)
         else:
-            label = dict(FeedbackAction.choices)[data["action"]]
-            messages.success(
-                request, f"#{task.pk} {task.title}: {label.lower()} → {task.get_status_display()}."
-            )
+            _decision_message(request, decision)
     return _after_action(
         request, task.pk, return_to=return_to, status=status, next_id=next_id, query=query
     )
+
+
+def _decision_message(request: HttpRequest, decision: Feedback) -> None:
+    task = decision.task
+    label = decision.get_action_display().lower()
+    if decision.is_pending:
+        # The undo toast beside this message names the decision and counts down.
+        messages.info(request, f"#{task.pk} {task.title}: {label}, applying in a moment.")
+        return
+    target = TaskStatus(services.FEEDBACK_TARGETS[FeedbackAction(decision.action)])
+    messages.success(request, f"#{task.pk} {task.title}: {label} → {target.label}.")
+
+
+@login_required
+@require_POST
+def decision_undo(request: HtmxHttpRequest, task_id: int, feedback_id: int) -> HttpResponse:
+    """Undo a decision inside its window (issue 26): the task is as it was, and the
+    timeline says who undid it. Too late, or someone else's: refused with the reason."""
+    task = visible_task(request, task_id)
+    status = 200
+    try:
+        undone = services.decision_undo(
+            feedback_id=feedback_id, task_id=task.pk, actor=request.user
+        )
+    except Feedback.DoesNotExist:
+        raise Http404("No such decision on this task.") from None
+    except DomainError as exc:
+        messages.error(request, f"Not undone: {exc.message}")
+        status = _refusal_status(exc) if exc.http_status != 403 else 403
+    else:
+        messages.success(
+            request,
+            f"Undone: your {undone.get_action_display().lower()} decision on #{task.pk} "
+            "was not applied.",
+        )
+    if request.htmx:
+        return render_page(
+            request, "tasks_app/task_detail.html", detail_context(request, task.pk), status=status
+        )
+    return redirect("task_detail", task_id=task.pk)
 
 
 def _refused_comment_in_page(form: FeedbackForm) -> bool:
