@@ -47,6 +47,18 @@ def pending_decision_on(task_id: int) -> Feedback | None:
     )
 
 
+def last_decision_on(task_id: int) -> Feedback | None:
+    """The task's latest decision that applied (not a note), with its comment."""
+    return (
+        Feedback.objects.in_effect()
+        .filter(task_id=task_id)
+        .exclude(action="note")
+        .select_related("author")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
 def visible_tasks(user: Any) -> TaskQuerySet:
     return Task.objects.visible_to(user)
 
