@@ -185,7 +185,7 @@ def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
         ),
         **_people_context(request, task, feedback),
         "budget": attempt_budget(task, feedback),
-        "answers": attempt_answers(task) if task.attempt_count > 1 else [],
+        **_revision_context(task, feedback),
         "failure_run": next((r for r in reversed(runs) if r.error), None),
         "polling": is_polling(task),
         "is_staff_role": is_staff_role(user),
@@ -270,6 +270,7 @@ def _people_context(request: HttpRequest, task: Task, feedback: list[Feedback]) 
         "can_act": can_act(user, task),
         # A decision in its undo window (issue 26): the panel shows it instead of the forms.
         "pending_decision": pending,
+        "undo_seconds": settings.DECISION_UNDO_SECONDS,
         "can_undo": pending is not None and (pending.author_id == user.pk or is_staff_role(user)),
         "can_claim": reviewer,
         "claim_live": task.claim_is_live(),
@@ -308,6 +309,20 @@ def verdict_lists(result: dict[str, Any] | None) -> list[tuple[str, list[str]]]:
         if items:
             out.append((heading, items))
     return out
+
+
+def _revision_context(task: Task, feedback: list[Feedback]) -> dict[str, Any]:
+    """The person's revise comment beside the answer it asked for (issue 26 item 6):
+    the current answer's, and each later attempt's in the answer history."""
+    asked = {
+        f.attempt_index + 1: f
+        for f in feedback
+        if f.action == FeedbackAction.REVISE and f.state == "applied"
+    }
+    answers = attempt_answers(task) if task.attempt_count > 1 else []
+    for answer in answers:
+        answer["revision"] = asked.get(answer["attempt"])
+    return {"answers": answers, "revision_asked": asked.get(task.attempt_count)}
 
 
 def attempt_budget(task: Task, feedback: list[Feedback]) -> dict[str, Any]:
