@@ -632,7 +632,9 @@ def decision_apply(*, feedback_id: int, now: Any = None) -> str:
     # Row lock: the job, the sweep and an undo racing for one decision are serialised;
     # whoever comes second finds it no longer pending.
     feedback = (
-        Feedback.objects.select_for_update().select_related("author").filter(pk=feedback_id)
+        Feedback.objects.select_for_update(of=("self",))
+        .select_related("author")
+        .filter(pk=feedback_id)
     ).first()
     if feedback is None:
         return "gone"
