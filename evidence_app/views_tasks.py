@@ -154,7 +154,9 @@ def task_new(request: HttpRequest) -> HttpResponse:
 # --- Task detail ---------------------------------------------------------------------------
 
 
-def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
+def detail_context(
+    request: HttpRequest, task_id: int, *, queue_params: QueryDict | None = None
+) -> dict[str, Any]:
     """Everything the detail page shows, in a bounded number of queries whatever the
     size of the task: big text columns come as a head + length, and a section over
     ``UI_LAZY_SECTION_CHARS`` is left to a lazy fragment (U2)."""
@@ -183,7 +185,7 @@ def detail_context(request: HttpRequest, task_id: int) -> dict[str, Any]:
         "timeline": _timeline(
             task_page.events(task), feedback, runs, snapshots, task_page.claim_events(task)
         ),
-        **_people_context(request, task, feedback),
+        **_people_context(request, task, feedback, queue_params),
         "budget": attempt_budget(task, feedback),
         **_revision_context(task, feedback),
         "failure_run": next((r for r in reversed(runs) if r.error), None),
@@ -257,12 +259,18 @@ def _evidence_context(task: Task) -> dict[str, Any]:
     }
 
 
-def _people_context(request: HttpRequest, task: Task, feedback: list[Feedback]) -> dict[str, Any]:
-    """Who may do what on the page: act, claim, assign; the queue around the task."""
+def _people_context(
+    request: HttpRequest,
+    task: Task,
+    feedback: list[Feedback],
+    queue_params: QueryDict | None = None,
+) -> dict[str, Any]:
+    """Who may do what on the page: act, claim, assign; the queue around the task, in
+    the queue filters of ``queue_params`` (default: the page's query string)."""
     user = request.user
     queue_nav = None
     if is_staff_role(user):
-        filters, query = queue_filters(request.GET)
+        filters, query = queue_filters(request.GET if queue_params is None else queue_params)
         queue_nav = queue_position(user, filters, task.pk) | {"query": query}
     reviewer = is_reviewer(user)
     pending = next((f for f in reversed(feedback) if f.is_pending), None)
@@ -650,17 +658,15 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
     if not form.is_valid() and _refused_comment_in_page(form):
         # The person stays in the form: the text, the focus and the error beside the field,
         # never a banner that closes the form (typed text would then become shortcuts).
-        context = detail_context(request, task.pk)
+        # The queue filters the form carried, so complete-and-next keeps them.
+        queue_params = QueryDict(form.data.get("filters", ""))
+        context = detail_context(request, task.pk, queue_params=queue_params)
         context.update(
             revise_error=form.errors["comment"][0], revise_comment=form.data.get("comment", "")
         )
         return render_page(request, "tasks_app/task_detail.html", context, status=422)
     if not form.is_valid():
-        messages.error(
-            request,
-            "The action was not understood: "
-            + "; ".join(f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items()),
-        )
+        messages.error(request, _form_refusal(form))
         status = 422
         return_to = request.POST.get("return_to", "")
     else:
@@ -730,6 +736,14 @@ def decision_undo(request: HtmxHttpRequest, task_id: int, feedback_id: int) -> H
             request, "tasks_app/task_detail.html", detail_context(request, task.pk), status=status
         )
     return redirect("task_detail", task_id=task.pk)
+
+
+def _form_refusal(form: FeedbackForm) -> str:
+    if set(form.errors) == {"comment"}:
+        return f"Not applied: {form.errors['comment'][0]}"
+    return "The action was not understood: " + "; ".join(
+        f"{k}: {' '.join(map(str, v))}" for k, v in form.errors.items()
+    )
 
 
 def _refused_comment_in_page(form: FeedbackForm) -> bool:

@@ -76,7 +76,13 @@ def test_blank_revise_comes_back_beside_the_field_with_the_text(
     events = review_task.events.count()
     response = client.post(
         feedback_url(review_task),
-        {"action": "revise", "comment": "  \n ", "version": review_task.version},
+        {
+            "action": "revise",
+            "comment": "  \n ",
+            "version": review_task.version,
+            "return_to": "next",
+            "filters": "vstatus=insufficient_evidence",
+        },
         **(HX_MAIN if htmx else {}),
     )
     assert response.status_code == 422
@@ -87,6 +93,8 @@ def test_blank_revise_comes_back_beside_the_field_with_the_text(
     assert '<p id="revise-error" class="field-error">Say what should change' in html
     assert 'aria-describedby="revise-error revise-help"' in html
     assert "msg-error" not in html
+    # The queue's filters stay in the form, for complete-and-next after the retry.
+    assert 'name="filters" value="vstatus=insufficient_evidence"' in html
     assert [str(m) for m in get_messages(response.wsgi_request)] == []
     review_task.refresh_from_db()
     assert review_task.status == S.NEEDS_REVIEW
@@ -331,3 +339,33 @@ def test_csrf_is_enforced_on_actions(reviewer: Any, review_task: Any) -> None:
         **HX_MAIN,
     )
     assert ok.status_code == 200
+
+
+def test_blank_revise_from_the_queue_is_refused_with_the_list(
+    client: Any, reviewer: Any, review_task: Any
+) -> None:
+    """Issue 26 item 1: a blank revise sent from the queue's inline form (past its own
+    check) is refused (422): the list comes back with the task still in it and the
+    reason, and nothing changes."""
+    client.force_login(reviewer)
+    events = review_task.events.count()
+    response = client.post(
+        feedback_url(review_task),
+        {
+            "action": "revise",
+            "comment": "   ",
+            "version": review_task.version,
+            "return_to": "queue",
+        },
+        HTTP_HX_REQUEST="true",
+        HTTP_HX_TARGET="queue-list",
+    )
+    body = response.content.decode()
+    assert response.status_code == 422
+    assert body.lstrip().startswith('<div id="queue-list"')
+    assert f'data-task-id="{review_task.pk}"' in body
+    assert "Not applied: Say what should change: a revision needs a comment." in body
+    review_task.refresh_from_db()
+    assert review_task.status == S.NEEDS_REVIEW
+    assert review_task.events.count() == events
+    assert not review_task.feedback.exists()

@@ -188,4 +188,55 @@ def test_claim_marks_are_highlights_not_strikethrough(
     for (_, bottom), (top, _) in zip(lines, lines[1:], strict=False):
         assert bottom <= top + 0.5, lines
     assert serious_axe(page, "#answer-claims") == []
-    shot(page, "claims-390.png")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#answer-panel").screenshot(path=str(ARTIFACTS / "claims-390.png"))
+
+
+def test_operator_cost_table_fits_at_1280(
+    wide_page: Any, live_server: Any, operator: Any, requester: Any
+) -> None:
+    """Issue 26 item 2: the /ops/ cost table (per day, role and model) fits its panel at
+    1280 px with real model names, token counts in the millions and priced costs: its
+    container does not scroll and the page does not scroll sideways."""
+    from datetime import timedelta
+    from decimal import Decimal
+
+    from django.utils import timezone
+
+    from tests.factories import RunFactory, ValidationSnapshotFactory
+
+    page = wide_page
+    task = make_reviewable_task(requester)
+    for day in range(5):
+        for model in ("anthropic:claude-sonnet-4-5", "openai:gpt-4.1-mini", "compat:llama3"):
+            RunFactory(
+                task=task,
+                model_name=model,
+                started_at=timezone.now() - timedelta(days=day),
+                input_tokens=12_345_678,
+                output_tokens=1_234_567,
+                cost=Decimal("1234.5678"),
+            )
+        ValidationSnapshotFactory(
+            task=task,
+            model_name="anthropic:claude-opus-4-1",
+            input_tokens=9_876_543,
+            output_tokens=987_654,
+            cost=Decimal("987.65"),
+        )
+    login(page, live_server, "otto", "/ops/")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.wait_for_load_state("networkidle")
+    assert page.locator("#ops-cost tbody tr").count() >= 15
+    assert page_overflow(page) == ""
+    sizes = page.evaluate(
+        """() => { const t = document.querySelector("#ops-cost table");
+                   const c = t.parentElement;
+                   return [c.className, c.scrollWidth, c.clientWidth,
+                           t.getBoundingClientRect().right,
+                           document.getElementById("ops-cost").getBoundingClientRect().right]; }"""
+    )
+    container, scroll_width, client_width, table_right, panel_right = sizes
+    assert container == "table-scroll-x"
+    assert scroll_width <= client_width, sizes
+    assert table_right <= panel_right, sizes

@@ -296,6 +296,7 @@ def test_axe_core_sweep_over_every_page_and_role(
             ("task", f"/tasks/{task.pk}/", None),
             ("closed task", f"/tasks/{closed.pk}/", None),
             ("forbidden", "/review/", None),
+            ("account", "/account/", None),
         ],
         "rita": [
             ("queue, row selected", "/review/", lambda p: p.keyboard.press("j")),
@@ -411,6 +412,14 @@ def test_empty_revise_keeps_the_form_and_typed_text_decides_nothing(
     page.wait_for_timeout(400)  # time for any request a stray shortcut would have sent
     expect(box).to_have_value(REVISION_TEXT)
     expect(box).to_be_focused()
+    assert page.url.endswith(f"/tasks/{task.pk}/")
+    assert decision_state() == before
+    # Out of the box but still in the form that reported the error: keys stay keys.
+    page.focus("#act-satisfied")
+    page.keyboard.type("sr")
+    page.wait_for_timeout(300)
+    expect(page.locator("#revise-panel")).to_be_visible()
+    expect(box).to_have_value(REVISION_TEXT)
     assert page.url.endswith(f"/tasks/{task.pk}/")
     assert decision_state() == before
     assert page.dialogs == [] and page.errors == []
