@@ -17,7 +17,7 @@ from tasks_app.workflow import services
 from tasks_app.workflow.states import TaskStatus as S
 from tests.ui.conftest import make_reviewable_task
 from tests.ui.test_browser import CHROMIUM, login
-from tests.ui.test_review_flow_browser import browser, page
+from tests.ui.test_review_flow_browser import AXE, axe_violations, browser, page
 
 __all__ = ["browser", "page"]  # the fixtures, shared with the review-flow tests
 
@@ -58,6 +58,13 @@ def test_s_then_u_on_the_task_page_undoes_the_decision(
     expect(toast).to_contain_text("Satisfied")
     # Complete-and-next: the decided task left the queue, which is now empty.
     expect(page.locator("#queue-empty")).to_contain_text("Nothing to review")
+    if AXE.exists():  # npm ci puts axe-core there (.ci/run does)
+        serious = [v for v in axe_violations(page) if v["impact"] in ("serious", "critical")]
+        assert serious == [], serious
+    page.keyboard.press("Shift+Tab")  # from the end of the page back to the toast's button
+    page.locator("#undo-button").focus()
+    expect(page.locator("#undo-button")).to_be_focused()
+    page.locator("#main").focus()
     first = int(toast.locator(".undo-count").inner_text())
     page.wait_for_timeout(1600)
     assert int(toast.locator(".undo-count").inner_text()) < first <= 30
