@@ -5,10 +5,12 @@ leaves the task as it was."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from evidence_app.agreement import agreement_stats
 from project.errors import Forbidden, StaleAction
@@ -172,3 +174,75 @@ def test_a_zero_window_applies_at_once(window: int, requester: Any, reviewer: An
     task.refresh_from_db()
     assert decision.state == DecisionState.APPLIED and task.status == S.CLOSED
     assert not OutboxJob.objects.filter(name=services.APPLY_DECISION_JOB).exists()
+
+
+def _race(*calls: Any) -> list[str]:
+    """Run the calls at once, each in its own thread and connection; their outcomes."""
+    barrier = threading.Barrier(len(calls))
+    outcomes: list[str] = [""] * len(calls)
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait()
+            outcomes[i] = calls[i]()
+        except StaleAction:
+            outcomes[i] = "refused"
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    return outcomes
+
+
+@pytest.mark.postgres(reason="row locks under real concurrency (SQLite serialises every writer)")
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_decisions_leave_exactly_one_pending(
+    window: int, requester: Any, reviewer: Any
+) -> None:
+    """Issue 26 item 1: eight decisions on one task at once: one is pending, seven are
+    refused, one feedback row."""
+    task = make_reviewable_task(requester)
+
+    def decide() -> str:
+        services.task_decide(task_id=task.pk, actor=reviewer, action="satisfied")
+        return "pending"
+
+    outcomes = _race(*[decide] * 8)
+    assert sorted(outcomes) == ["pending"] + ["refused"] * 7
+    assert Feedback.objects.filter(task=task).count() == 1
+
+
+@pytest.mark.postgres(reason="row locks under real concurrency (SQLite serialises every writer)")
+@pytest.mark.django_db(transaction=True)
+def test_undo_racing_the_applying_job_never_does_both(
+    window: int, requester: Any, reviewer: Any
+) -> None:
+    """Issue 26 item 1: an undo in the last millisecond and the job at the deadline, at
+    once, five times: either the undo wins (task untouched) or the job does (task
+    closed, the undo refused), never both and never neither."""
+    for _ in range(5):
+        task = make_reviewable_task(requester)
+        decision = services.task_decide(task_id=task.pk, actor=reviewer, action="satisfied")
+        due = decision.applies_at
+
+        def undo(pk: int = decision.pk, at: Any = due) -> str:
+            services.decision_undo(
+                feedback_id=pk, actor=reviewer, now=at - timedelta(milliseconds=1)
+            )
+            return "undone"
+
+        def apply(pk: int = decision.pk, at: Any = due) -> str:
+            return services.decision_apply(feedback_id=pk, now=at)
+
+        outcomes = _race(undo, apply)
+        task.refresh_from_db()
+        decision.refresh_from_db()
+        if outcomes == ["undone", "done"]:
+            assert task.status == S.NEEDS_REVIEW and decision.state == DecisionState.UNDONE
+        else:
+            assert outcomes == ["refused", "applied"], outcomes
+            assert task.status == S.CLOSED and decision.state == DecisionState.APPLIED
