@@ -620,6 +620,7 @@
      The toast and the task's panel count down the seconds the server gave them; at zero
      the undo button goes (the server refuses a late undo anyway). */
   var undoStarted = new WeakMap();
+  var undoReloads = 0;
   function tickUndo() {
     document.querySelectorAll("[data-seconds-left]").forEach(function (box) {
       if (!undoStarted.has(box)) undoStarted.set(box, Date.now());
@@ -632,6 +633,13 @@
         box.querySelectorAll("form").forEach(function (f) { f.hidden = true; });
         var when = box.querySelector(".undo-when");
         if (when) when.textContent = " — applying now";
+        // The task page shows the applied decision a moment later (a few tries at most).
+        if (box.id === "pending-decision" && window.htmx && undoReloads < 5) {
+          undoReloads += 1;
+          setTimeout(function () {
+            window.htmx.ajax("GET", window.location.pathname + window.location.search, {target: "#main", swap: "innerHTML"});
+          }, 1500);
+        }
       }
     });
   }

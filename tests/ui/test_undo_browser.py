@@ -147,3 +147,27 @@ def test_s_in_the_queue_then_u_brings_the_task_back(
     first.refresh_from_db()
     assert first.status == S.NEEDS_REVIEW
     assert Feedback.objects.get(task=first).state == DecisionState.UNDONE
+
+
+def test_the_task_page_shows_the_decision_once_it_applied(
+    page: Any, live_server: Any, reviewer: Any, requester: Any, settings: Any
+) -> None:
+    """Issue 26 item 1: a requester's pending Abandon (with its reason) on the task page
+    counts down; once the window closed and the job applied it, the page shows the
+    task abandoned without a reload by the person."""
+    from playwright.sync_api import expect
+
+    settings.DECISION_UNDO_SECONDS = 2
+    task = make_reviewable_task(requester)
+    path = reverse("task_detail", args=[task.pk])
+    login(page, live_server, "alice", path)
+    page.keyboard.press("a")
+    page.fill("#abandon-reason", "Asked elsewhere.")
+    page.click("#abandon-submit")
+    expect(page.locator("#pending-decision")).to_contain_text("Abandon by alice")
+    feedback = Feedback.objects.get(task=task)
+    assert feedback.comment == "Asked elsewhere."
+    expect(page.locator("#pending-decision")).to_contain_text("applying now", timeout=4000)
+    assert services.decision_apply_due() == [feedback.pk]
+    expect(page.locator("#task-actions")).to_contain_text("This task is abandoned", timeout=6000)
+    expect(page.locator("#timeline-panel")).to_contain_text("Asked elsewhere.")
