@@ -225,7 +225,7 @@
       b.setAttribute("aria-expanded", b.getAttribute("data-reveal") === id ? "true" : "false");
     });
     panel.hidden = false;
-    var first = panel.querySelector("textarea, button[type=submit]");
+    var first = panel.querySelector("[data-autofocus]") || panel.querySelector("textarea, button[type=submit]");
     if (first) first.focus();
     return true;
   }
