@@ -37,7 +37,7 @@ from evidence_app.views_review import (
 )
 from project.diffs import diff_lines
 from project.downloads import set_attachment
-from project.errors import DomainError
+from project.errors import DomainError, Forbidden
 from project.pagination import CountedPaginator
 from project.roles import is_operator, is_reviewer, is_staff_role
 from project.views import (
@@ -279,7 +279,7 @@ def _people_context(
         # A decision in its undo window (issue 26): the panel shows it instead of the forms.
         "pending_decision": pending,
         "undo_seconds": settings.DECISION_UNDO_SECONDS,
-        "can_undo": pending is not None and (pending.author_id == user.pk or is_staff_role(user)),
+        "can_undo": pending is not None and (pending.author_id == user.pk or reviewer),
         "can_claim": reviewer,
         "claim_live": task.claim_is_live(),
         "claimed_by_me": task.claimed_by_id == user.pk,
@@ -722,9 +722,11 @@ def decision_undo(request: HtmxHttpRequest, task_id: int, feedback_id: int) -> H
         )
     except Feedback.DoesNotExist:
         raise Http404("No such decision on this task.") from None
+    except Forbidden as exc:
+        raise PermissionDenied(exc.message) from None
     except DomainError as exc:
         messages.error(request, f"Not undone: {exc.message}")
-        status = _refusal_status(exc) if exc.http_status != 403 else 403
+        status = _refusal_status(exc)
     else:
         messages.success(
             request,

@@ -32,7 +32,7 @@ from project.errors import (
     StaleAction,
 )
 from project.logs import bind as bind_log_context
-from project.roles import is_reviewer, is_staff_role
+from project.roles import is_reviewer
 from tasks_app.workflow import states
 from tasks_app.workflow.models import (
     ClaimEvent,
@@ -674,7 +674,7 @@ def decision_apply_due(*, now: Any = None) -> list[int]:
 def decision_undo(
     *, feedback_id: int, actor: Any, task_id: int | None = None, now: Any = None
 ) -> Feedback:
-    """Cancel a pending decision inside its window (issue 26), by its author or staff:
+    """Cancel a pending decision inside its window (issue 26), by its author or a reviewer:
     nothing it would have caused happens, and the timeline says who undid it. After the
     window (or when it is not pending) StaleAction; someone else's, Forbidden."""
     now = now or timezone.now()
@@ -684,7 +684,7 @@ def decision_undo(
     if task_id is not None:
         found = found.filter(task_id=task_id)
     feedback = found.get()  # Feedback.DoesNotExist: no such decision (on that task)
-    if feedback.author_id != getattr(actor, "pk", None) and not is_staff_role(actor):
+    if feedback.author_id != getattr(actor, "pk", None) and not is_reviewer(actor):
         raise Forbidden("Only the person who decided, or a reviewer, can undo a decision.")
     if feedback.state == DecisionState.UNDONE:
         raise StaleAction(f"This decision on task {feedback.task_id} was already undone.")
