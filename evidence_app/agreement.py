@@ -54,7 +54,8 @@ def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
 def agreement_stats() -> list[AgreementGroup]:
     """One group per (template version, model), largest first."""
     decisions = list(
-        Feedback.objects.filter(action__in=HUMAN_DECISIONS)
+        Feedback.objects.in_effect()
+        .filter(action__in=HUMAN_DECISIONS)
         .order_by("task_id", "created_at", "id")
         .values("task_id", "action", "created_at")
     )

@@ -197,10 +197,21 @@ class FeedbackForm(forms.Form):
     # or a client without that check, is refused here, beside the field.
     REVISE_NEEDS_COMMENT = "Say what should change: a revision needs a comment."
 
+    # Optional (issue 26 item 6): a remark with Satisfied, a reason to abandon; each
+    # action reads its own box, so text left in a closed one never goes with another.
+    satisfied_comment = forms.CharField(required=False, max_length=20_000)
+    abandon_reason = forms.CharField(required=False, max_length=20_000)
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("action") == "revise" and not data.get("comment", "").strip():
             self.add_error("comment", self.REVISE_NEEDS_COMMENT)
+        if data.get("action") == "satisfied" and data.get("satisfied_comment"):
+            data["comment"] = data["satisfied_comment"]
+        elif data.get("action") == "abandon" and data.get("abandon_reason"):
+            data["comment"] = data["abandon_reason"]
+        elif data.get("action") != "revise" and self.data.get("return_to") != "queue":
+            data["comment"] = ""
         return data
 
 

@@ -96,7 +96,7 @@ def validation_applies(task: Task) -> bool:
 def _prepared_feedback(*, before: bool) -> Prepared:
     """A task's feedback, oldest first, as plain values with the author's user name by
     a join (issue 16: no model instances, compiled once); ``before`` adds a time bound."""
-    feedback = Feedback.objects.filter(task_id=MARKER_ID)
+    feedback = Feedback.objects.in_effect().filter(task_id=MARKER_ID)
     markers: dict[str, Any] = {"task_id": MARKER_ID}
     if before:
         feedback = feedback.filter(created_at__lt=MARKER_TIME)

@@ -116,7 +116,7 @@ def claim_events(task: Task) -> list[ClaimEvent]:
 
 
 def feedback(task: Task) -> list[Feedback]:
-    return list(Feedback.objects.filter(task=task).select_related("author"))
+    return list(Feedback.objects.filter(task=task).select_related("author", "undone_by"))
 
 
 def otlp_traces(task: Task) -> list[OtlpTrace]:

@@ -33,6 +33,11 @@ task_pages = [
     path("tasks/<int:task_id>/", views_tasks.task_detail, name="task_detail"),
     path("tasks/<int:task_id>/progress/", views_tasks.task_progress, name="task_progress"),
     path("tasks/<int:task_id>/feedback/", views_tasks.task_feedback, name="task_feedback"),
+    path(
+        "tasks/<int:task_id>/feedback/<int:feedback_id>/undo/",
+        views_tasks.decision_undo,
+        name="decision_undo",
+    ),
     path("tasks/<int:task_id>/claim/", views_tasks.task_claim, name="task_claim"),
     path("tasks/<int:task_id>/notes/", views_tasks.task_note, name="task_note"),
     path(

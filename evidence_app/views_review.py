@@ -36,7 +36,7 @@ from project.errors import DomainError
 from project.pagination import CountedPaginator
 from project.roles import REVIEWERS, is_reviewer
 from project.views import render_fragment, render_page, reviewer_required, wants_fragment
-from tasks_app.models import Task, TaskEvent, TaskStatusCount
+from tasks_app.models import Feedback, Task, TaskEvent, TaskStatusCount
 from tasks_app.workflow import services
 from tasks_app.workflow.selectors import status_counts, visible_task
 from tasks_app.workflow.states import TaskStatus
@@ -65,6 +65,9 @@ def queue_queryset(user: Any, filters: dict[str, Any]) -> QuerySet[Task]:
             v_issue=Subquery(latest.values("result__issues__0")[:1]),
             v_claims=Subquery(latest.values("claim_summary")[:1], output_field=JSONField()),
         )
+        # A task whose decision waits in its undo window (issue 26) is decided: it leaves
+        # the queue now, and comes back if the decision is undone.
+        .exclude(Exists(Feedback.objects.pending().filter(task=OuterRef("pk"))))
         .order_by("created_at", "id")
     )
     if filters.get("q"):

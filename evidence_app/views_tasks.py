@@ -39,7 +39,7 @@ from evidence_app.views_review import (
 )
 from project.diffs import diff_lines
 from project.downloads import set_attachment
-from project.errors import DomainError
+from project.errors import DomainError, Forbidden
 from project.pagination import CountedPaginator
 from project.roles import is_operator, is_reviewer, is_staff_role
 from project.views import (
@@ -191,7 +191,7 @@ def detail_context(
         ),
         **_people_context(request, task, feedback, queue_params),
         "budget": attempt_budget(task, feedback),
-        "answers": attempt_answers(task) if task.attempt_count > 1 else [],
+        **_revision_context(task, feedback),
         "failure_run": next((r for r in reversed(runs) if r.error), None),
         "polling": is_polling(task),
         "is_staff_role": is_staff_role(user),
@@ -285,8 +285,13 @@ def _people_context(
         filters, query = queue_filters(request.GET if queue_params is None else queue_params)
         queue_nav = queue_position(user, filters, task.pk) | {"query": query}
     reviewer = is_reviewer(user)
+    pending = next((f for f in reversed(feedback) if f.is_pending), None)
     return {
         "can_act": can_act(user, task),
+        # A decision in its undo window (issue 26): the panel shows it instead of the forms.
+        "pending_decision": pending,
+        "undo_seconds": settings.DECISION_UNDO_SECONDS,
+        "can_undo": pending is not None and (pending.author_id == user.pk or reviewer),
         "can_claim": reviewer,
         "claim_live": task.claim_is_live(),
         "claimed_by_me": task.claimed_by_id == user.pk,
@@ -326,10 +331,26 @@ def verdict_lists(result: dict[str, Any] | None) -> list[tuple[str, list[str]]]:
     return out
 
 
+def _revision_context(task: Task, feedback: list[Feedback]) -> dict[str, Any]:
+    """The person's revise comment beside the answer it asked for (issue 26 item 6):
+    the current answer's, and each later attempt's in the answer history."""
+    asked = {
+        f.attempt_index + 1: f
+        for f in feedback
+        if f.action == FeedbackAction.REVISE and f.state == "applied"
+    }
+    answers = attempt_answers(task) if task.attempt_count > 1 else []
+    for answer in answers:
+        answer["revision"] = asked.get(answer["attempt"])
+    return {"answers": answers, "revision_asked": asked.get(task.attempt_count)}
+
+
 def attempt_budget(task: Task, feedback: list[Feedback]) -> dict[str, Any]:
     """What the attempt count means: automatic retries after a validator rejection are
     bounded by ``max_attempts``; revisions people ask for are not (V2, S5)."""
-    revisions = sum(1 for f in feedback if f.action == FeedbackAction.REVISE)
+    revisions = sum(
+        1 for f in feedback if f.action == FeedbackAction.REVISE and f.state == "applied"
+    )
     automatic = max(0, task.attempt_count - 1 - revisions)
     return {
         "attempt": task.attempt_count,
@@ -414,6 +435,8 @@ def _timeline(
         items.append({"at": c.at, "kind": "claim", "claim": c, "who": who})
     for f in feedback:
         items.append({"at": f.created_at, "kind": f.action, "feedback": f})
+        if f.undone_at is not None:
+            items.append({"at": f.undone_at, "kind": "undone", "undone": f})
     for r in runs:
         items.append({"at": r.started_at, "kind": "run", "run": r})
     for s in snapshots:
@@ -698,7 +721,7 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
             else:
                 return_to = ""  # not a queue item: stay on its page
         try:
-            task = services.task_apply_feedback(
+            decision = services.task_decide(
                 task_id=task.pk,
                 actor=request.user,
                 action=data["action"],
@@ -709,13 +732,52 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
             messages.error(request, f"Not applied: {exc.message}")
             status = _refusal_status(exc)
         else:
-            label = dict(FeedbackAction.choices)[data["action"]]
-            messages.success(
-                request, f"#{task.pk} {task.title}: {label.lower()} → {task.get_status_display()}."
-            )
+            _decision_message(request, decision)
     return _after_action(
         request, task.pk, return_to=return_to, status=status, next_id=next_id, query=query
     )
+
+
+def _decision_message(request: HttpRequest, decision: Feedback) -> None:
+    task = decision.task
+    label = decision.get_action_display().lower()
+    if decision.is_pending:
+        # The undo toast beside this message names the decision and counts down.
+        messages.info(request, f"#{task.pk} {task.title}: {label}, applying in a moment.")
+        return
+    target = TaskStatus(services.FEEDBACK_TARGETS[FeedbackAction(decision.action)])
+    messages.success(request, f"#{task.pk} {task.title}: {label} → {target.label}.")
+
+
+@login_required
+@require_POST
+def decision_undo(request: HtmxHttpRequest, task_id: int, feedback_id: int) -> HttpResponse:
+    """Undo a decision inside its window (issue 26): the task is as it was, and the
+    timeline says who undid it. Too late, or someone else's: refused with the reason."""
+    task = visible_task(request, task_id)
+    status = 200
+    try:
+        undone = services.decision_undo(
+            feedback_id=feedback_id, task_id=task.pk, actor=request.user
+        )
+    except Feedback.DoesNotExist:
+        raise Http404("No such decision on this task.") from None
+    except Forbidden as exc:
+        raise PermissionDenied(exc.message) from None
+    except DomainError as exc:
+        messages.error(request, f"Not undone: {exc.message}")
+        status = _refusal_status(exc)
+    else:
+        messages.success(
+            request,
+            f"Undone: your {undone.get_action_display().lower()} decision on #{task.pk} "
+            "was not applied.",
+        )
+    if request.htmx:
+        return render_page(
+            request, "tasks_app/task_detail.html", detail_context(request, task.pk), status=status
+        )
+    return redirect("task_detail", task_id=task.pk)
 
 
 def _form_refusal(form: FeedbackForm) -> str:

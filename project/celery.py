@@ -121,6 +121,15 @@ def configure(app: Celery) -> None:
                     "expires": float(settings.WEBHOOK_SWEEP_INTERVAL_SECONDS),
                 },
             },
+            # Decisions whose undo window closed and whose job was lost (issue 26).
+            "apply-due-decisions": {
+                "task": "tasks_app.apply_due_decisions",
+                "schedule": float(settings.REAPER_INTERVAL_SECONDS),
+                "options": {
+                    "queue": queue_name(MAINTENANCE),
+                    "expires": float(settings.REAPER_INTERVAL_SECONDS),
+                },
+            },
             **heartbeat_schedule(),
         },
     )

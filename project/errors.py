@@ -39,6 +39,13 @@ class ClaimConflict(DomainError):
     http_status = 409
 
 
+class Forbidden(DomainError):
+    """The actor may not do this to this object (e.g. undo someone else's decision)."""
+
+    code = "forbidden"
+    http_status = 403
+
+
 class InvalidInput(DomainError):
     code = "invalid_input"
     http_status = 422

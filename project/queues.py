@@ -26,6 +26,9 @@ ROUTES = {
     # A complete OTLP trace becomes an attempt and goes to validation: finishing work.
     "tasks_app.otlp_assemble_traces": VALIDATION,
     "tasks_app.otlp_sweep": MAINTENANCE,
+    # A decision whose undo window closed: it closes the task or queues the next attempt.
+    "tasks_app.apply_decision": MAINTENANCE,
+    "tasks_app.apply_due_decisions": MAINTENANCE,
     "*webhook*": WEBHOOKS,
 }
 

@@ -378,6 +378,9 @@ JOB_MAX_TRIES = env_int("JOB_MAX_TRIES", 3, minimum=1)
 
 # --- Review UI --------------------------------------------------------------------------
 REVIEW_CLAIM_TIMEOUT_SECONDS = env_int("REVIEW_CLAIM_TIMEOUT_SECONDS", 900, minimum=10)
+# How long a decision (satisfied, revise, abandon) can be undone before it applies; 0
+# applies it at once (issue 26).
+DECISION_UNDO_SECONDS = env_int("DECISION_UNDO_SECONDS", 30, minimum=0)
 UI_LAZY_SECTION_CHARS = env_int("UI_LAZY_SECTION_CHARS", 20_000, minimum=100)
 
 

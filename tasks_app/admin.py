@@ -95,8 +95,8 @@ class ClaimEventAdmin(AppendOnlyAdmin):
 
 @admin.register(Feedback)
 class FeedbackAdmin(ReadOnlyAdmin):
-    list_display = ("task", "action", "author", "validator_status", "created_at")
-    list_filter = ("action",)
+    list_display = ("task", "action", "state", "author", "validator_status", "created_at")
+    list_filter = ("action", "state")
 
 
 @admin.register(Run)

@@ -20,7 +20,12 @@ from tasks_app.notifications.webhooks import (
 )
 from tasks_app.runtime.attempts import attempt_reap, attempt_run
 from tasks_app.workflow.outbox import outbox_purge, outbox_relay
-from tasks_app.workflow.services import RUN_ATTEMPT_JOB
+from tasks_app.workflow.services import (
+    APPLY_DECISION_JOB,
+    RUN_ATTEMPT_JOB,
+    decision_apply,
+    decision_apply_due,
+)
 
 
 @shared_task(name=RUN_ATTEMPT_JOB, bind=True)
@@ -31,6 +36,24 @@ def run_attempt_job(self: Any, task_id: int) -> str:
     ``lease_held``, ``lease_lost``, ``db_lost`` (``tasks_app.runtime.attempts.JobResult``)."""
     outcome = attempt_run(task_id=int(task_id), worker=str(self.request.hostname or ""))
     return outcome.result
+
+
+@shared_task(name=APPLY_DECISION_JOB, bind=True)
+def apply_decision_job(self: Any, feedback_id: int) -> str:
+    """Apply a person's decision when its undo window closes (issue 26); a redelivered job
+    finds it applied or undone (``done``). Published early (a clock ahead of ours), it
+    comes back when due; in eager mode the sweep applies it instead."""
+    outcome = decision_apply(feedback_id=int(feedback_id))
+    if outcome == "not_due" and not self.app.conf.task_always_eager:
+        self.apply_async(args=[feedback_id], countdown=1.0)
+    return outcome
+
+
+@shared_task(name="tasks_app.apply_due_decisions")
+def apply_due_decisions_job() -> list[int]:
+    """Periodic (Celery beat): apply the pending decisions whose window has closed and
+    whose job was lost (issue 26)."""
+    return decision_apply_due()
 
 
 @shared_task(name="tasks_app.reap_attempts")

@@ -225,7 +225,7 @@
       b.setAttribute("aria-expanded", b.getAttribute("data-reveal") === id ? "true" : "false");
     });
     panel.hidden = false;
-    var first = panel.querySelector("textarea, button[type=submit]");
+    var first = panel.querySelector("[data-autofocus]") || panel.querySelector("textarea, button[type=submit]");
     if (first) first.focus();
     return true;
   }
@@ -294,6 +294,7 @@
     }
     var key = event.key;
     if (key !== "?" && decisionFormOpen()) return;
+    if (key === "u" && (clickIf("undo-button") || clickIf("undo-decision"))) { event.preventDefault(); return; }
     var inQueue = !!document.getElementById("queue-list");
     if (key === "?") {
       var help = document.getElementById("kbd-help");
@@ -640,4 +641,33 @@
     var quote = target.querySelector("mark.quote");
     if (quote && quote.scrollIntoView) quote.scrollIntoView({ block: "nearest" });
   });
+
+  /* ---- Undo window (issue 26) -----------------------------------------------------
+     The toast and the task's panel count down the seconds the server gave them; at zero
+     the undo button goes (the server refuses a late undo anyway). */
+  var undoStarted = new WeakMap();
+  var undoReloads = 0;
+  function tickUndo() {
+    document.querySelectorAll("[data-seconds-left]").forEach(function (box) {
+      if (!undoStarted.has(box)) undoStarted.set(box, Date.now());
+      var total = parseInt(box.getAttribute("data-seconds-left"), 10) || 0;
+      var left = Math.max(0, Math.ceil(total - (Date.now() - undoStarted.get(box)) / 1000));
+      var count = box.querySelector(".undo-count");
+      if (count) count.textContent = String(left);
+      if (left === 0 && !box.classList.contains("undo-closed")) {
+        box.classList.add("undo-closed");
+        box.querySelectorAll("form").forEach(function (f) { f.hidden = true; });
+        var when = box.querySelector(".undo-when");
+        if (when) when.textContent = " — applying now";
+        // The task page shows the applied decision a moment later (a few tries at most).
+        if (box.id === "pending-decision" && window.htmx && undoReloads < 5) {
+          undoReloads += 1;
+          setTimeout(function () {
+            window.htmx.ajax("GET", window.location.pathname + window.location.search, {target: "#main", swap: "innerHTML"});
+          }, 1500);
+        }
+      }
+    });
+  }
+  setInterval(tickUndo, 500);
 })();

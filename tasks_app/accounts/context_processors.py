@@ -5,6 +5,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from project.roles import is_operator, is_reviewer
+from tasks_app.workflow.selectors import pending_decision_by
 
 
 def roles(request: HttpRequest) -> dict[str, Any]:
@@ -15,6 +16,8 @@ def roles(request: HttpRequest) -> dict[str, Any]:
         # Called by the template only where it shows the admin link (full pages): an
         # htmx fragment, such as the queue's poll, costs no permission queries.
         "has_admin": lambda: has_admin_access(user),
+        # The undo toast (issue 26): read only where a template shows messages.
+        "my_pending_decision": lambda: pending_decision_by(user),
     }
 
 

@@ -31,7 +31,8 @@ from tasks_app.runtime.agents.plans import Plan
 from tasks_app.runtime.models import Run
 from tasks_app.runtime.selectors import attempt_summaries
 from tasks_app.workflow import states
-from tasks_app.workflow.models import ClaimEvent, Task
+from tasks_app.workflow.models import ClaimEvent, Feedback, Task
+from tasks_app.workflow.selectors import last_decision_on, pending_decision_on
 from tasks_app.workflow.states import TaskStatus
 from tasks_app.workflow.verdicts import validator
 
@@ -86,6 +87,13 @@ class FeedbackIn(Schema):
     comment: Text = Field("", max_length=20_000, description="Required (not blank) for 'revise'")
     expected_version: int | None = Field(
         None, ge=0, description="The task version you saw; a changed task answers 409"
+    )
+    undo_seconds: int | None = Field(
+        None,
+        ge=0,
+        le=3600,
+        description="How long the decision can be undone before it applies (answered as "
+        "pending_decision); by default the server's DECISION_UNDO_SECONDS, 0 applies it at once",
     )
     force: JsonBool = Field(False, description="Act even though someone else holds the claim")
 
@@ -177,6 +185,39 @@ class RevisionOut(Schema):
     previous_answer: str
 
 
+class DecisionOut(Schema):
+    """A person's decision on the task (issue 26): with its comment (a satisfied remark,
+    an abandon reason, a revision request)."""
+
+    id: int
+    action: Literal["satisfied", "revise", "abandon"]
+    comment: str
+    author: str | None
+    attempt_index: int
+    created_at: datetime
+
+    @staticmethod
+    def resolve_author(feedback: Feedback) -> str | None:
+        return feedback.author.get_username() if feedback.author else None
+
+
+class PendingDecisionOut(DecisionOut):
+    """A decision waiting in its undo window (issue 26): nothing follows from it (status,
+    next attempt, webhooks) until ``applies_at``; POST ``undo_url`` before then."""
+
+    applies_at: datetime
+    seconds_left: int = Field(description="Seconds until it applies, when this was answered")
+    undo_url: str = Field(description="POST here (no body) before applies_at to undo it")
+
+    @staticmethod
+    def resolve_seconds_left(feedback: Feedback) -> int:
+        return feedback.seconds_left()
+
+    @staticmethod
+    def resolve_undo_url(feedback: Feedback) -> str:
+        return f"/api/v1/tasks/{feedback.task_id}/feedback/{feedback.pk}/undo"
+
+
 class TaskListItemOut(Schema):
     id: int
     title: str
@@ -265,6 +306,14 @@ class TaskOut(TaskListItemOut):
         description="In needs_revision: the validator's feedback and the person's comment "
         "the next attempt should address",
     )
+    pending_decision: PendingDecisionOut | None = Field(
+        None,
+        description="A decision still in its undo window: the task's status does not "
+        "count it yet (issue 26)",
+    )
+    last_decision: DecisionOut | None = Field(
+        None, description="The latest decision that applied, with its comment (issue 26)"
+    )
 
     @staticmethod
     def resolve_plan(task: Task) -> dict[str, Any]:
@@ -293,6 +342,14 @@ class TaskOut(TaskListItemOut):
     @staticmethod
     def resolve_claim(task: Task) -> Task | None:
         return task if task.claimed_by_id and task.claimed_at else None
+
+    @staticmethod
+    def resolve_pending_decision(task: Task) -> Feedback | None:
+        return pending_decision_on(task.pk)
+
+    @staticmethod
+    def resolve_last_decision(task: Task) -> Feedback | None:
+        return last_decision_on(task.pk)
 
     @staticmethod
     def resolve_revision(task: Task) -> dict[str, Any] | None:

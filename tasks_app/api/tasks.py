@@ -12,7 +12,7 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import QuerySet
-from django.http import HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
 from ninja import Query, Router
 from ninja.errors import AuthorizationError, ValidationError
 
@@ -33,7 +33,7 @@ from tasks_app.api.schemas import (
     TaskOut,
 )
 from tasks_app.workflow import services
-from tasks_app.workflow.models import Task
+from tasks_app.workflow.models import Feedback, Task
 from tasks_app.workflow.selectors import (
     count_of,
     get_visible_task,
@@ -148,7 +148,12 @@ def get_task(request: HttpRequest, task_id: int) -> Task:
 @router.post(
     "/tasks/{task_id}/feedback",
     response={200: TaskOut, **error_responses(403, 404, 409)},
-    summary="satisfied / revise (comment required) / abandon",
+    summary="satisfied / revise (comment required) / abandon; undoable until it applies",
+    description="The decision waits DECISION_UNDO_SECONDS (or `undo_seconds`) before it "
+    "applies: the answer's `pending_decision` says when (`applies_at`) and where to undo it "
+    "(`undo_url`); until then the task's status, its webhooks and the agreement figures do "
+    "not count it. `undo_seconds: 0` applies it at once. An optional `comment` goes with "
+    "satisfied and abandon (a reason) too.",
 )
 def give_feedback(
     request: HttpRequest,
@@ -172,19 +177,38 @@ def give_feedback(
 
     def work() -> tuple[int, Any]:
         with transaction.atomic():
-            services.task_apply_feedback(
+            services.task_decide(
                 task_id=task_id,
                 actor=user,
                 action=payload.action,
                 comment=payload.comment,
                 expected_version=payload.expected_version,
                 force=payload.force,
+                undo_seconds=payload.undo_seconds,
             )
             return 200, TaskOut.model_validate(get_visible_task(user, task_id)).model_dump()
 
     return run_idempotent(
         request, endpoint=f"POST /tasks/{task_id}/feedback", key=idempotency_key, work=work
     )
+
+
+@router.post(
+    "/tasks/{task_id}/feedback/{feedback_id}/undo",
+    response={200: TaskOut, **error_responses(403, 404, 409)},
+    summary="Undo a decision before it applies (its author, or a reviewer)",
+    description="Inside the undo window the decision is marked undone and nothing it would "
+    "have caused happens; the timeline records who undid it. After `applies_at`: 409.",
+)
+def undo_feedback(request: HttpRequest, task_id: int, feedback_id: int) -> Task:
+    user = request.auth  # type: ignore[attr-defined]
+    require_visible_task(user, task_id)
+    with transaction.atomic():
+        try:
+            services.decision_undo(feedback_id=feedback_id, task_id=task_id, actor=user)
+        except Feedback.DoesNotExist:
+            raise Http404(f"Task {task_id} has no decision {feedback_id}.") from None
+        return get_visible_task(user, task_id)
 
 
 @router.post(

@@ -613,9 +613,8 @@ def revision_feedback(task: Task, *, actor_kind: str | None = None) -> dict[str,
     requested_by = None
     if actor_kind == "user":
         feedback = (
-            Feedback.objects.filter(
-                task=task, action=FeedbackAction.REVISE, attempt_index=task.attempt_count
-            )
+            Feedback.objects.in_effect()
+            .filter(task=task, action=FeedbackAction.REVISE, attempt_index=task.attempt_count)
             .select_related("author")
             .order_by("-created_at", "-id")
             .first()

@@ -52,6 +52,7 @@ from tasks_app.notifications.models import (
     WebhookEvent,
 )
 from tasks_app.workflow.models import Task
+from tasks_app.workflow.selectors import last_decision_on
 from tasks_app.workflow.states import TaskStatus
 
 log = logging.getLogger(__name__)
@@ -218,13 +219,17 @@ def webhook_events_for_transition(
     if not endpoints or not event_types:
         return []
     now = timezone.now()
-    base = {
+    base: dict[str, Any] = {
         "task": task_summary(task),
         "from_status": from_status,
         "to_status": to_status,
         "reason": reason,
         "actor_kind": actor_kind,
     }
+    if actor_kind == "user":
+        # A person's decision, with its comment: a remark on satisfied, a reason to
+        # abandon, what to revise (issue 26).
+        base["decision"] = _decision(task)
     payloads = {
         event_type: _payload(event_type, base, now=now, validation=validation, task=task)
         for event_type in event_types
@@ -245,6 +250,18 @@ def webhook_events_for_transition(
     ]
     _store_and_send(deliveries)
     return deliveries
+
+
+def _decision(task: Task) -> dict[str, Any] | None:
+    decision = last_decision_on(task.pk)
+    if decision is None:
+        return None
+    return {
+        "id": decision.pk,
+        "action": decision.action,
+        "comment": decision.comment,
+        "author": decision.author.get_username() if decision.author else None,
+    }
 
 
 def _event_types(to_status: str, *, verdict: bool) -> list[str]:

@@ -248,9 +248,8 @@ def _revision_context(task: Task, attempt_index: int) -> str:
         if verdict.failure_category and not validator_result.get("failure_category"):
             validator_result["failure_category"] = verdict.failure_category
     comments = list(
-        Feedback.objects.filter(
-            task=task, action=FeedbackAction.REVISE, attempt_index__gte=previous
-        )
+        Feedback.objects.in_effect()
+        .filter(task=task, action=FeedbackAction.REVISE, attempt_index__gte=previous)
         .order_by("created_at", "id")
         .values_list("comment", flat=True)
     )

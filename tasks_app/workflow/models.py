@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from django.conf import settings
@@ -254,6 +255,27 @@ class FeedbackAction(models.TextChoices):
     NOTE = "note", "Note"
 
 
+class DecisionState(models.TextChoices):
+    """Where a decision stands in its undo window (issue 26): ``pending`` until
+    ``applies_at`` (it can be undone and nothing follows from it yet), then ``applied``
+    by ``decision_apply``; ``undone`` by its author or staff inside the window; ``void``
+    when the task had moved on before it could apply. Notes are ``applied`` at once."""
+
+    PENDING = "pending", "Pending"
+    APPLIED = "applied", "Applied"
+    UNDONE = "undone", "Undone"
+    VOID = "void", "Not applied"
+
+
+class FeedbackQuerySet(models.QuerySet["Feedback"]):
+    def in_effect(self) -> FeedbackQuerySet:
+        """Decisions and notes that count: never a pending, undone or void decision."""
+        return self.filter(state=DecisionState.APPLIED)
+
+    def pending(self) -> FeedbackQuerySet:
+        return self.filter(state=DecisionState.PENDING)
+
+
 class Feedback(models.Model):
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="feedback")
     author = models.ForeignKey(
@@ -265,13 +287,47 @@ class Feedback(models.Model):
     # The validator's last status when the person decided (V10 agreement).
     validator_status = models.CharField(max_length=32, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
+    state = models.CharField(
+        max_length=16, choices=DecisionState.choices, default=DecisionState.APPLIED
+    )
+    # When a pending decision applies (the end of its undo window); null: applied at once.
+    applies_at = models.DateTimeField(null=True, blank=True)
+    undone_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    undone_at = models.DateTimeField(null=True, blank=True)
+
+    objects = FeedbackQuerySet.as_manager()
 
     class Meta:
         ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["task", "created_at"], name="feedback_task_created")]
+        indexes = [
+            models.Index(fields=["task", "created_at"], name="feedback_task_created"),
+            # The sweep and the page's "your decision applies in N s" read only these.
+            models.Index(
+                fields=["applies_at"],
+                name="feedback_pending",
+                condition=models.Q(state="pending"),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} on task {self.task_id}"
+
+    @property
+    def is_pending(self) -> bool:
+        return self.state == DecisionState.PENDING
+
+    def seconds_left(self, now: Any = None) -> int:
+        """Whole seconds until a pending decision applies (0 when due or not pending)."""
+        if not self.is_pending or self.applies_at is None:
+            return 0
+        left = (self.applies_at - (now or timezone.now())).total_seconds()
+        return max(0, math.ceil(left))
 
 
 # Shards per status in TaskStatusCount: concurrent transitions of different tasks rarely

@@ -11,8 +11,52 @@ from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
 from project import roles
-from tasks_app.workflow.models import ClaimEvent, Task, TaskEvent, TaskQuerySet, TaskStatusCount
+from tasks_app.workflow.models import (
+    ClaimEvent,
+    Feedback,
+    Task,
+    TaskEvent,
+    TaskQuerySet,
+    TaskStatusCount,
+)
 from tasks_app.workflow.verdicts import validator
+
+
+def pending_decision_by(user: Any) -> Feedback | None:
+    """The person's latest decision still in its undo window (issue 26), for the toast."""
+    if not getattr(user, "is_authenticated", False):
+        return None
+    return (
+        Feedback.objects.pending()
+        .filter(author=user)
+        .select_related("task")
+        .only("id", "action", "applies_at", "state", "task__id", "task__title")
+        .order_by("-applies_at", "-id")
+        .first()
+    )
+
+
+def pending_decision_on(task_id: int) -> Feedback | None:
+    """The task's decision still in its undo window, if any (issue 26)."""
+    return (
+        Feedback.objects.pending()
+        .filter(task_id=task_id)
+        .select_related("author")
+        .order_by("-id")
+        .first()
+    )
+
+
+def last_decision_on(task_id: int) -> Feedback | None:
+    """The task's latest decision that applied (not a note), with its comment."""
+    return (
+        Feedback.objects.in_effect()
+        .filter(task_id=task_id)
+        .exclude(action="note")
+        .select_related("author")
+        .order_by("-created_at", "-id")
+        .first()
+    )
 
 
 def visible_tasks(user: Any) -> TaskQuerySet:

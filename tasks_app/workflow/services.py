@@ -17,19 +17,27 @@ import logging
 import secrets
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from project.errors import ClaimConflict, IllegalTransition, InvalidInput, StaleAction
+from project.errors import (
+    ClaimConflict,
+    Forbidden,
+    IllegalTransition,
+    InvalidInput,
+    StaleAction,
+)
 from project.logs import bind as bind_log_context
 from project.roles import is_reviewer
 from tasks_app.workflow import states
 from tasks_app.workflow.models import (
     ClaimEvent,
     ClaimEventKind,
+    DecisionState,
     Feedback,
     FeedbackAction,
     Task,
@@ -461,6 +469,136 @@ FEEDBACK_TARGETS = {
 }
 
 
+# The job that applies a pending decision when its undo window closes (issue 26).
+APPLY_DECISION_JOB = "tasks_app.apply_decision"
+
+
+def _decision_action(action: str, comment: str) -> FeedbackAction:
+    try:
+        decided = FeedbackAction(action)
+    except ValueError:
+        raise InvalidInput(
+            f"unknown action '{action}' (use satisfied, revise or abandon)"
+        ) from None
+    if decided == FeedbackAction.NOTE:
+        raise InvalidInput("use task_add_note for notes")
+    if decided == FeedbackAction.REVISE and not comment:
+        raise InvalidInput("a revision needs a comment saying what to change")
+    return decided
+
+
+def _refuse_decision(locked: Task, *, actor: Any, action: str, force: bool) -> None:
+    """A decision the locked task cannot take now: someone else's live claim, a decision
+    already waiting in its undo window, or a status it cannot leave for ``action``."""
+    if (
+        not force
+        and locked.claim_is_live()
+        and actor is not None
+        and locked.claimed_by_id not in (None, getattr(actor, "pk", None))
+    ):
+        raise ClaimConflict(
+            f"Task {locked.pk} is claimed by {locked.claimed_by}; take over the claim first."
+        )
+    waiting = Feedback.objects.pending().filter(task_id=locked.pk).first()
+    if waiting is not None:
+        raise StaleAction(
+            f"Task {locked.pk} already has a decision ({waiting.get_action_display()}) "
+            f"applying in {waiting.seconds_left()} s; undo it first."
+        )
+    target = FEEDBACK_TARGETS[FeedbackAction(action)]
+    if not states.can_transition(locked.status, target):
+        raise IllegalTransition(task_id=locked.pk, from_status=locked.status, to_status=target)
+
+
+@transaction.atomic
+def task_decide(
+    *,
+    task_id: int,
+    actor: Any,
+    action: str,
+    comment: str = "",
+    expected_version: int | None = None,
+    force: bool = False,
+    undo_seconds: float | None = None,
+) -> Feedback:
+    """Record a person's decision (S5, issue 26). With an undo window
+    (``undo_seconds``, by default ``DECISION_UNDO_SECONDS``) it is ``pending`` and nothing
+    follows from it until ``applies_at``, when the ``tasks_app.apply_decision`` job (or
+    the sweep) applies it through ``task_transition``; ``decision_undo`` cancels it
+    before then. With 0 it applies at once. Returns the feedback row."""
+    comment = comment.strip()
+    decided = _decision_action(action, comment)
+    seconds = settings.DECISION_UNDO_SECONDS if undo_seconds is None else undo_seconds
+    # Row lock: a second decision on the same task (a double click, two reviewers) waits
+    # here and then finds this one pending, and is refused.
+    locked = Task.objects.select_for_update().get(pk=task_id)
+    _refuse_decision(locked, actor=actor, action=decided, force=force)
+    _refuse_stale(
+        locked,
+        lease_token=None,
+        expected_version=expected_version,
+        expected_attempt=None,
+        expected_from=None,
+    )
+    now = timezone.now()
+    pending = seconds > 0
+    feedback = Feedback.objects.create(
+        task=locked,
+        author=actor if getattr(actor, "is_authenticated", False) else None,
+        action=decided,
+        comment=comment,
+        attempt_index=locked.attempt_count,
+        validator_status=_validator_status(task_id),
+        state=DecisionState.PENDING if pending else DecisionState.APPLIED,
+        applies_at=now + timedelta(seconds=seconds) if pending else None,
+    )
+    if pending:
+        job_enqueue(APPLY_DECISION_JOB, (feedback.pk,), task_ref=task_id, countdown=seconds)
+        log.info(
+            "task %s: %s pending until %s",
+            task_id,
+            decided,
+            feedback.applies_at,
+            extra={"event": "decision_pending", "task_id": task_id},
+        )
+    else:
+        _decision_transition(feedback, expected_version=expected_version)
+    return feedback
+
+
+def _validator_status(task_id: int) -> str:
+    last_validation = validator().verdict(task_id)
+    return last_validation.status if last_validation else ""
+
+
+def _decision_transition(feedback: Feedback, *, expected_version: int | None = None) -> Task:
+    """The transition a decision causes, with its event and its webhooks (its feedback
+    row is already written: the webhook payload carries the person's comment)."""
+    action = FeedbackAction(feedback.action)
+    updates: dict[str, Any] = {}
+    if action == FeedbackAction.SATISFIED:
+        # V3: a person closing an answer the validator did not accept is a force-accept.
+        last_validation = validator().verdict(feedback.task_id)
+        updates["validation_outcome"] = (
+            ValidationOutcome.ACCEPTED
+            if last_validation is not None and last_validation.passed
+            else ValidationOutcome.FORCE_ACCEPTED
+        )
+    comment = feedback.comment
+    task = task_transition(
+        task_id=feedback.task_id,
+        to_status=FEEDBACK_TARGETS[action],
+        actor=feedback.author,
+        actor_kind="user",
+        reason=f"{action.label}: {comment}" if comment else action.label,
+        expected_version=expected_version,
+        updates=updates,
+    )
+    if action == FeedbackAction.REVISE:
+        attempt_enqueue(task.pk)
+    return task
+
+
 @transaction.atomic
 def task_apply_feedback(
     *,
@@ -471,64 +609,104 @@ def task_apply_feedback(
     expected_version: int | None = None,
     force: bool = False,
 ) -> Task:
-    """Apply a person's decision (S5): satisfied → closed, revise → needs_revision and a
-    new attempt, abandon → abandoned. User feedback is authoritative.
-    """
-    try:
-        action = FeedbackAction(action)
-    except ValueError:
-        raise InvalidInput(
-            f"unknown action '{action}' (use satisfied, revise or abandon)"
-        ) from None
-    if action == FeedbackAction.NOTE:
-        raise InvalidInput("use task_add_note for notes")
-    comment = comment.strip()
-    if action == FeedbackAction.REVISE and not comment:
-        raise InvalidInput("a revision needs a comment saying what to change")
-
-    locked = Task.objects.select_for_update().get(pk=task_id)
-    if (
-        not force
-        and locked.claim_is_live()
-        and actor is not None
-        and locked.claimed_by_id not in (None, getattr(actor, "pk", None))
-    ):
-        raise ClaimConflict(
-            f"Task {task_id} is claimed by {locked.claimed_by}; take over the claim first."
-        )
-
-    last_validation = validator().verdict(task_id)
-    validator_status = last_validation.status if last_validation else ""
-    updates: dict[str, Any] = {}
-    if action == FeedbackAction.SATISFIED:
-        # V3: a person closing an answer the validator did not accept is a force-accept.
-        updates["validation_outcome"] = (
-            ValidationOutcome.ACCEPTED
-            if last_validation is not None and last_validation.passed
-            else ValidationOutcome.FORCE_ACCEPTED
-        )
-    # The feedback row first: the transition's webhook payload (issue 14) carries the
-    # person's comment. Both are in this transaction; a refused transition keeps neither.
-    Feedback.objects.create(
-        task=locked,
-        author=actor if getattr(actor, "is_authenticated", False) else None,
+    """Apply a person's decision at once, with no undo window (S5): satisfied → closed,
+    revise → needs_revision and a new attempt, abandon → abandoned."""
+    task_decide(
+        task_id=task_id,
+        actor=actor,
         action=action,
         comment=comment,
-        attempt_index=locked.attempt_count,
-        validator_status=validator_status,
-    )
-    task = task_transition(
-        task_id=task_id,
-        to_status=FEEDBACK_TARGETS[action],
-        actor=actor,
-        actor_kind="user",
-        reason=f"{action.label}: {comment}" if comment else action.label,
         expected_version=expected_version,
-        updates=updates,
+        force=force,
+        undo_seconds=0,
     )
-    if action == FeedbackAction.REVISE:
-        attempt_enqueue(task.pk)
-    return task
+    return Task.objects.get(pk=task_id)
+
+
+@transaction.atomic
+def decision_apply(*, feedback_id: int, now: Any = None) -> str:
+    """Apply a pending decision whose window has closed (issue 26). Idempotent: returns
+    ``applied``, ``not_due`` (its time has not come), ``done`` (already applied, undone
+    or void), ``gone`` (no such row) or ``void`` (the task had moved on: nothing done)."""
+    now = now or timezone.now()
+    # Row lock: the job, the sweep and an undo racing for one decision are serialised;
+    # whoever comes second finds it no longer pending.
+    feedback = (
+        Feedback.objects.select_for_update(of=("self",))
+        .select_related("author")
+        .filter(pk=feedback_id)
+    ).first()
+    if feedback is None:
+        return "gone"
+    if feedback.state != DecisionState.PENDING:
+        return "done"
+    if feedback.applies_at is not None and feedback.applies_at > now:
+        return "not_due"
+    try:
+        with transaction.atomic():
+            feedback.state = DecisionState.APPLIED
+            feedback.save(update_fields=["state"])
+            _decision_transition(feedback)
+    except (IllegalTransition, StaleAction) as exc:
+        feedback.state = DecisionState.VOID
+        feedback.save(update_fields=["state"])
+        log.warning(
+            "task %s: pending decision %s not applied: %s", feedback.task_id, feedback_id, exc
+        )
+        return "void"
+    return "applied"
+
+
+def decision_apply_due(*, now: Any = None) -> list[int]:
+    """Apply every pending decision whose window has closed (the periodic sweep: a lost
+    job or a broker outage never leaves one pending); returns the ids applied."""
+    now = now or timezone.now()
+    due = list(
+        Feedback.objects.pending()
+        .filter(applies_at__lte=now)
+        .order_by("applies_at", "id")
+        .values_list("pk", flat=True)[:500]
+    )
+    return [pk for pk in due if decision_apply(feedback_id=pk, now=now) == "applied"]
+
+
+@transaction.atomic
+def decision_undo(
+    *, feedback_id: int, actor: Any, task_id: int | None = None, now: Any = None
+) -> Feedback:
+    """Cancel a pending decision inside its window (issue 26), by its author or a reviewer:
+    nothing it would have caused happens, and the timeline says who undid it. After the
+    window (or when it is not pending) StaleAction; someone else's, Forbidden."""
+    now = now or timezone.now()
+    # Row lock: the applying job waits, then finds the decision undone (or the undo
+    # waits for the job, then finds it applied and refuses).
+    found = Feedback.objects.select_for_update().filter(pk=feedback_id)
+    if task_id is not None:
+        found = found.filter(task_id=task_id)
+    feedback = found.get()  # Feedback.DoesNotExist: no such decision (on that task)
+    if feedback.author_id != getattr(actor, "pk", None) and not is_reviewer(actor):
+        raise Forbidden("Only the person who decided, or a reviewer, can undo a decision.")
+    if feedback.state == DecisionState.UNDONE:
+        raise StaleAction(f"This decision on task {feedback.task_id} was already undone.")
+    if feedback.state != DecisionState.PENDING or (
+        feedback.applies_at is not None and feedback.applies_at <= now
+    ):
+        raise StaleAction(
+            f"Too late to undo: the {feedback.get_action_display().lower()} decision on "
+            f"task {feedback.task_id} applied"
+            + (f" at {feedback.applies_at:%H:%M:%S} UTC." if feedback.applies_at else ".")
+        )
+    feedback.state = DecisionState.UNDONE
+    feedback.undone_by = actor if getattr(actor, "is_authenticated", False) else None
+    feedback.undone_at = now
+    feedback.save(update_fields=["state", "undone_by", "undone_at"])
+    log.info(
+        "task %s: %s decision undone",
+        feedback.task_id,
+        feedback.action,
+        extra={"event": "decision_undone", "task_id": feedback.task_id},
+    )
+    return feedback
 
 
 @transaction.atomic

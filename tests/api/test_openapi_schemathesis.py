@@ -49,6 +49,7 @@ def test_openapi_document_is_valid_and_lists_the_endpoints(requester: Any) -> No
         "GET /api/v1/tasks/active",
         "GET /api/v1/tasks/{task_id}",
         "POST /api/v1/tasks/{task_id}/feedback",
+        "POST /api/v1/tasks/{task_id}/feedback/{feedback_id}/undo",
         "POST /api/v1/tasks/{task_id}/claim",
         "DELETE /api/v1/tasks/{task_id}/claim",
         "GET /api/v1/tasks/{task_id}/events",

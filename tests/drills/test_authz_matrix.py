@@ -27,6 +27,7 @@ from evidence_app.models import ReplayRequest
 from project.api import api
 from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import LLMRequestSnapshot, WebhookDelivery, WebhookEndpoint
+from tasks_app.workflow import services
 from tests.drills.support import report
 from tests.factories import KnowledgeDocumentFactory
 from tests.ui.conftest import make_reviewable_task
@@ -54,6 +55,8 @@ API_MATRIX: dict[str, dict[str, int]] = {
     "GET /api/v1/tasks/{task_id}": OWNED,
     # Decisions belong to the requester and reviewers; operators inspect (S5, as in the UI).
     "POST /api/v1/tasks/{task_id}/feedback": row(401, 200, 404, 200, 403),
+    # Undo (issue 26): the person who decided (here the requester) or a reviewer.
+    "POST /api/v1/tasks/{task_id}/feedback/{feedback_id}/undo": row(401, 200, 404, 200, 403),
     "POST /api/v1/tasks/{task_id}/claim": row(401, 403, 404, 200, 403),
     "DELETE /api/v1/tasks/{task_id}/claim": row(401, 403, 404, 200, 403),
     "GET /api/v1/tasks/{task_id}/events": OWNED,
@@ -133,6 +136,7 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     "GET task_detail": OWNED_PAGE,
     "GET task_progress": OWNED_PAGE,
     "POST task_feedback": row(LOGIN, DONE, 404, DONE, 403),
+    "POST decision_undo": row(LOGIN, DONE, 404, DONE, 403),
     "POST task_claim": row(LOGIN, 403, 404, DONE, 403),
     "POST task_note": row(LOGIN, DONE, 404, DONE, 403),
     "GET task_section": OWNED_PAGE,
@@ -262,6 +266,17 @@ def fresh_objects(world: World) -> dict[str, Any]:
     }
 
 
+def with_pending_decision(world: World, objects: dict[str, Any]) -> dict[str, Any]:
+    """The objects plus ``feedback_id``: the requester's decision in its undo window."""
+    decision = services.task_decide(
+        task_id=objects["task_id"],
+        actor=world.users["requester"],
+        action="satisfied",
+        undo_seconds=30,
+    )
+    return {**objects, "feedback_id": decision.pk}
+
+
 def objects_for(world: World, method: str) -> dict[str, Any]:
     """Fresh objects for a call that may change state; reads share one set."""
     if method in {"GET", "HEAD"}:
@@ -274,6 +289,8 @@ def objects_for(world: World, method: str) -> dict[str, Any]:
 def call_api(world: World, role: str, operation: str) -> int:
     method, path = operation.split(" ", 1)
     objects = objects_for(world, method)
+    if "{feedback_id}" in path:
+        objects = with_pending_decision(world, objects)
     url = re.sub(r"\{(\w+)\}", lambda m: str(objects[m.group(1)]), path)
     if operation == "POST /api/v1/tasks/{task_id}/feedback":
         API_BODIES[operation]["expected_version"] = objects["task"].version
@@ -309,6 +326,8 @@ PAGE_FORMS: dict[str, Any] = {
 def call_page(world: World, role: str, entry: str, routes: dict[str, URLPattern]) -> int:
     method, name = entry.split(" ", 1)
     objects = objects_for(world, method)
+    if name == "decision_undo":
+        objects = with_pending_decision(world, objects)
     if name == "admin:index":
         url = "/admin/"
     elif name == "api-docs":
