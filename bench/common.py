@@ -5,14 +5,18 @@ from __future__ import annotations
 import math
 import os
 import platform
+import signal
 import socket
 import statistics
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import connection
 
 
@@ -204,3 +208,45 @@ def backend_pids() -> set[int]:
             "AND pid <> pg_backend_pid()"
         )
         return {int(row[0]) for row in cur.fetchall()}
+
+
+class ProdProcesses:
+    """``bin/prod`` with some of its process groups, started as its own session (so that
+    stopping it stops every gunicorn and celery process under it), its output in
+    ``log_path``; the latency and intake benchmarks run the production profile so."""
+
+    def __init__(self, *, log_path: Path, env: dict[str, str]) -> None:
+        self.log_path = log_path
+        self.env = env
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, groups: list[str]) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = self.log_path.open("w")
+        self.process = subprocess.Popen(
+            [str(Path(settings.BASE_DIR) / "bin" / "prod"), *groups],
+            cwd=settings.BASE_DIR,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log_tail(self) -> str:
+        try:
+            return self.log_path.read_text()[-3000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(timeout=10)
+        self._log.close()

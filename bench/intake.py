@@ -21,8 +21,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import secrets
-import signal
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -33,7 +31,15 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection, transaction
 
-from bench.common import Figure, Target, backend_pids, free_port, percentile, result
+from bench.common import (
+    Figure,
+    ProdProcesses,
+    Target,
+    backend_pids,
+    free_port,
+    percentile,
+    result,
+)
 from bench.intake_clients import attempts_client, otlp_client
 from bench.models import JUDGE
 from bench.pipeline import SETTLED
@@ -53,7 +59,7 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-class IntakeProfile:
+class IntakeProfile(ProdProcesses):
     """``bin/prod web validation maintenance beat`` on a free port, with the bench's
     Celery app (its zero-latency judge) and its own queue prefix."""
 
@@ -70,8 +76,7 @@ class IntakeProfile:
     ) -> None:
         self.port = free_port()
         self.prefix = f"bench-intake-{uuid.uuid4().hex[:8]}."
-        self.log_path = log_path
-        self.env = {
+        env = {
             **os.environ,
             "DATABASE_URL": database_url,
             "CELERY_BROKER_URL": broker_url,
@@ -95,31 +100,16 @@ class IntakeProfile:
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
         }
-        self.env.pop("DJANGO_SETTINGS_MODULE", None)
-        self.process: subprocess.Popen[bytes] | None = None
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        super().__init__(log_path=log_path, env=env)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> IntakeProfile:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("w")
-        self.process = subprocess.Popen(
-            [
-                str(Path(settings.BASE_DIR) / "bin" / "prod"),
-                "web",
-                "validation",
-                "maintenance",
-                # The outbox relay and the OTLP sweep: what catches a job the broker lost.
-                "beat",
-            ],
-            cwd=settings.BASE_DIR,
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        # The outbox relay and the OTLP sweep (beat): what catches a job the broker lost.
+        self.start(["web", "validation", "maintenance", "beat"])
         self._wait_ready()
         return self
 
@@ -136,15 +126,6 @@ class IntakeProfile:
             time.sleep(0.5)
         raise RuntimeError(f"the production profile did not answer; log:\n{self.log_tail()}")
 
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def log_tail(self) -> str:
-        try:
-            return self.log_path.read_text()[-3000:]
-        except OSError:
-            return ""
-
     def groups(self) -> dict[str, set[int]]:
         """The profile's processes as web (gunicorn) and workers (celery)."""
         assert self.process is not None
@@ -158,14 +139,7 @@ class IntakeProfile:
         return out
 
     def __exit__(self, *exc: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
-        self._log.close()
+        self.stop()
 
 
 # --- data ------------------------------------------------------------------------------

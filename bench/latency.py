@@ -22,20 +22,25 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import statistics
-import subprocess
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections, connection
 
-from bench.common import Figure, Target, backend_pids, free_port, percentile, result
+from bench.common import (
+    Figure,
+    ProdProcesses,
+    Target,
+    backend_pids,
+    free_port,
+    percentile,
+    result,
+)
 from bench.models import LATENCY_AGENT, LATENCY_JUDGE
 from bench.pipeline import SETTLED, ensure_documents
 from bench.procstat import cpu_seconds, descendants
@@ -58,7 +63,7 @@ def cleanup() -> None:
 # --- the profile -----------------------------------------------------------------------
 
 
-class Profile:
+class Profile(ProdProcesses):
     """``bin/prod attempts validation`` with the bench's Celery app (its models)."""
 
     def __init__(
@@ -78,8 +83,7 @@ class Profile:
         self.prefix = f"bench-lat-{uuid.uuid4().hex[:8]}."
         self.calls_key = f"bench:calls:{uuid.uuid4().hex[:8]}"
         self.broker_url = broker_url
-        self.log_path = log_path
-        self.env = {
+        env = {
             **os.environ,
             "DATABASE_URL": database_url,
             "CELERY_BROKER_URL": broker_url,
@@ -104,30 +108,12 @@ class Profile:
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
         }
-        self.env.pop("DJANGO_SETTINGS_MODULE", None)
-        self.process: subprocess.Popen[bytes] | None = None
+        env.pop("DJANGO_SETTINGS_MODULE", None)
+        super().__init__(log_path=log_path, env=env)
 
     def __enter__(self) -> Profile:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self._log = self.log_path.open("w")
-        self.process = subprocess.Popen(
-            [str(Path(settings.BASE_DIR) / "bin" / "prod"), "attempts", "validation"],
-            cwd=settings.BASE_DIR,
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        self.start(["attempts", "validation"])
         return self
-
-    def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
-
-    def log_tail(self) -> str:
-        try:
-            return self.log_path.read_text()[-3000:]
-        except OSError:
-            return ""
 
     def model_calls(self) -> dict[str, int]:
         import redis
@@ -149,15 +135,8 @@ class Profile:
             client.close()
 
     def __exit__(self, *exc: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=10)
+        self.stop()
         self.reset_calls()
-        self._log.close()
 
 
 def _sender(broker_url: str) -> Celery:
