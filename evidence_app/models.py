@@ -16,6 +16,11 @@ __all__ = [
     "ReplayRequest",
     "ReplayState",
     "ValidationFailure",
+    "VerdictRoute",
+    "Audit",
+    "AuditState",
+    "ClaimLabel",
+    "ClaimStance",
 ]
 
 
@@ -38,6 +43,20 @@ class FailureCategory(models.TextChoices):
 class SnapshotKind(models.TextChoices):
     VALIDATION = "validation", "Validation"
     REPLAY = "replay", "Replay"
+    # Issue 27: the second judge on the same rendered input (it moves the task only
+    # through the pair's rule), and a candidate judging in shadow (it never moves it).
+    SECOND = "second", "Second judge"
+    SHADOW = "shadow", "Shadow candidate"
+
+
+class VerdictRoute(models.TextChoices):
+    """Where an original verdict sent the task (issue 27): straight to the requester, back
+    for another attempt or to failed without a person, or to a person. The audit stream
+    draws only from the automatic routes; the certified rates are over them."""
+
+    AUTO_ACCEPTED = "auto_accepted", "Accepted without a person"
+    AUTO_REJECTED = "auto_rejected", "Rejected without a person"
+    TO_PERSON = "to_person", "Sent to a person"
 
 
 class ValidationSnapshotQuerySet(models.QuerySet["ValidationSnapshot"]):
@@ -103,6 +122,15 @@ class ValidationSnapshot(models.Model):
         max_length=32, choices=ValidationStatus.choices, blank=True, default=""
     )
     claim_summary = models.JSONField(default=dict, blank=True)
+    # Issue 27: where this verdict sent the task ("" on replays, companions and verdicts
+    # made before routes were recorded), and the probability with which it was drawn for
+    # an audit (null: not eligible). Every eligible verdict records it, drawn or not.
+    route = models.CharField(max_length=16, choices=VerdictRoute.choices, blank=True, default="")
+    audit_probability = models.FloatField(null=True, blank=True)
+    # A second-judge or shadow snapshot: the original verdict it judged beside.
+    companion_of = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="companions"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = ValidationSnapshotQuerySet.as_manager()
@@ -114,6 +142,12 @@ class ValidationSnapshot(models.Model):
             models.Index(fields=["status", "created_at"], name="validation_status_created"),
             # Cost per day on the operator overview (issue 18).
             models.Index(fields=["created_at"], name="validation_created"),
+            # The certified rates read the eligible verdicts of a period (issue 27).
+            models.Index(
+                fields=["route", "created_at"],
+                name="validation_route_created",
+                condition=models.Q(audit_probability__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -185,3 +219,116 @@ class ValidationFailure(models.Model):
 
     def __str__(self) -> str:
         return f"task {self.task_id} attempt {self.attempt_index}: {self.error[:60]}"
+
+
+class AuditState(models.TextChoices):
+    OPEN = "open", "Waiting for a person"
+    DONE = "done", "Judged"
+
+
+class AuditQuerySet(models.QuerySet["Audit"]):
+    def open(self) -> AuditQuerySet:
+        return self.filter(state=AuditState.OPEN)
+
+    def done(self) -> AuditQuerySet:
+        return self.filter(state=AuditState.DONE)
+
+
+class Audit(models.Model):
+    """A verdict drawn at random for a blind audit (issue 27): a person judges the answer
+    against the request and the evidence without seeing the validator's verdict, and the
+    recorded probability makes the estimate over all eligible verdicts unbiased. The
+    task's own flow never waits for it."""
+
+    snapshot = models.OneToOneField(
+        ValidationSnapshot, on_delete=models.CASCADE, related_name="audit"
+    )
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="audits")
+    attempt_index = models.PositiveIntegerField()
+    # The audited verdict's route (auto_accepted or auto_rejected) and the probability it
+    # was drawn with; template version and model are copied for grouping.
+    route = models.CharField(max_length=16, choices=VerdictRoute.choices)
+    probability = models.FloatField()
+    template_version = models.CharField(max_length=100, default="")
+    model_name = models.CharField(max_length=200, default="")
+    state = models.CharField(max_length=8, choices=AuditState.choices, default=AuditState.OPEN)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # The person's call: is the answer correct (supported by the evidence and doing what
+    # the request asked)? Null until judged.
+    correct = models.BooleanField(null=True, blank=True)
+    comment = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    first_viewed_at = models.DateTimeField(null=True, blank=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AuditQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [
+            models.Index(fields=["state", "created_at"], name="audit_state_created"),
+            models.Index(fields=["task"], name="audit_task"),
+        ]
+
+    def __str__(self) -> str:
+        return f"audit {self.pk} of validation {self.snapshot_id}: {self.state}"
+
+    @property
+    def false_verdict(self) -> bool | None:
+        """Whether the person contradicts the validator (a false accept or a false
+        reject); None until judged."""
+        if self.correct is None:
+            return None
+        if self.route == VerdictRoute.AUTO_ACCEPTED:
+            return not self.correct
+        return self.correct
+
+
+class ClaimStance(models.TextChoices):
+    SUPPORTED = "supported", "Supported"
+    UNSUPPORTED = "unsupported", "Unsupported"
+    CONTRADICTED = "contradicted", "Contradicted"
+
+
+class ClaimLabel(models.Model):
+    """A person's verdict on one claim of a judged answer (issue 27), given while deciding
+    a task or judging an audit: per-claim agreement with the validator, and labelled
+    cases for judge_bench. ``judge_verdict`` is the validator's verdict on that claim in
+    the snapshot, copied when the label is written."""
+
+    snapshot = models.ForeignKey(
+        ValidationSnapshot, on_delete=models.CASCADE, related_name="claim_labels"
+    )
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="claim_labels")
+    claim_index = models.PositiveIntegerField()
+    claim_text = models.TextField()
+    label = models.CharField(max_length=16, choices=ClaimStance.choices)
+    judge_verdict = models.CharField(max_length=16, blank=True, default="")
+    # A citation the person corrected: {"evidence_id": int, "quote": str}; {} when none.
+    corrected_citation = models.JSONField(default=dict, blank=True)
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    feedback = models.ForeignKey(
+        "tasks_app.Feedback",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="claim_labels",
+    )
+    audit = models.ForeignKey(
+        Audit, on_delete=models.SET_NULL, null=True, blank=True, related_name="claim_labels"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["snapshot_id", "claim_index", "created_at", "id"]
+        indexes = [
+            models.Index(fields=["snapshot", "claim_index"], name="claimlabel_snapshot"),
+            models.Index(fields=["created_at"], name="claimlabel_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"claim {self.claim_index} of validation {self.snapshot_id}: {self.label}"

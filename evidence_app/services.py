@@ -21,6 +21,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from evidence_app.audits import audit_draw, audit_probability, verdict_route
 from evidence_app.models import (
     ReplayRequest,
     ReplayState,
@@ -214,6 +215,8 @@ def _snapshot(
     kind: str = SnapshotKind.VALIDATION,
     replay_of: ValidationSnapshot | None = None,
     requested_by: Any = None,
+    route: str = "",
+    companion_of: ValidationSnapshot | None = None,
 ) -> ValidationSnapshot:
     packet = plan.packet
     result = judgement.result
@@ -253,6 +256,9 @@ def _snapshot(
         schema_errors=judgement.schema_errors,
         error=judgement.error,
         chunk_verdicts=judgement.chunk_verdicts,
+        route=route,
+        audit_probability=audit_probability(task, route) if route else None,
+        companion_of=companion_of,
     )
     insert_new(snapshot)
     return snapshot
@@ -460,8 +466,12 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
         updates["job_id"] = new_job_id()
     written: list[ValidationSnapshot] = []
 
+    route = verdict_route(judgement.result.status, to_status)
+
     def record(locked: Task) -> None:
-        written.append(_snapshot(task=locked, plan=plan, judgement=judgement))
+        snapshot = _snapshot(task=locked, plan=plan, judgement=judgement, route=route)
+        written.append(snapshot)
+        audit_draw(snapshot)
         if to_status == TaskStatus.NEEDS_REVISION:
             # The retry prompt reads this snapshot's result (issues, category, revision).
             attempt_enqueue(task_id, job_id=updates["job_id"])

@@ -371,6 +371,9 @@ VALIDATOR_HISTORY_MESSAGES = env_int("VALIDATOR_HISTORY_MESSAGES", 30, minimum=0
 # applies to models not named. Over budget, evidence is judged in ordered chunks (V11).
 VALIDATOR_CONTEXT_CHARS = env_json_dict("VALIDATOR_CONTEXT_CHARS", {})
 VALIDATOR_DEFAULT_CONTEXT_CHARS = env_int("VALIDATOR_DEFAULT_CONTEXT_CHARS", 400_000, minimum=1000)
+# A second validator model judging the same rendered input ("" : none). When the two
+# disagree on accepted versus not, a person decides (issue 27); per task: second_model.
+VALIDATOR_SECOND_MODEL = env_str("VALIDATOR_SECOND_MODEL", "")
 REPLAY_BULK_MAX_TASKS = env_int("REPLAY_BULK_MAX_TASKS", 50, minimum=1)
 # A job that crashes the same way every time (a poison job) stops after this many tries:
 # a validation then goes to a person with the error, a replay says "failed".
@@ -381,6 +384,16 @@ REVIEW_CLAIM_TIMEOUT_SECONDS = env_int("REVIEW_CLAIM_TIMEOUT_SECONDS", 900, mini
 # How long a decision (satisfied, revise, abandon) can be undone before it applies; 0
 # applies it at once (issue 26).
 DECISION_UNDO_SECONDS = env_int("DECISION_UNDO_SECONDS", 30, minimum=0)
+# --- Measuring trust (issue 27) -----------------------------------------------------------
+# The share of auto-accepted verdicts (and of auto-rejected ones) drawn, when the verdict
+# is stored, for a blind audit by a person; per task: audit_rate, audit_reject_rate.
+AUDIT_RATE = env_float("AUDIT_RATE", 0.05, minimum=0)
+AUDIT_REJECT_RATE = env_float("AUDIT_REJECT_RATE", 0.02, minimum=0)
+for _name in ("AUDIT_RATE", "AUDIT_REJECT_RATE"):
+    if globals()[_name] > 1:
+        raise ImproperlyConfigured(f"{_name} is a share between 0 and 1")
+# The false-accept rate the operator pages hold the 95 % upper bound against.
+TRUST_TARGET_FALSE_ACCEPT = env_float("TRUST_TARGET_FALSE_ACCEPT", 0.02, minimum=0)
 UI_LAZY_SECTION_CHARS = env_int("UI_LAZY_SECTION_CHARS", 20_000, minimum=100)
 
 

@@ -137,3 +137,12 @@ def decisions_apply_at_once(settings: Any) -> None:
     """The tests written before the undo window (issue 26) expect a decision to apply at
     once; the tests of the window set ``DECISION_UNDO_SECONDS`` themselves."""
     settings.DECISION_UNDO_SECONDS = 0
+
+
+@pytest.fixture(autouse=True)
+def no_random_audits(settings: Any) -> None:
+    """No verdict is drawn for an audit unless a test sets a rate (issue 27): a random
+    draw would make the tests' statement counts and queues differ from run to run."""
+    settings.AUDIT_RATE = 0.0
+    settings.AUDIT_REJECT_RATE = 0.0
+    settings.VALIDATOR_SECOND_MODEL = ""

@@ -122,6 +122,13 @@ class Task(models.Model):
     # marker that spaces re-sends one lease period apart (issue 11). ``updated_at`` only
     # says the row changed; a re-send does not touch it.
     resent_at = models.DateTimeField(null=True, blank=True)
+    # Per-task audit rates (issue 27): the share of this task's auto-accepted (and
+    # auto-rejected) verdicts drawn for a blind audit; null: AUDIT_RATE (AUDIT_REJECT_RATE).
+    audit_rate = models.FloatField(null=True, blank=True)
+    audit_reject_rate = models.FloatField(null=True, blank=True)
+    # A second validator model for this task ("" : VALIDATOR_SECOND_MODEL; "none": no
+    # second judge even when the setting names one). Disagreement goes to a person.
+    second_model = models.CharField(max_length=200, blank=True, default="")
     # Set by the validation job before it calls the validator model: a second copy of the
     # job (redelivery, reaper) finds it claimed and does not call the model again.
     validation_claimed_at = models.DateTimeField(null=True, blank=True)
@@ -246,6 +253,30 @@ class ClaimEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_id}: {self.kind}"
+
+
+class ReviewVisit(models.Model):
+    """When a reviewer first opened a task's review page for one attempt (issue 27: the
+    review team's time per item, first view to decision). One row per (task, attempt,
+    reviewer); later visits do not move it."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="review_visits")
+    attempt_index = models.PositiveIntegerField(default=0)
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="review_visits"
+    )
+    first_viewed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["task", "attempt_index", "reviewer"], name="reviewvisit_unique"
+            )
+        ]
+        indexes = [models.Index(fields=["first_viewed_at"], name="reviewvisit_viewed")]
+
+    def __str__(self) -> str:
+        return f"task {self.task_id} attempt {self.attempt_index} seen by {self.reviewer_id}"
 
 
 class FeedbackAction(models.TextChoices):
