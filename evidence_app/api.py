@@ -24,10 +24,13 @@ from evidence_app.schemas import (
     ReplayIn,
     ReplayQueuedOut,
     ReplayRequestOut,
+    TeamOut,
+    TeamQuery,
     ValidationListOut,
     ValidationOut,
 )
 from evidence_app.services import replay_request
+from evidence_app.team import Durations, TeamFigures, team_figures
 from evidence_app.validator.templates import get_template
 from project import roles
 from project.downloads import set_attachment
@@ -210,3 +213,62 @@ def agreement(request: HttpRequest) -> dict[str, Any]:
     require_operator(request.auth)  # type: ignore[attr-defined]
     items = [group.model_dump() for group in agreement_stats()]
     return {"items": items, "count": len(items)}
+
+
+# --- The review team's figures -------------------------------------------------------------
+
+
+def _durations_out(durations: Durations) -> dict[str, Any]:
+    return {
+        "count": durations.count,
+        "no_first_view": durations.no_first_view,
+        "p50_seconds": durations.p50,
+        "p95_seconds": durations.p95,
+    }
+
+
+def _team_out(team: TeamFigures) -> dict[str, Any]:
+    reviewers = []
+    for person in team.reviewers:
+        row = person.as_dict()
+        row["time"] = _durations_out(person.time)
+        reviewers.append(row)
+    return {
+        "period": team.period,
+        "since": team.since,
+        "until": team.until,
+        "decisions": team.decisions,
+        "other_decisions": team.other_decisions,
+        "audits_judged": team.audits_judged,
+        "decision_time": _durations_out(team.decision_time),
+        "audit_time": _durations_out(team.audit_time),
+        "item_time": _durations_out(team.item_time),
+        "capped": team.capped,
+        "reviewers": reviewers,
+        "queue": {
+            "count": team.queue.count,
+            "p50_seconds": team.queue.p50,
+            "p95_seconds": team.queue.p95,
+            "oldest_seconds": team.queue.oldest,
+            "oldest_task_id": team.queue.oldest_task_id,
+        },
+        "audits": {
+            "open": team.audits.count,
+            "oldest_seconds": team.audits.oldest,
+            "oldest_audit_id": team.audits.oldest_audit_id,
+            "oldest_task_id": team.audits.oldest_task_id,
+        },
+    }
+
+
+@router.get(
+    "/team",
+    response={200: TeamOut, **error_responses(403)},
+    summary="The review team's figures for a period: decisions per reviewer, time per "
+    "item from first view to decision, the review queue's age and the audits waiting "
+    "(operators)",
+    tags=["validations"],
+)
+def team(request: HttpRequest, query: Query[TeamQuery]) -> dict[str, Any]:
+    require_operator(request.auth)  # type: ignore[attr-defined]
+    return _team_out(team_figures(query.period))

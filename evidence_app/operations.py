@@ -8,9 +8,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db.models import Count, Q, Sum
-from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 
 from evidence_app.models import ValidationSnapshot
+from evidence_app.team import audit_queue, decisions_by_role, queue_age
 from evidence_app.verdicts import StoredVerdicts
 from project.metrics import (
     PREFIX,
@@ -84,6 +90,52 @@ def _validations(totals: dict[tuple[Any, ...], dict[str, Any]]) -> Iterable[Metr
     yield from usage_families("validator", by_model)
 
 
+# --- The review team ------------------------------------------------------------------------
+
+
+def _review_team(_: dict[str, Tally]) -> Iterable[Metric]:
+    """Read afresh on each scrape: the queue's ages (one indexed subquery per waiting
+    task), two grouped counts over the last 24 hours, the open audits."""
+    queue = queue_age()
+    age = GaugeMetricFamily(
+        f"{PREFIX}_review_queue_age_seconds",
+        "Age of the tasks waiting for review since they entered it: median, 95th "
+        "percentile and oldest (quantile 1); no sample when the queue is empty.",
+        labels=["quantile"],
+    )
+    for quantile, value in (("0.5", queue.p50), ("0.95", queue.p95), ("1", queue.oldest)):
+        if value is not None:
+            age.add_metric([quantile], value)
+    waiting = GaugeMetricFamily(
+        f"{PREFIX}_review_queue_tasks", "Tasks waiting for review (needs_review) now."
+    )
+    waiting.add_metric([], queue.count)
+    by_role = decisions_by_role()
+    decisions = GaugeMetricFamily(
+        f"{PREFIX}_review_decisions_24h",
+        "People's decisions in the last 24 hours: tasks moved out of needs_review by a "
+        "person, and audits judged.",
+    )
+    decisions.add_metric([], sum(by_role.values()))
+    per_role = GaugeMetricFamily(
+        f"{PREFIX}_review_decisions_24h_by_role",
+        "The same decisions by the person's role (reviewer, operator, requester, removed).",
+        labels=["role"],
+    )
+    for role, n in by_role.items():
+        per_role.add_metric([role], n)
+    audits = audit_queue()
+    audits_open = GaugeMetricFamily(f"{PREFIX}_audit_queue_open", "Audits waiting for a person.")
+    audits_open.add_metric([], audits.count)
+    audits_oldest = GaugeMetricFamily(
+        f"{PREFIX}_audit_queue_oldest_seconds",
+        "Age of the oldest audit waiting for a person (0 when none is open).",
+    )
+    audits_oldest.add_metric([], audits.oldest or 0.0)
+    yield from (age, waiting, decisions, per_role, audits_open, audits_oldest)
+
+
 def register() -> None:
     register_validator(StoredVerdicts())
     register_source(MetricSource("evidence_app", _families, _tallies))
+    register_source(MetricSource("review_team", _review_team))

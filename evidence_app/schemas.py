@@ -294,3 +294,65 @@ class AgreementGroupOut(Schema):
 class AgreementOut(Schema):
     items: list[AgreementGroupOut]
     count: int
+
+
+# --- The review team's figures -------------------------------------------------------------
+
+
+class TeamQuery(Schema):
+    period: Literal["day", "week", "month"] = Field(
+        "week", description="The period ending now: the last 24 hours, 7 days or 30 days"
+    )
+
+
+class TeamDurationsOut(Schema):
+    """Seconds from a reviewer's first view to their decision (percentiles are values
+    someone actually took: numpy's inverted_cdf)."""
+
+    count: int = Field(description="Items with a first view recorded before the decision")
+    no_first_view: int = Field(description="Items decided without a recorded first view")
+    p50_seconds: float | None
+    p95_seconds: float | None
+
+
+class TeamReviewerOut(Schema):
+    reviewer_id: int
+    username: str
+    role: str = Field(description="reviewer or operator")
+    decisions: int = Field(description="Applied decisions (satisfied + revise + abandon)")
+    satisfied: int
+    revise: int
+    abandon: int
+    audits: int = Field(description="Audits judged")
+    time: TeamDurationsOut = Field(description="Time per item over decisions and audits")
+
+
+class TeamQueueOut(Schema):
+    count: int = Field(description="Tasks in needs_review now")
+    p50_seconds: float | None
+    p95_seconds: float | None
+    oldest_seconds: float | None
+    oldest_task_id: int | None
+
+
+class TeamAuditsOut(Schema):
+    open: int = Field(description="Audits waiting for a person")
+    oldest_seconds: float | None
+    oldest_audit_id: int | None
+    oldest_task_id: int | None
+
+
+class TeamOut(Schema):
+    period: str
+    since: datetime
+    until: datetime
+    decisions: int = Field(description="Applied decisions by everyone in the period")
+    other_decisions: int = Field(description="Of those, by requesters or removed accounts")
+    audits_judged: int
+    decision_time: TeamDurationsOut
+    audit_time: TeamDurationsOut
+    item_time: TeamDurationsOut
+    capped: bool = Field(description="Time per item read only the period's newest rows")
+    reviewers: list[TeamReviewerOut]
+    queue: TeamQueueOut
+    audits: TeamAuditsOut

@@ -36,6 +36,7 @@ from evidence_app.services import (
     replay_estimate,
     replay_request,
 )
+from evidence_app.team import audit_queue, queue_age
 from evidence_app.validator.templates import list_templates
 from project.diffs import DIFF_MAX_LINES, diff_lines
 from project.health import run_checks
@@ -90,6 +91,9 @@ def ops_index(request: HttpRequest) -> HttpResponse:
             "spent": spent,
             "accepted": accepted,
             "per_accepted": per_accepted,
+            # The review team's panel: the queue's age and the audits waiting.
+            "team_queue": queue_age(),
+            "team_audits": audit_queue(),
         },
     )
 

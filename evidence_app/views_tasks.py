@@ -448,7 +448,12 @@ def _timeline(
 @login_required
 @require_GET
 def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
-    return render_page(request, "tasks_app/task_detail.html", detail_context(request, task_id))
+    context = detail_context(request, task_id)
+    if is_staff_role(request.user):
+        # The team page's time per item counts from a reviewer's first view of the
+        # attempt; a requester looking at their own task is not review work.
+        services.review_visit_record(task=context["task"], reviewer=request.user)
+    return render_page(request, "tasks_app/task_detail.html", context)
 
 
 # --- Lazy sections -------------------------------------------------------------------------

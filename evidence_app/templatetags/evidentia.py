@@ -255,3 +255,22 @@ def queue_rows(tasks: Any, **options: Any) -> SafeString:
 def task_rows(tasks: Any, *, user: Any, scope: str) -> SafeString:
     """The task list's rows (``evidence_app.rows``: rendered by Jinja2, issue 16)."""
     return rows.task_rows(tasks, user=user, scope=scope)
+
+
+@register.filter
+def wait(seconds: float | None) -> str:
+    """Seconds as a person reads a wait or a time spent: 45 s, 12 min 05 s, 3 h 05 min,
+    2 d 4 h; "–" for none."""
+    if seconds is None:
+        return "–"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    minutes, secs = divmod(whole, 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes:02d} min"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h"

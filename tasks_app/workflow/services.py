@@ -40,6 +40,7 @@ from tasks_app.workflow.models import (
     DecisionState,
     Feedback,
     FeedbackAction,
+    ReviewVisit,
     Task,
     TaskAgent,
     TaskEvent,
@@ -804,6 +805,19 @@ def task_assign(*, task_id: int, assignee: Any | None, actor: Any) -> Task:
     task.assigned_to = assignee
     task.save(update_fields=["assigned_to", "updated_at"])
     return task
+
+
+def review_visit_record(*, task: Task, reviewer: Any) -> None:
+    """Record that ``reviewer`` opened ``task``'s review page for its current attempt, if
+    the task waits for review and no visit of that attempt by them exists yet. One
+    INSERT that skips an existing row (ON CONFLICT DO NOTHING): a later visit never moves
+    the first one, and two tabs opening at once cannot raise on the unique constraint."""
+    if task.status != TaskStatus.NEEDS_REVIEW:
+        return
+    ReviewVisit.objects.bulk_create(
+        [ReviewVisit(task_id=task.pk, attempt_index=task.attempt_count, reviewer=reviewer)],
+        ignore_conflicts=True,
+    )
 
 
 # --- Runs ------------------------------------------------------------------------------
