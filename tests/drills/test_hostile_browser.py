@@ -170,6 +170,7 @@ def urls_for(task: Any, role: str) -> list[str]:
         reverse("ops_bulk_replay"),
         reverse("ops_agreement"),
         reverse("ops_charts"),
+        reverse("ops_team"),
     ]
 
 
