@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from evidence_app import team as team_module
 from evidence_app.models import Audit, AuditState, VerdictRoute
 from evidence_app.team import team_figures
 from tasks_app.models import Feedback, ReviewVisit, Task, TaskEvent
@@ -166,6 +167,25 @@ def test_figures_give_the_known_counts_percentiles_and_ages(
     assert {r.username: r.decisions for r in day.reviewers} == {"rita": 2, "rex": 3}
     assert {r.username: r.audits for r in day.reviewers} == {"rita": 1, "rex": 0}
     assert (day.decision_time.p50, day.decision_time.p95) == (60, 90)
+
+
+def test_time_per_item_reads_only_the_newest_rows_and_says_so(
+    world: dict[str, Any], monkeypatch: Any
+) -> None:
+    """Issue 27, item 6: the percentiles read a bounded number of the period's newest
+    decisions (and audits); past it the figures say they were capped, and the counts of
+    decisions stay whole (they are aggregates)."""
+    monkeypatch.setattr(team_module, "DURATION_ROWS_MAX", 3)
+    team = team_figures("week", now=world["now"])
+    assert team.capped is True
+    # The three newest staff decisions: rita 1 h (no view), rita 2 h (60 s), rex 3 h (30 s).
+    assert team.decision_time.__dict__ == {
+        "count": 2,
+        "no_first_view": 1,
+        "p50": 30.0,
+        "p95": 60.0,
+    }
+    assert team.decisions == 9
 
 
 def test_empty_figures_say_nothing_rather_than_zero(db: Any) -> None:
