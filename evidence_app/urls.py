@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evidence_app import views, views_review, views_tasks, views_trace
+from evidence_app import views, views_review, views_tasks, views_trace, views_trust
 
 ops_pages = [
     path("ops/", views.ops_index, name="ops_index"),
@@ -23,6 +23,7 @@ ops_pages = [
     path("ops/replay/", views.ops_bulk_replay, name="ops_bulk_replay"),
     path("ops/agreement/", views.ops_agreement, name="ops_agreement"),
     path("ops/charts/", views.ops_charts, name="ops_charts"),
+    path("ops/trust/", views_trust.ops_trust, name="ops_trust"),
 ]
 
 task_pages = [

@@ -3,13 +3,12 @@ verdict and audit rows in the database."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from evidence_app.models import Audit, AuditState, ValidationSnapshot
+from evidence_app.models import ValidationSnapshot
 from evidence_app.stats import (
     PredictionStratum,
     Stratum,
@@ -19,70 +18,10 @@ from evidence_app.stats import (
     stratified_interval,
 )
 from evidence_app.trust import GroupTrust, RateTrust, trust_report, trust_window
+from tests.evidence_app.trust_helpers import MODEL, TEMPLATE, verdicts
 from tests.factories import TaskFactory
 
 pytestmark = pytest.mark.django_db
-
-TEMPLATE = "default@1359c919"
-MODEL = "test:judge"
-
-
-def verdicts(
-    count: int,
-    *,
-    probability: float | None,
-    route: str = "auto_accepted",
-    audits: Sequence[bool | None] = (),
-    when: datetime | None = None,
-    model: str = MODEL,
-    second_scores: list[float | None] | None = None,
-) -> list[ValidationSnapshot]:
-    """``count`` original verdicts on ``route``; the first ``len(audits)`` are audited
-    (True/False: judged correct or not, None: still open)."""
-    task = TaskFactory()
-    created = when or timezone.now() - timedelta(days=1)
-    rows = ValidationSnapshot.objects.bulk_create(
-        ValidationSnapshot(
-            task=task,
-            attempt_index=i + 1,
-            status="accepted" if route == "auto_accepted" else "rejected",
-            route=route,
-            audit_probability=probability,
-            template_version=TEMPLATE,
-            model_name=model,
-            created_at=created,
-        )
-        for i in range(count)
-    )
-    Audit.objects.bulk_create(
-        Audit(
-            snapshot=row,
-            task=task,
-            attempt_index=row.attempt_index,
-            route=route,
-            probability=probability or 0.0,
-            template_version=TEMPLATE,
-            model_name=model,
-            state=AuditState.OPEN if correct is None else AuditState.DONE,
-            correct=correct,
-        )
-        for row, correct in zip(rows, audits, strict=False)
-    )
-    if second_scores is not None:
-        ValidationSnapshot.objects.bulk_create(
-            ValidationSnapshot(
-                task=task,
-                attempt_index=row.attempt_index,
-                kind="second",
-                companion_of=row,
-                status="accepted",
-                score=score,
-                model_name="test:second",
-                created_at=created,
-            )
-            for row, score in zip(rows, second_scores, strict=True)
-        )
-    return rows
 
 
 def only_group() -> GroupTrust:
