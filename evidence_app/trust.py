@@ -241,13 +241,17 @@ def _rate(
     scores: dict[Any, dict[str, Any]] | None,
     *,
     target: float,
+    outlook: bool = True,
 ) -> RateTrust:
-    """The figures of one route from its strata rows (one per audit probability)."""
+    """The figures of one route from its strata rows (one per audit probability);
+    without ``outlook`` the audits needed are not searched for (None)."""
     rows = sorted(rows, key=lambda r: r["audit_probability"])
     strata = [Stratum(r["eligible"], r["judged"], _wrong(route, r)) for r in rows]
     newest = max(range(len(rows)), key=lambda i: rows[i]["last_at"])
     rate = float(rows[newest]["audit_probability"])
-    needed = audits_needed(strata, target=target, into=newest, probability=rate)
+    needed = (
+        audits_needed(strata, target=target, into=newest, probability=rate) if outlook else None
+    )
     ppi: Interval | None = None
     if scores is not None:
         parts = [_prediction_stratum(route, r, scores.get(r["audit_probability"])) for r in rows]
@@ -282,7 +286,12 @@ def _by_key(rows: Iterable[dict[str, Any]], with_start: bool) -> dict[Key, list[
 
 
 def _periods(
-    strata: list[dict[str, Any]], scores: list[dict[str, Any]], *, with_start: bool, target: float
+    strata: list[dict[str, Any]],
+    scores: list[dict[str, Any]],
+    *,
+    with_start: bool,
+    target: float,
+    outlook: bool = True,
 ) -> dict[tuple[str, str], list[PeriodTrust]]:
     """Figures per (template version, model), one PeriodTrust per period start."""
     by_key = _by_key(strata, with_start)
@@ -300,7 +309,7 @@ def _periods(
             for route in ROUTES:
                 key = (*group, start, route)
                 rates.append(
-                    _rate(route, by_key[key], score_by_key.get(key), target=target)
+                    _rate(route, by_key[key], score_by_key.get(key), target=target, outlook=outlook)
                     if by_key.get(key)
                     else None
                 )
@@ -310,12 +319,18 @@ def _periods(
     return result
 
 
-def trust_window(*, target: float | None = None, now: datetime | None = None) -> list[GroupTrust]:
+def trust_window(*, now: datetime | None = None) -> list[GroupTrust]:
     """The last ``WINDOW_DAYS`` days as one period per group, without the second judge's
-    estimate: two aggregate queries at most, cheap enough for every /metrics scrape."""
+    estimate nor the audits needed: one aggregate query, cheap enough for every /metrics
+    scrape."""
     since = (now or timezone.now()) - timedelta(days=WINDOW_DAYS)
-    chosen = settings.TRUST_TARGET_FALSE_ACCEPT if target is None else target
-    window = _periods(_stratum_rows(since, None), [], with_start=False, target=chosen)
+    window = _periods(
+        _stratum_rows(since, None),
+        [],
+        with_start=False,
+        target=settings.TRUST_TARGET_FALSE_ACCEPT,
+        outlook=False,
+    )
     return [
         GroupTrust(template_version=tv, model_name=model, window=rows[0])
         for (tv, model), rows in sorted(window.items())

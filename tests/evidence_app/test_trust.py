@@ -6,7 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
 
 from evidence_app.models import ValidationSnapshot
 from evidence_app.stats import (
@@ -191,3 +193,32 @@ def test_a_second_judge_without_a_score_leaves_out_the_prediction_powered_estima
     the predictor unknown for that verdict: no PPI for the group."""
     verdicts(4, probability=1.0, audits=[True] * 4, second_scores=[0.9, None, 0.8, 0.9])
     assert accepts(only_group()).ppi is None
+
+
+def test_metrics_carry_the_false_accept_rate_its_bounds_and_the_audits(client: Client) -> None:
+    """Issue 27, item 2: /metrics shows per template version and model the estimated
+    false-accept rate of the last 30 days, its 95 % bounds, audits judged and outstanding;
+    a group with nothing judged has no rate (unknown, not zero)."""
+    verdicts(100, probability=0.5, audits=[False] * 2 + [True] * 48 + [None] * 3)
+    verdicts(10, probability=0.5, audits=[None] * 2, model="test:unaudited")
+    samples = {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(client.get("/metrics").content.decode())
+        for sample in family.samples
+    }
+    group = (("model", MODEL), ("template_version", TEMPLATE))
+    exact = clopper_pearson(2, 50)
+    assert samples[("evidentia_false_accept_rate", group)] == pytest.approx(0.04)
+    assert samples[("evidentia_false_accept_rate_upper", group)] == pytest.approx(exact.high)
+    assert samples[("evidentia_false_accept_rate_lower", group)] == pytest.approx(exact.low)
+    accepted = (("model", MODEL), ("route", "auto_accepted"), ("template_version", TEMPLATE))
+    assert samples[("evidentia_audits_judged_total", accepted)] == 50
+    assert samples[("evidentia_audits_outstanding", accepted)] == 3
+    unaudited = (("model", "test:unaudited"), ("template_version", TEMPLATE))
+    assert ("evidentia_false_accept_rate", unaudited) not in samples
+    unaudited_accepted = (
+        ("model", "test:unaudited"),
+        ("route", "auto_accepted"),
+        ("template_version", TEMPLATE),
+    )
+    assert samples[("evidentia_audits_outstanding", unaudited_accepted)] == 2
