@@ -1,4 +1,5 @@
-"""The operator page of the certified false-accept and false-reject rates (issue 27)."""
+"""The operator page of the certified false-accept and false-reject rates, measured on
+the blind audits (see evidence_app.trust)."""
 
 from __future__ import annotations
 
