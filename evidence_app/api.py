@@ -26,11 +26,14 @@ from evidence_app.schemas import (
     ReplayRequestOut,
     TeamOut,
     TeamQuery,
+    TrustOut,
+    TrustQuery,
     ValidationListOut,
     ValidationOut,
 )
 from evidence_app.services import replay_request
 from evidence_app.team import Durations, TeamFigures, team_figures
+from evidence_app.trust import trust_report
 from evidence_app.validator.templates import get_template
 from project import roles
 from project.downloads import set_attachment
@@ -272,3 +275,16 @@ def _team_out(team: TeamFigures) -> dict[str, Any]:
 def team(request: HttpRequest, query: Query[TeamQuery]) -> dict[str, Any]:
     require_operator(request.auth)  # type: ignore[attr-defined]
     return _team_out(team_figures(query.period))
+
+
+@router.get(
+    "/trust",
+    response={200: TrustOut, **error_responses(403)},
+    summary="The certified false-accept and false-reject rates per template version and "
+    "model: the last 30 days and per day, week or month, from the blind audits (operators)",
+    tags=["validations"],
+)
+def trust(request: HttpRequest, query: Query[TrustQuery]) -> dict[str, Any]:
+    require_operator(request.auth)  # type: ignore[attr-defined]
+    report = trust_report(period=query.period, target=query.target)
+    return {**vars(report), "items": report.groups, "count": len(report.groups)}

@@ -252,3 +252,21 @@ class QueueFilterForm(forms.Form):
     )
     claimed = forms.ChoiceField(required=False, choices=CLAIM_CHOICES, label="Reviewer")
     assigned = forms.ChoiceField(required=False, choices=ASSIGNED_CHOICES, label="Assigned")
+
+
+class TrustQueryForm(forms.Form):
+    """The operator trust page's choices: the period of the rows beside the last 30 days
+    and the rate the upper bound is held against."""
+
+    period = forms.ChoiceField(
+        choices=[("day", "Day"), ("week", "Week"), ("month", "Month")],
+        required=False,
+        label="Rows per",
+    )
+    target = forms.FloatField(
+        required=False,
+        min_value=0.0001,
+        max_value=0.9999,
+        label="Target rate",
+        help_text="as a share: 0.02 is 2 %",
+    )

@@ -17,6 +17,7 @@ from prometheus_client.core import (
 
 from evidence_app.models import ValidationSnapshot
 from evidence_app.team import audit_queue, decisions_by_role, queue_age
+from evidence_app.trust import WINDOW_DAYS, trust_window
 from evidence_app.verdicts import StoredVerdicts
 from project.metrics import (
     PREFIX,
@@ -135,7 +136,55 @@ def _review_team(_: dict[str, Tally]) -> Iterable[Metric]:
     yield from (age, waiting, decisions, per_role, audits_open, audits_oldest)
 
 
+def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
+    """The certified false-accept rate of the last 30 days per template version and model,
+    and the audits behind it, read afresh on each scrape (one aggregate query)."""
+    window = f"the last {WINDOW_DAYS} days"
+    labels = ["template_version", "model"]
+    rate = GaugeMetricFamily(
+        f"{PREFIX}_false_accept_rate",
+        f"Estimated share of auto-accepted answers judged not correct on audits, {window}.",
+        labels=labels,
+    )
+    upper = GaugeMetricFamily(
+        f"{PREFIX}_false_accept_rate_upper",
+        f"Upper bound of the 95 % interval of the false-accept rate, {window}.",
+        labels=labels,
+    )
+    lower = GaugeMetricFamily(
+        f"{PREFIX}_false_accept_rate_lower",
+        f"Lower bound of the 95 % interval of the false-accept rate, {window}.",
+        labels=labels,
+    )
+    judged = GaugeMetricFamily(
+        f"{PREFIX}_audits_judged_total",
+        f"Audits judged by a person on verdicts of {window}, by route.",
+        labels=[*labels, "route"],
+    )
+    outstanding = GaugeMetricFamily(
+        f"{PREFIX}_audits_outstanding",
+        f"Audits drawn on verdicts of {window} and not judged yet, by route.",
+        labels=[*labels, "route"],
+    )
+    for group in trust_window():
+        names = [group.template_version, group.model_name]
+        for figures in (group.window.false_accepts, group.window.false_rejects):
+            if figures is None:
+                continue
+            judged.add_metric([*names, figures.route], figures.judged)
+            outstanding.add_metric([*names, figures.route], figures.outstanding)
+        accepts = group.window.false_accepts
+        if accepts is None or accepts.interval.high is None:
+            continue  # nothing judged: the rate is unknown, not zero
+        if accepts.interval.estimate is not None:
+            rate.add_metric(names, accepts.interval.estimate)
+        upper.add_metric(names, accepts.interval.high)
+        lower.add_metric(names, accepts.interval.low or 0.0)
+    yield from (rate, upper, lower, judged, outstanding)
+
+
 def register() -> None:
     register_validator(StoredVerdicts())
     register_source(MetricSource("evidence_app", _families, _tallies))
     register_source(MetricSource("review_team", _review_team))
+    register_source(MetricSource("evidence_app_trust", _trust_families))

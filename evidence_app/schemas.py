@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any, Literal
 
 from ninja import Schema
@@ -356,3 +356,68 @@ class TeamOut(Schema):
     reviewers: list[TeamReviewerOut]
     queue: TeamQueueOut
     audits: TeamAuditsOut
+
+
+# --- Measuring trust: the certified false-accept and false-reject rates ----------------------
+
+
+class TrustQuery(Schema):
+    period: Literal["day", "week", "month"] = Field(
+        "week", description="The rows beside the last 30 days: one per day, week or month"
+    )
+    target: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="The rate the 95 % upper bound is held against "
+        "(default: TRUST_TARGET_FALSE_ACCEPT)",
+    )
+
+
+class IntervalOut(Schema):
+    estimate: float | None
+    low: float | None
+    high: float | None
+
+
+class TrustRateOut(Schema):
+    route: str = Field(description="auto_accepted (false accepts) or auto_rejected (false rejects)")
+    eligible: int = Field(description="Verdicts on this route with a recorded audit probability")
+    judged: int = Field(description="Audits a person has judged")
+    wrong: int = Field(description="Judged audits that contradict the verdict")
+    outstanding: int = Field(description="Audits drawn and not yet judged (not counted)")
+    method: str = Field(description="exact (one audit rate) or stratified (rates changed)")
+    interval: IntervalOut = Field(description="The estimate with its 95 % interval")
+    ppi: IntervalOut | None = Field(
+        description="The prediction-powered estimate (every verdict has a second judge's score)"
+    )
+    target: float
+    certified: bool = Field(description="The 95 % upper bound is under the target")
+    audit_rate: float = Field(description="The audit probability of the newest verdict")
+    audits_needed: int | None = Field(
+        description="More judged audits to bring the upper bound under the target at the "
+        "observed rate; null: not reachable"
+    )
+    verdicts_needed: int | None = Field(description="Verdicts to wait for at the audit rate")
+
+
+class TrustPeriodOut(Schema):
+    start: date | None = Field(description="The period's first day; null for the last 30 days")
+    false_accepts: TrustRateOut | None
+    false_rejects: TrustRateOut | None
+
+
+class TrustGroupOut(Schema):
+    template_version: str
+    model_name: str
+    window: TrustPeriodOut = Field(description="The last 30 days as one period")
+    periods: list[TrustPeriodOut]
+
+
+class TrustOut(Schema):
+    period: str
+    target: float
+    window_days: int
+    since: datetime
+    items: list[TrustGroupOut]
+    count: int

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evidence_app import views, views_review, views_tasks, views_team, views_trace
+from evidence_app import views, views_review, views_tasks, views_team, views_trace, views_trust
 
 ops_pages = [
     path("ops/", views.ops_index, name="ops_index"),
@@ -25,6 +25,7 @@ ops_pages = [
     path("ops/charts/", views.ops_charts, name="ops_charts"),
     # The review team's figures (decisions, time per item, queue age, audits waiting).
     path("ops/team/", views_team.ops_team, name="ops_team"),
+    path("ops/trust/", views_trust.ops_trust, name="ops_trust"),
 ]
 
 task_pages = [

@@ -75,6 +75,8 @@ API_MATRIX: dict[str, dict[str, int]] = {
     "GET /api/v1/stats/agreement": OPERATORS_ONLY,
     # The review team's figures (issue 27 item 6).
     "GET /api/v1/team": OPERATORS_ONLY,
+    # The certified false-accept rate (issue 27): operators, as agreement.
+    "GET /api/v1/trust": OPERATORS_ONLY,
     # External attempts (issue 14): only the task's owner submits; this task is run by
     # Evidentia's own agent and is in needs_review, so even the owner gets 409.
     "POST /api/v1/tasks/{task_id}/attempts": row(401, 409, 404, 403, 403),
@@ -170,6 +172,7 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     "POST ops_replay": row(LOGIN, 403, 403, 403, DONE),
     "GET ops_bulk_replay": OPERATOR_PAGE,
     "GET ops_agreement": OPERATOR_PAGE,
+    "GET ops_trust": OPERATOR_PAGE,
     "GET ops_charts": OPERATOR_PAGE,
     "GET ops_team": OPERATOR_PAGE,
 }

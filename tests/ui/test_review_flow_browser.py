@@ -317,6 +317,7 @@ def test_axe_core_sweep_over_every_page_and_role(
         ("agreement", reverse("ops_agreement"), None),
         ("charts", reverse("ops_charts"), None),
         ("review team", reverse("ops_team"), None),
+        ("trust", reverse("ops_trust"), None),
     ]
     report: list[str] = []
     serious: list[str] = []

@@ -1,0 +1,54 @@
+"""Issue 27, item 2: GET /trust, the certified rates over the API (operators only)."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from evidence_app.stats import clopper_pearson
+from tests.evidence_app.trust_helpers import MODEL, TEMPLATE, verdicts
+
+pytestmark = pytest.mark.django_db
+
+
+def test_trust_reports_the_rate_interval_and_audits_needed(otto: Client) -> None:
+    """Issue 27, item 2: one group with its last-30-days figures (estimate, exact 95 %
+    interval, audits judged and outstanding, audits needed for the target) and rows per
+    period."""
+    verdicts(200, probability=0.25, audits=[False] + [True] * 49 + [None] * 3)
+    verdicts(10, probability=1.0, route="auto_rejected", audits=[True] + [False] * 9)
+
+    response = otto.get("/api/v1/trust", {"period": "day", "target": "0.05"})
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["period"] == "day" and body["target"] == 0.05 and body["window_days"] == 30
+    assert body["count"] == 1
+    group = body["items"][0]
+    assert (group["template_version"], group["model_name"]) == (TEMPLATE, MODEL)
+    accepts = group["window"]["false_accepts"]
+    exact = clopper_pearson(1, 50)
+    assert accepts["eligible"] == 200
+    assert (accepts["judged"], accepts["wrong"], accepts["outstanding"]) == (50, 1, 3)
+    assert accepts["method"] == "exact" and accepts["audit_rate"] == 0.25
+    assert accepts["interval"] == pytest.approx(
+        {"estimate": 0.02, "low": exact.low, "high": exact.high}
+    )
+    assert accepts["ppi"] is None and accepts["certified"] is False
+    assert accepts["audits_needed"] > 0
+    assert accepts["verdicts_needed"] == accepts["audits_needed"] * 4
+    rejects = group["window"]["false_rejects"]
+    assert (rejects["judged"], rejects["wrong"]) == (10, 1)
+    assert rejects["audits_needed"] is None  # 10 % observed, 5 % target: not reachable
+    (today,) = group["periods"]
+    assert today["start"] is not None and today["false_accepts"]["eligible"] == 200
+
+
+def test_trust_is_for_operators_and_checks_its_parameters(otto: Client, rita: Client) -> None:
+    """Issue 27, item 2: a reviewer gets 403; an unknown period or a target outside
+    (0, 1) is a 422 naming the field."""
+    assert rita.get("/api/v1/trust").status_code == 403
+    assert otto.get("/api/v1/trust").json()["items"] == []
+    for query, field in (({"period": "year"}, "period"), ({"target": "1.5"}, "target")):
+        response = otto.get("/api/v1/trust", query)
+        assert response.status_code == 422
+        assert response.json()["errors"][0]["field"] == field
