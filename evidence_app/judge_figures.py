@@ -23,6 +23,8 @@ from evidence_app.judge_bench import TO_A_PERSON
 from evidence_app.models import (
     Audit,
     AuditState,
+    JudgeComparison,
+    JudgeDefault,
     ShadowJudge,
     ShadowState,
     ShadowVerdict,
@@ -39,6 +41,9 @@ __all__ = [
     "WORSE",
     "comparison_figures",
     "gate_verdict",
+    "judge_history",
+    "latest_shadow",
+    "recent_comparisons",
     "shadow_figures",
 ]
 
@@ -165,8 +170,10 @@ def shadow_figures(shadow: ShadowJudge) -> dict[str, Any]:
         "states": states,
         "judged": len(pairs),
         "with_current": Agreement.of((_accepts(o), _accepts(s)) for o, s in judged),
-        "decisions": _beside(with_decision),
-        "audits": _beside(with_audit),
+        "people_rows": [
+            ("Decisions", _beside(with_decision)),
+            ("Audits", _beside(with_audit)),
+        ],
     }
 
 
@@ -233,3 +240,34 @@ def _decisions(originals: Iterable[ValidationSnapshot]) -> dict[tuple[int, int],
         if (task_id, attempt) in wanted:
             found[(task_id, attempt)] = action == FeedbackAction.SATISFIED
     return found
+
+
+# --- The judge page's reads ----------------------------------------------------------------
+
+
+def judge_history(limit: int = 50) -> list[JudgeDefault]:
+    """The changes of the default judge, newest first, with who chose each and from
+    which comparison."""
+    return list(
+        JudgeDefault.objects.select_related("chosen_by", "comparison").order_by(
+            "-chosen_at", "-id"
+        )[:limit]
+    )
+
+
+def recent_comparisons(limit: int = 20) -> list[JudgeComparison]:
+    """The latest comparisons, newest first, without their per-case outcomes."""
+    return list(
+        JudgeComparison.objects.select_related("requested_by")
+        .defer("outcomes")
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+def latest_shadow() -> ShadowJudge | None:
+    """The candidate in shadow, else the last one stopped (its figures stay on show)."""
+    return (
+        ShadowJudge.objects.select_related("started_by", "stopped_by")
+        .order_by("-active", "-started_at", "-id")
+        .first()
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evidence_app import views, views_review, views_tasks, views_trace
+from evidence_app import views, views_judge, views_review, views_tasks, views_trace
 
 ops_pages = [
     path("ops/", views.ops_index, name="ops_index"),
@@ -23,6 +23,14 @@ ops_pages = [
     path("ops/replay/", views.ops_bulk_replay, name="ops_bulk_replay"),
     path("ops/agreement/", views.ops_agreement, name="ops_agreement"),
     path("ops/charts/", views.ops_charts, name="ops_charts"),
+    # Changing the judge: the gate and shadow mode.
+    path("ops/judge/", views_judge.ops_judge, name="ops_judge"),
+    path(
+        "ops/judge/comparisons/<int:comparison_id>/default/",
+        views_judge.ops_judge_default,
+        name="ops_judge_default",
+    ),
+    path("ops/judge/shadow/", views_judge.ops_judge_shadow, name="ops_judge_shadow"),
 ]
 
 task_pages = [
