@@ -316,6 +316,7 @@ def test_axe_core_sweep_over_every_page_and_role(
         ("bulk replay", reverse("ops_bulk_replay"), None),
         ("agreement", reverse("ops_agreement"), None),
         ("charts", reverse("ops_charts"), None),
+        ("judge", reverse("ops_judge"), None),
     ]
     report: list[str] = []
     serious: list[str] = []
