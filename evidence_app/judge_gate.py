@@ -33,7 +33,7 @@ from evidence_app.models import (
 )
 from evidence_app.services import shadow_validation
 from evidence_app.validator.templates import get_template
-from project.errors import StaleAction, first_line
+from project.errors import InvalidInput, StaleAction, first_line
 from tasks_app.workflow.services import job_enqueue
 
 log = logging.getLogger(__name__)
@@ -66,8 +66,15 @@ def comparison_request(
     *, template: str, model: str, requested_by: Any, case_filter: list[str] | None = None
 ) -> JudgeComparison:
     """Record a comparison of ``template`` on ``model`` against the current judge and
-    queue its job through the outbox, in the caller's transaction."""
-    get_template(template)  # an unknown template is refused here, not in the worker
+    queue its job through the outbox, in the caller's transaction. An unknown template,
+    or a filter no gate case matches, is refused here, not in the worker."""
+    get_template(template)
+    cases = gate_cases(case_filter)
+    if not cases:
+        raise InvalidInput(
+            f"No held-out case matches {', '.join(case_filter or [])}: give case ids "
+            "(e.g. supported-02) or categories (e.g. contradicted)."
+        )
     baseline_template, baseline_model = current_judge()
     comparison = JudgeComparison.objects.create(
         template=template,
@@ -75,7 +82,7 @@ def comparison_request(
         baseline_template=baseline_template,
         baseline_model=baseline_model,
         case_filter=list(case_filter or []),
-        total=len(gate_cases(case_filter)),
+        total=len(cases),
         requested_by=requested_by if getattr(requested_by, "is_authenticated", False) else None,
     )
     job_enqueue(COMPARISON_JOB, (comparison.pk,))
@@ -181,6 +188,7 @@ def judge_default_make(*, comparison_id: int, chosen_by: Any, note: str = "") ->
             f"Comparison #{comparison.pk} is {comparison.get_state_display().lower()}: only "
             "a finished comparison can make its candidate the default."
         )
+    get_template(comparison.template)  # a template file removed since: refused
     return JudgeDefault.objects.create(
         template=comparison.template,
         model=comparison.model,

@@ -111,15 +111,19 @@ def _compare(request: HttpRequest) -> HttpResponse:
             request, "evidence_app/ops_judge.html", _context(compare_form=form), status=422
         )
     data = form.cleaned_data
-    with transaction.atomic():
-        comparison = comparison_request(
-            template=data["template"],
-            model=data["model"],
-            requested_by=request.user,
-            case_filter=data["cases"],
+    try:
+        with transaction.atomic():
+            comparison = comparison_request(
+                template=data["template"],
+                model=data["model"],
+                requested_by=request.user,
+                case_filter=data["cases"],
+            )
+    except DomainError as exc:
+        form.add_error("cases", exc.message)
+        return render_page(
+            request, "evidence_app/ops_judge.html", _context(compare_form=form), status=422
         )
-    if not comparison.total:
-        messages.warning(request, f"Comparison #{comparison.pk} has no case to judge.")
     messages.success(
         request,
         f"Comparison #{comparison.pk} queued: {comparison.template} on {comparison.model} "

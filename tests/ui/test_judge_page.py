@@ -96,6 +96,11 @@ def test_a_candidate_is_compared_from_the_page_and_made_the_default_once_finishe
     url = reverse("ops_judge")
     refused = client.post(url, {"template": "terse", "model": "nope:model"})
     assert refused.status_code == 422 and not JudgeComparison.objects.exists()
+    no_case = client.post(url, {"template": "terse", "model": "offline:judge", "cases": "nope-9"})
+    assert no_case.status_code == 422 and "No held-out case matches nope-9" in (
+        no_case.content.decode()
+    )
+    assert not JudgeComparison.objects.exists()
     response = client.post(
         url, {"template": "terse", "model": "offline:judge", "cases": "supported-02, missing-02"}
     )
