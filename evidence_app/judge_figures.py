@@ -111,6 +111,17 @@ def comparison_figures(outcomes: list[Mapping[str, Any]]) -> dict[str, Any]:
         ),
         "p_value": p_value,
         "verdict": verdict,
+        # The cases behind the test: where one judge was right and the other was not.
+        "discordant": [
+            {
+                "id": o.get("id", ""),
+                "expected": o.get("expected", ""),
+                "baseline": o["baseline"],
+                "candidate": o["candidate"],
+            }
+            for o in outcomes
+            if o["candidate_correct"] != o["baseline_correct"]
+        ],
     }
 
 

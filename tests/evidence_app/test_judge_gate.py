@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -33,6 +34,7 @@ from evidence_app.models import (
     ShadowVerdict,
     ValidationSnapshot,
 )
+from evidence_app.selectors import task_cost
 from evidence_app.services import validation_run
 from project.errors import StaleAction
 from tasks_app.models import OutboxJob, TaskEvent, WebhookDelivery
@@ -124,6 +126,7 @@ def test_a_comparison_judges_both_judges_on_the_same_cases_and_records_the_figur
         + figures["both_wrong"]
         == 4
     )
+    assert len(figures["discordant"]) == figures["candidate_only"] + figures["baseline_only"]
 
     assert judge_comparison_job(comparison.pk) == "succeeded"  # a late duplicate
     comparison.refresh_from_db()
@@ -292,6 +295,12 @@ def test_shadow_mode_moves_nothing_and_stores_only_a_shadow_snapshot(
     assert ValidationSnapshot.objects.filter(kind="shadow").count() == 1
     assert _task_state(task) == before
     assert shadow_validation_job(999_999) == "gone"
+
+    # Its cost is counted with the operators' replays, not as the attempt's validation.
+    validation_cost = task_cost(task).attempts[0].validation
+    ValidationSnapshot.objects.filter(kind="shadow").update(cost=Decimal("0.25"))
+    assert task_cost(task).replays.amount == Decimal("0.25")
+    assert task_cost(task).attempts[0].validation == validation_cost
 
     figures = shadow_figures(shadow)
     assert figures["judged"] == 1

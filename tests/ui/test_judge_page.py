@@ -66,6 +66,7 @@ def test_the_page_shows_a_finished_comparisons_figures_and_the_verdict(
     assert "94.1 % (32/34; 95 % CI 80.3–99.3 %)" in html  # the candidate's accuracy
     assert "64.7 % (22/34; 95 % CI 46.5–80.3 %)" in html  # the current judge's
     assert "p = 0.0129" in html and ">better</strong>" in html
+    assert "Cases where only one judge was right (14)" in html
     assert html.count("Yes, make it the default") == 1
     assert reverse("ops_judge_default", args=[finished.pk]) in html
     assert reverse("ops_judge_default", args=[running.pk]) not in html
