@@ -172,7 +172,7 @@ class _Plan:
     model_name: str
 
 
-def _plan(
+def _judge_plan(
     packet: TaskEvidencePacket, answer: str, *, template: str | None, model: str | None
 ) -> _Plan:
     """The plan of a judgement by ``template`` and ``model``, each defaulting to the
@@ -466,7 +466,7 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
             )
         return ValidationOutcome(NO_VALIDATION)
 
-    plan = _plan(packet, answer, template=None, model=None)
+    plan = _judge_plan(packet, answer, template=None, model=None)
     judgement = _judge(plan, task=task, history_before=None)
 
     # One transaction (task_transition's): row lock, then re-check (still validating this
@@ -514,7 +514,9 @@ def attempt_judge(
     check, reconciliation) but store nothing and move nothing: for ``judge_bench`` and
     the judge gate. ``template`` and ``model`` default to the current judge."""
     packet = build_packet(task, attempt_index)
-    plan = _plan(packet, packet.final_output or task.final_answer, template=template, model=model)
+    plan = _judge_plan(
+        packet, packet.final_output or task.final_answer, template=template, model=model
+    )
     return _judge(plan, task=task, history_before=None)
 
 
