@@ -12,7 +12,9 @@ import pytest
 from django.urls import reverse
 
 from evidence_app.judge_figures import comparison_figures
-from evidence_app.models import JudgeComparison, JudgeDefault
+from evidence_app.models import JudgeComparison, JudgeDefault, ShadowJudge, ShadowVerdict
+from tests.factories import ValidationSnapshotFactory
+from tests.ui.conftest import make_reviewable_task
 from tests.ui.test_browser import CHROMIUM, login
 from tests.ui.test_review_flow_browser import AXE, axe_violations, browser, page, page_overflow
 
@@ -57,7 +59,7 @@ def _comparison(state: str, **fields: Any) -> JudgeComparison:
 
 
 def test_the_judge_page_on_a_phone_polls_progress_and_confirms_a_new_default(
-    page: Any, live_server: Any, operator: Any
+    page: Any, live_server: Any, operator: Any, requester: Any
 ) -> None:
     """Issue 27, item 5: figures side by side and the verdict fit a 390 px screen; the
     progress of a running comparison moves without a reload; the default changes only
@@ -71,12 +73,30 @@ def test_the_judge_page_on_a_phone_polls_progress_and_confirms_a_new_default(
     )
     finished = _comparison("succeeded", done=44, total=44, figures=comparison_figures(outcomes))
     running = _comparison("running", done=3, total=44)
+    # A candidate in shadow with a verdict beside an original, so its figures show too.
+    shadow = ShadowJudge.objects.create(
+        template="terse", model="offline:judge", started_by=operator
+    )
+    original = make_reviewable_task(requester).validations.get()
+    ShadowVerdict.objects.create(
+        shadow=shadow,
+        original=original,
+        state="done",
+        snapshot=ValidationSnapshotFactory(
+            task=original.task,
+            attempt_index=1,
+            kind="shadow",
+            status="accepted",
+            companion_of=original,
+        ),
+    )
     page.set_viewport_size({"width": 390, "height": 860})
     path = reverse("ops_judge")
     login(page, live_server, "otto", path)
 
     expect(page.locator(f"#comparison-{finished.pk} .gate-verdict")).to_contain_text("better")
     expect(page.locator(f"#comparison-{running.pk}")).to_contain_text("Cases judged: 3 of 44")
+    expect(page.locator("#shadow-counts")).to_contain_text("Attempts judged: 1")
     for width in (390, 1280):
         page.set_viewport_size({"width": width, "height": 860})
         assert page_overflow(page) == "", width
@@ -87,7 +107,7 @@ def test_the_judge_page_on_a_phone_polls_progress_and_confirms_a_new_default(
 
     confirm = page.locator(f"#comparison-{finished.pk} button[name=confirm]")
     expect(confirm).to_be_hidden()
-    page.locator(f"#comparison-{finished.pk} summary").click()
+    page.locator(f"#make-default-{finished.pk} summary").click()
     expect(confirm).to_be_visible()
     page.fill(f"#default-note-{finished.pk}", "12 against 2 on the held-out cases")
 
