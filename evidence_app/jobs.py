@@ -14,6 +14,8 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
+from evidence_app.judge_gate import COMPARISON_JOB, comparison_run, shadow_verdict_run
+from evidence_app.judges import SHADOW_JOB
 from evidence_app.services import REPLAY_JOB, replay_request_run, validation_attempt
 from project.errors import first_line
 
@@ -55,3 +57,34 @@ def replay_validation_job(self: Any, request_id: int) -> str:
             return "db_lost"
         raise self.retry(countdown=5 * (self.request.retries + 1)) from exc
     return request.state if request is not None else "gone"
+
+
+@shared_task(name=COMPARISON_JOB, bind=True, max_retries=None)
+def judge_comparison_job(self: Any, comparison_id: int) -> str:
+    """Judge the next slice of a judge comparison's cases (the rest is queued as a new
+    job); returns its state or ``gone``. A lost database connection tries again a
+    little later, at most JOB_MAX_TRIES times in all."""
+    try:
+        comparison = comparison_run(comparison_id=int(comparison_id))
+    except (OperationalError, InterfaceError) as exc:
+        connection.close()
+        if self.request.retries + 1 >= settings.JOB_MAX_TRIES:
+            log.warning("judge comparison %s: db_lost, not tried again (%s)", comparison_id, exc)
+            return "db_lost"
+        raise self.retry(countdown=5 * (self.request.retries + 1)) from exc
+    return comparison.state if comparison is not None else "gone"
+
+
+@shared_task(name=SHADOW_JOB, bind=True, max_retries=None)
+def shadow_validation_job(self: Any, pending_id: int) -> str:
+    """Judge one original verdict's attempt with the candidate in shadow; returns the
+    shadow verdict's state (``done``, ``failed``) or ``gone``. Moves no task."""
+    try:
+        pending = shadow_verdict_run(pending_id=int(pending_id))
+    except (OperationalError, InterfaceError) as exc:
+        connection.close()
+        if self.request.retries + 1 >= settings.JOB_MAX_TRIES:
+            log.warning("shadow verdict %s: db_lost, not tried again (%s)", pending_id, exc)
+            return "db_lost"
+        raise self.retry(countdown=5 * (self.request.retries + 1)) from exc
+    return pending.state if pending is not None else "gone"

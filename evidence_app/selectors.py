@@ -365,7 +365,7 @@ def task_cost_of(
         attempt(index).agent.add(cost)
     replays = CostTotal()
     for index, kind, cost in snapshots:
-        if kind == SnapshotKind.REPLAY:
+        if kind in (SnapshotKind.REPLAY, SnapshotKind.SHADOW):  # operators' experiments
             replays.add(cost)
         else:
             attempt(index).validation.add(cost)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,6 +22,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evidence_app.audits import audit_draw, audit_probability, verdict_route
+from evidence_app.judges import current_judge, shadow_enqueue
 from evidence_app.models import (
     ReplayRequest,
     ReplayState,
@@ -72,6 +73,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "attempt_judge",
     "replay_validation",
+    "shadow_validation",
     "validation_applies",
     "validation_attempt",
     "validation_run",
@@ -170,6 +172,17 @@ class _Plan:
     model_name: str
 
 
+def _judge_plan(
+    packet: TaskEvidencePacket, answer: str, *, template: str | None, model: str | None
+) -> _Plan:
+    """The plan of a judgement by ``template`` and ``model``, each defaulting to the
+    team's current judge (read once)."""
+    if not template or not model:
+        current_template, current_model = current_judge()
+        template, model = template or current_template, model or current_model
+    return _Plan(packet=packet, answer=answer, template=get_template(template), model_name=model)
+
+
 def _judge(plan: _Plan, *, task: Task, history_before: datetime | None) -> Judgement:
     prompt = build_prompt(
         plan.packet,
@@ -261,6 +274,9 @@ def _snapshot(
         companion_of=companion_of,
     )
     insert_new(snapshot)
+    if kind == SnapshotKind.VALIDATION:
+        # In the verdict's transaction: a candidate in shadow judges it too, later.
+        shadow_enqueue(snapshot)
     return snapshot
 
 
@@ -450,12 +466,7 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
             )
         return ValidationOutcome(NO_VALIDATION)
 
-    plan = _Plan(
-        packet=packet,
-        answer=answer,
-        template=get_template(DEFAULT_TEMPLATE),
-        model_name=settings.VALIDATOR_MODEL,
-    )
+    plan = _judge_plan(packet, answer, template=None, model=None)
     judgement = _judge(plan, task=task, history_before=None)
 
     # One transaction (task_transition's): row lock, then re-check (still validating this
@@ -500,13 +511,11 @@ def attempt_judge(
     *, task: Task, attempt_index: int, template: str | None = None, model: str | None = None
 ) -> Judgement:
     """Judge an attempt exactly as ``validation_run`` would (prompt, model, citation
-    check, reconciliation) but store nothing and move nothing: for ``judge_bench``."""
+    check, reconciliation) but store nothing and move nothing: for ``judge_bench`` and
+    the judge gate. ``template`` and ``model`` default to the current judge."""
     packet = build_packet(task, attempt_index)
-    plan = _Plan(
-        packet=packet,
-        answer=packet.final_output or task.final_answer,
-        template=get_template(template or DEFAULT_TEMPLATE),
-        model_name=model or settings.VALIDATOR_MODEL,
+    plan = _judge_plan(
+        packet, packet.final_output or task.final_answer, template=template, model=model
     )
     return _judge(plan, task=task, history_before=None)
 
@@ -522,17 +531,32 @@ def replay_validation(
     template and/or model (V9). Stores a ``replay`` snapshot linked to the original and
     never changes the task."""
     original = snapshot.replay_of or snapshot
+    plan, judgement = _judge_again(
+        original,
+        template=template or original.template_name or DEFAULT_TEMPLATE,
+        model=model or original.model_name or settings.VALIDATOR_MODEL,
+    )
+    return _snapshot(
+        task=original.task,
+        plan=plan,
+        judgement=judgement,
+        kind=SnapshotKind.REPLAY,
+        replay_of=original,
+        requested_by=requested_by,
+    )
+
+
+def _judge_again(
+    original: ValidationSnapshot, *, template: str, model: str
+) -> tuple[_Plan, Judgement]:
+    """Judge the stored attempt of ``original`` again with ``template`` and ``model``, on
+    the history the original saw (nothing said after it was made)."""
     task = original.task
     packet = build_packet(task, original.attempt_index)
     answer = packet.final_output or (
         task.final_answer if original.attempt_index == task.attempt_count else ""
     )
-    plan = _Plan(
-        packet=packet,
-        answer=answer,
-        template=get_template(template or original.template_name or DEFAULT_TEMPLATE),
-        model_name=model or original.model_name or settings.VALIDATOR_MODEL,
-    )
+    plan = _Plan(packet=packet, answer=answer, template=get_template(template), model_name=model)
     if not answer.strip():
         reason = "The stored attempt has no answer to validate."
         judgement = Judgement(
@@ -541,17 +565,33 @@ def replay_validation(
             rendered_input="",
             error=reason,
         )
-    else:
-        # The history the original saw: nothing said after it was made.
-        judgement = _judge(plan, task=task, history_before=original.created_at)
-    return _snapshot(
-        task=task,
-        plan=plan,
-        judgement=judgement,
-        kind=SnapshotKind.REPLAY,
-        replay_of=original,
-        requested_by=requested_by,
-    )
+        return plan, judgement
+    return plan, _judge(plan, task=task, history_before=original.created_at)
+
+
+def shadow_validation(
+    *,
+    original: ValidationSnapshot,
+    template: str,
+    model: str,
+    on_stored: Callable[[ValidationSnapshot], None] | None = None,
+) -> ValidationSnapshot:
+    """A candidate's verdict on ``original``'s attempt, stored as a ``shadow`` snapshot
+    beside it (``companion_of``), with ``on_stored`` in the same transaction. Like a
+    replay it never changes the task: no transition, no event, no audit draw, no
+    webhook."""
+    plan, judgement = _judge_again(original, template=template, model=model)
+    with transaction.atomic():
+        snapshot = _snapshot(
+            task=original.task,
+            plan=plan,
+            judgement=judgement,
+            kind=SnapshotKind.SHADOW,
+            companion_of=original,
+        )
+        if on_stored is not None:
+            on_stored(snapshot)
+    return snapshot
 
 
 # The replay job's name (evidence_app.jobs registers it under this name).

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from django.urls import path
 
-from evidence_app import views, views_review, views_tasks, views_team, views_trace, views_trust
+from evidence_app import (
+    views,
+    views_judge,
+    views_review,
+    views_tasks,
+    views_team,
+    views_trace,
+    views_trust,
+)
 
 ops_pages = [
     path("ops/", views.ops_index, name="ops_index"),
@@ -26,6 +34,14 @@ ops_pages = [
     # The review team's figures (decisions, time per item, queue age, audits waiting).
     path("ops/team/", views_team.ops_team, name="ops_team"),
     path("ops/trust/", views_trust.ops_trust, name="ops_trust"),
+    # Changing the judge: the gate and shadow mode.
+    path("ops/judge/", views_judge.ops_judge, name="ops_judge"),
+    path(
+        "ops/judge/comparisons/<int:comparison_id>/default/",
+        views_judge.ops_judge_default,
+        name="ops_judge_default",
+    ),
+    path("ops/judge/shadow/", views_judge.ops_judge_shadow, name="ops_judge_shadow"),
 ]
 
 task_pages = [

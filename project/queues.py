@@ -21,6 +21,9 @@ ROUTES = {
     "tasks_app.run_attempt": ATTEMPTS,
     "evidence_app.validate_attempt": VALIDATION,
     "evidence_app.replay_validation": VALIDATION,
+    # Changing the judge: a candidate's comparison (in slices) and its shadow verdicts.
+    "evidence_app.judge_comparison": VALIDATION,
+    "evidence_app.shadow_validation": VALIDATION,
     "tasks_app.reap_attempts": MAINTENANCE,
     "tasks_app.relay_outbox": MAINTENANCE,
     # A complete OTLP trace becomes an attempt and goes to validation: finishing work.

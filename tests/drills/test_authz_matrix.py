@@ -23,7 +23,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from evidence_app.models import ReplayRequest
+from evidence_app.models import JudgeComparison, ReplayRequest
 from project.api import api
 from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import LLMRequestSnapshot, WebhookDelivery, WebhookEndpoint
@@ -175,6 +175,11 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     "GET ops_trust": OPERATOR_PAGE,
     "GET ops_charts": OPERATOR_PAGE,
     "GET ops_team": OPERATOR_PAGE,
+    # Changing the judge (issue 27): the gate's page and its forms are the operators'.
+    "GET ops_judge": OPERATOR_PAGE,
+    "POST ops_judge": row(LOGIN, 403, 403, 403, DONE),
+    "POST ops_judge_default": row(LOGIN, 403, 403, 403, DONE),
+    "POST ops_judge_shadow": row(LOGIN, 403, 403, 403, DONE),
 }
 
 
@@ -264,6 +269,13 @@ def fresh_objects(world: World) -> dict[str, Any]:
         "validation_id": task.validations.get().pk,
         "snapshot_id": task.validations.get().pk,
         "replay_id": ReplayRequest.objects.create(original=snapshot).pk,
+        "comparison_id": JudgeComparison.objects.create(
+            template="terse",
+            model="offline:judge",
+            baseline_template="default",
+            baseline_model="offline:judge",
+            state="succeeded",
+        ).pk,
         "document_id": KnowledgeDocumentFactory().pk,
         "token_id": api_token_create(user=world.users["requester"], name="revoke-me")[0].pk,
         "section": "request",
@@ -326,6 +338,13 @@ PAGE_FORMS: dict[str, Any] = {
     "account_webhook_create": lambda o: {"url": "http://93.184.216.34/hook"},
     "task_assign": lambda o: {"assignee": ""},
     "ops_replay": lambda o: {},
+    "ops_judge": lambda o: {"template": "terse", "model": "offline:judge", "cases": "supported-02"},
+    "ops_judge_default": lambda o: {"confirm": "yes"},
+    "ops_judge_shadow": lambda o: {
+        "op": "start",
+        "shadow-template": "terse",
+        "shadow-model": "offline:judge",
+    },
 }
 
 

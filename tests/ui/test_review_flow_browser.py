@@ -318,6 +318,7 @@ def test_axe_core_sweep_over_every_page_and_role(
         ("charts", reverse("ops_charts"), None),
         ("review team", reverse("ops_team"), None),
         ("trust", reverse("ops_trust"), None),
+        ("judge", reverse("ops_judge"), None),
     ]
     report: list[str] = []
     serious: list[str] = []

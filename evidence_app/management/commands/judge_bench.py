@@ -1,6 +1,6 @@
 """Measure a validator model on the labelled judge_bench cases (issue 12).
 
-    manage.py judge_bench                                # VALIDATOR_MODEL, held-out half
+    manage.py judge_bench                                # the current judge, held-out half
     manage.py judge_bench --model openai:gpt-4.1 --template terse --json var/judge.json
     manage.py judge_bench --split all --dataset fever
     manage.py judge_bench --cases-file my_cases.json     # your own labelled cases
@@ -19,7 +19,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evidence_app.judge_bench import (
@@ -30,7 +29,8 @@ from evidence_app.judge_bench import (
     run_case,
     summarise,
 )
-from evidence_app.validator.templates import DEFAULT_TEMPLATE, get_template
+from evidence_app.judges import current_judge
+from evidence_app.validator.templates import get_template
 from project.errors import DomainError
 
 
@@ -38,8 +38,12 @@ class Command(BaseCommand):
     help = "Run the labelled judge_bench cases through the validator and report the targets."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--model", help="validator model (default: VALIDATOR_MODEL)")
-        parser.add_argument("--template", default=DEFAULT_TEMPLATE, help="prompt template")
+        parser.add_argument(
+            "--model", help="validator model (default: the current judge's, /ops/judge/)"
+        )
+        parser.add_argument(
+            "--template", help="prompt template (default: the current judge's, /ops/judge/)"
+        )
         parser.add_argument(
             "--case",
             action="append",
@@ -64,9 +68,10 @@ class Command(BaseCommand):
         parser.add_argument("--quiet", action="store_true", help="no line per case")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        model = options["model"] or settings.VALIDATOR_MODEL
+        current_template, current_model = current_judge()
+        model = options["model"] or current_model
         try:
-            template = get_template(options["template"])
+            template = get_template(options["template"] or current_template)
         except DomainError as exc:
             raise CommandError(str(exc)) from exc
         split = options["split"] or ("all" if options["cases"] else "heldout")

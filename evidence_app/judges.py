@@ -1,0 +1,46 @@
+"""Which judge validates: the team's current template and model, read from one place,
+and the candidate judging in shadow beside it.
+
+``current_judge`` is what every new verdict (``_validate_claimed``), ``attempt_judge``
+and ``judge_bench`` use by default: the latest ``JudgeDefault`` (made only from a
+finished comparison on the judge page), else DEFAULT_TEMPLATE and VALIDATOR_MODEL. It is
+read for each verdict, so a change applies to the verdicts made after it.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from evidence_app.models import JudgeDefault, ShadowJudge, ShadowVerdict, ValidationSnapshot
+from evidence_app.validator.templates import DEFAULT_TEMPLATE
+from tasks_app.workflow.services import job_enqueue
+
+__all__ = ["SHADOW_JOB", "active_shadow", "current_judge", "shadow_enqueue"]
+
+# The shadow job's name (evidence_app.jobs registers it under this name).
+SHADOW_JOB = "evidence_app.shadow_validation"
+
+
+def current_judge() -> tuple[str, str]:
+    """(template name, model) of the team's current judge."""
+    latest = JudgeDefault.objects.order_by("-chosen_at", "-id").values_list("template", "model")
+    row = latest.first()
+    if row is None:
+        return DEFAULT_TEMPLATE, settings.VALIDATOR_MODEL
+    return row
+
+
+def active_shadow() -> ShadowJudge | None:
+    return ShadowJudge.objects.filter(active=True).first()
+
+
+def shadow_enqueue(original: ValidationSnapshot) -> ShadowVerdict | None:
+    """While a shadow judge is active, queue its judgement of ``original`` (an original
+    verdict just stored) through the outbox, in the caller's transaction: the shadow job
+    exists exactly when the verdict does. None when no shadow judge is active."""
+    shadow = active_shadow()
+    if shadow is None:
+        return None
+    pending = ShadowVerdict.objects.create(shadow=shadow, original=original)
+    job_enqueue(SHADOW_JOB, (pending.pk,), task_ref=original.task_id)
+    return pending
