@@ -5,11 +5,13 @@ and the agreement pages build on them. Intervals are two-sided at ``level`` (0.9
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from scipy.stats import binomtest
 
-__all__ = ["Interval", "clopper_pearson", "mcnemar_exact"]
+__all__ = ["Interval", "clopper_pearson", "cohen_kappa", "mcnemar_exact"]
 
 
 @dataclass(frozen=True)
@@ -46,3 +48,20 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
     if discordant == 0:
         return 1.0
     return float(binomtest(only_first, discordant, 0.5).pvalue)
+
+
+def cohen_kappa(pairs: Sequence[tuple[Hashable, Hashable]]) -> float | None:
+    """Cohen's kappa of two raters over any set of categories: ``(first, second)`` per
+    item. ``(p_o - p_e) / (1 - p_e)``, with ``p_e`` the agreement expected from each
+    rater's own category shares. None when there are no pairs or when chance agreement
+    is 1 (both raters always gave the same single category)."""
+    n = len(pairs)
+    if n == 0:
+        return None
+    observed = sum(1 for a, b in pairs if a == b) / n
+    first = Counter(a for a, _ in pairs)
+    second = Counter(b for _, b in pairs)
+    expected = sum(first[c] * second[c] for c in first) / (n * n)
+    if expected >= 1:
+        return None
+    return (observed - expected) / (1 - expected)
