@@ -21,8 +21,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app import task_page, trace_tree
+from evidence_app.claim_labels import task_decide_with_claim_labels
 from evidence_app.claims import review_reason, shown_claims, shown_counts
-from evidence_app.forms import FeedbackForm, NoteForm, TaskCreateForm
+from evidence_app.forms import FeedbackForm, NoteForm, TaskCreateForm, claim_labels_from_post
 from evidence_app.models import SnapshotKind, ValidationSnapshot
 from evidence_app.selectors import (
     answer_segments,
@@ -721,12 +722,17 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
             else:
                 return_to = ""  # not a queue item: stay on its page
         try:
-            decision = services.task_decide(
+            # Claim verdicts go with the decision, in its transaction (a refused label
+            # refuses the decision: nothing half written).
+            snapshot_id, labels = claim_labels_from_post(request.POST)
+            decision = task_decide_with_claim_labels(
                 task_id=task.pk,
                 actor=request.user,
                 action=data["action"],
                 comment=data["comment"],
                 expected_version=data["version"],
+                labels=labels,
+                snapshot_id=snapshot_id,
             )
         except DomainError as exc:
             messages.error(request, f"Not applied: {exc.message}")
