@@ -294,3 +294,46 @@ class AgreementGroupOut(Schema):
 class AgreementOut(Schema):
     items: list[AgreementGroupOut]
     count: int
+
+
+# --- Claim labels given with a decision ------------------------------------------------------
+
+
+class CorrectedCitationIn(Schema):
+    evidence_id: int = Field(description="A tool result of this task (GET /runs/{id}/evidence)")
+    quote: str = Field(min_length=1, max_length=2000, description="The words it says")
+
+
+class ClaimLabelIn(Schema):
+    claim_index: int = Field(ge=0, description="The claim's 0-based position in the validation")
+    label: Literal["supported", "unsupported", "contradicted"]
+    corrected_citation: CorrectedCitationIn | None = None
+
+
+class ClaimLabelsIn(Schema):
+    feedback_id: int | None = Field(
+        default=None, description="Your decision; default: the task's pending decision"
+    )
+    validation_id: int | None = Field(
+        default=None,
+        description="The validation whose claims you labelled; refused (409) when the "
+        "decision was taken on another one",
+    )
+    claims: list[ClaimLabelIn] = Field(min_length=1, max_length=1000)
+
+
+class ClaimLabelOut(Schema):
+    claim_index: int
+    claim_text: str
+    label: str
+    judge_verdict: str = Field(description="The validator's verdict on that claim")
+    corrected_citation: dict[str, Any]
+
+
+class ClaimLabelsOut(Schema):
+    task_id: int
+    feedback_id: int
+    decision_state: str = Field(description="pending or applied")
+    validation_id: int
+    items: list[ClaimLabelOut]
+    count: int
