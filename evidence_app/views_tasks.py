@@ -179,6 +179,7 @@ def detail_context(
         **_snapshot_context(snapshots, latest, selected, limit=limit),
         **_verdict_context(task, latest, limit=limit),
         **_evidence_context(task, runs),
+        "claim_evidence": _claim_evidence(task, latest, runs),
         "runs": runs,
         # The trace tree's top levels (issue 26); runs and their steps are staff material.
         "trace": trace_tree.attempts(runs) if is_staff_role(user) else [],
@@ -270,6 +271,26 @@ def _evidence_context(task: Task, runs: Sequence[Run]) -> dict[str, Any]:
         "evidence_rest": max(0, count - EVIDENCE_INLINE_ITEMS),
         "evidence_chars": sum(r.evidence_chars for r in runs),  # type: ignore[attr-defined]
     }
+
+
+def _claim_evidence(
+    task: Task, latest: ValidationSnapshot | None, runs: Sequence[Run]
+) -> list[tuple[int, str]]:
+    """The evidence a corrected citation on the decision form can name: the validated
+    attempt's first results, labelled R1, R2… as the validator saw them. Read only when
+    the form offers claim verdicts (a current verdict with claims)."""
+    claims = (latest.result or {}).get("claims") if latest else None
+    if latest is None or not claims or latest.attempt_index != task.attempt_count:
+        return []
+    items = task_page.attempt_evidence(task, latest.attempt_index, limit=EVIDENCE_INLINE_ITEMS)
+    # Position of the attempt's first result in the task's list (attempt, run, sequence).
+    start = sum(
+        r.evidence_count  # type: ignore[attr-defined]
+        for r in runs
+        if r.attempt_index < latest.attempt_index
+    )
+    labels = evidence_labels_of(items, runs, start=start)
+    return [(e.pk, f"{labels.get(e.pk, '–')} · {e.title or e.tool_name}") for e in items]
 
 
 def _people_context(

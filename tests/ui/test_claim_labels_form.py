@@ -57,7 +57,8 @@ def test_the_decision_form_offers_a_verdict_per_claim(
     assert '<option value="">not labelled</option>' in form
     assert "handbook 18" in form and "validator: unsupported" in form
     evidence = ToolEvidence.objects.get(task=labelled_task, title="Training budget")
-    assert f'<option value="{evidence.pk}">' in form
+    # Numbered as the validator saw them: the search result is R1, the document R2.
+    assert f'<option value="{evidence.pk}">R2 · Training budget</option>' in form
 
 
 def test_no_claims_no_claim_verdicts(client: Any, reviewer: Any, requester: Any) -> None:
