@@ -204,18 +204,6 @@ def get_replay(request: HttpRequest, replay_id: int) -> ReplayRequest:
     return found
 
 
-@router.get(
-    "/stats/agreement",
-    response={200: AgreementOut, **error_responses(403)},
-    summary="Validator-human agreement per template version and model (operators)",
-    tags=["validations"],
-)
-def agreement(request: HttpRequest) -> dict[str, Any]:
-    require_operator(request.auth)  # type: ignore[attr-defined]
-    items = [group.model_dump() for group in agreement_stats()]
-    return {"items": items, "count": len(items)}
-
-
 @router.post(
     "/tasks/{task_id}/claim-labels",
     response={201: ClaimLabelsOut, **error_responses(403, 404, 409)},
@@ -269,3 +257,15 @@ def claim_labels(
     return run_idempotent(
         request, endpoint=f"POST /tasks/{task_id}/claim-labels", key=idempotency_key, work=work
     )
+
+
+@router.get(
+    "/stats/agreement",
+    response={200: AgreementOut, **error_responses(403)},
+    summary="Validator-human agreement per template version and model (operators)",
+    tags=["validations"],
+)
+def agreement(request: HttpRequest) -> dict[str, Any]:
+    require_operator(request.auth)  # type: ignore[attr-defined]
+    items = [group.model_dump() for group in agreement_stats()]
+    return {"items": items, "count": len(items)}

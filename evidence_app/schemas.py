@@ -284,21 +284,6 @@ class ReplayRequestOut(Schema):
         return obj.result_id
 
 
-class AgreementGroupOut(Schema):
-    template_version: str
-    model_name: str
-    count: int = Field(description="Human decisions that followed a validation")
-    compared: int = Field(description="Of those, the ones with a validator call (not errors)")
-    agreement_rate: float | None
-    kappa: float | None
-    confusion: dict[str, dict[str, int]]
-
-
-class AgreementOut(Schema):
-    items: list[AgreementGroupOut]
-    count: int
-
-
 # --- Claim labels given with a decision ------------------------------------------------------
 
 
@@ -370,4 +355,19 @@ class ClaimLabelsOut(Schema):
     decision_state: str = Field(description="pending or applied")
     validation_id: int
     items: list[ClaimLabelOut]
+    count: int
+
+
+class AgreementGroupOut(Schema):
+    template_version: str
+    model_name: str
+    count: int = Field(description="Human decisions that followed a validation")
+    compared: int = Field(description="Of those, the ones with a validator call (not errors)")
+    agreement_rate: float | None
+    kappa: float | None
+    confusion: dict[str, dict[str, int]]
+
+
+class AgreementOut(Schema):
+    items: list[AgreementGroupOut]
     count: int
