@@ -21,6 +21,7 @@ from collections import defaultdict
 
 from pydantic import BaseModel, Field
 
+from evidence_app import stats
 from evidence_app.models import ValidationSnapshot, ValidationStatus
 from tasks_app.models import Feedback, FeedbackAction
 
@@ -39,16 +40,7 @@ class AgreementGroup(BaseModel):
 
 def cohen_kappa(pairs: list[tuple[bool, bool]]) -> float | None:
     """Cohen's kappa of two binary raters; None if undefined."""
-    n = len(pairs)
-    if n == 0:
-        return None
-    observed = sum(1 for a, b in pairs if a == b) / n
-    a_yes = sum(1 for a, _ in pairs if a) / n
-    b_yes = sum(1 for _, b in pairs if b) / n
-    expected = a_yes * b_yes + (1 - a_yes) * (1 - b_yes)
-    if expected >= 1:
-        return None
-    return (observed - expected) / (1 - expected)
+    return stats.cohen_kappa(pairs)
 
 
 def agreement_stats() -> list[AgreementGroup]:

@@ -15,9 +15,12 @@ from ninja import Query, Router
 from ninja.errors import ValidationError
 
 from evidence_app.agreement import agreement_stats
+from evidence_app.claim_labels import decision_claim_labels_add
 from evidence_app.models import ReplayRequest, ValidationSnapshot
 from evidence_app.schemas import (
     AgreementOut,
+    ClaimLabelsIn,
+    ClaimLabelsOut,
     EvidenceFormatQuery,
     EvidenceListOut,
     EvidenceOut,
@@ -43,7 +46,8 @@ from project.pagination import LimitOffset100, paginate
 from project.roles import require_operator
 from project.schemas import error_responses
 from tasks_app.api.idempotency import idempotency_header, run_idempotent
-from tasks_app.models import ToolEvidence
+from tasks_app.api.tasks import require_can_decide
+from tasks_app.models import Feedback, ToolEvidence
 from tasks_app.runtime.selectors import get_visible_run
 from tasks_app.workflow.selectors import require_visible_task
 
@@ -204,6 +208,61 @@ def get_replay(request: HttpRequest, replay_id: int) -> ReplayRequest:
     if found is None:
         raise Http404("No such replay.")
     return found
+
+
+@router.post(
+    "/tasks/{task_id}/claim-labels",
+    response={201: ClaimLabelsOut, **error_responses(403, 404, 409)},
+    summary="Your verdict on each claim of the validation you decided on (once per decision)",
+    description="Goes with a decision taken through `POST /tasks/{task_id}/feedback`: "
+    "`feedback_id` (default: the task's pending decision) must be your own satisfied, "
+    "revise or abandon, pending or applied. Labels are given once per decision; an undone "
+    "decision's labels do not count. Every entry is checked before anything is written.",
+    tags=["validations"],
+)
+def claim_labels(
+    request: HttpRequest,
+    task_id: int,
+    payload: ClaimLabelsIn,
+    idempotency_key: str | None = idempotency_header(),
+) -> JsonResponse:
+    user = request.auth  # type: ignore[attr-defined]
+    require_visible_task(user, task_id)
+    require_can_decide(user, task_id)
+
+    def work() -> tuple[int, Any]:
+        try:
+            decision, rows = decision_claim_labels_add(
+                task_id=task_id,
+                actor=user,
+                labels=[entry.model_dump(exclude_none=True) for entry in payload.claims],
+                feedback_id=payload.feedback_id,
+                snapshot_id=payload.validation_id,
+            )
+        except Feedback.DoesNotExist as exc:
+            raise Http404(str(exc)) from None
+        items = [
+            {
+                "claim_index": row.claim_index,
+                "claim_text": row.claim_text,
+                "label": row.label,
+                "judge_verdict": row.judge_verdict,
+                "corrected_citation": row.corrected_citation,
+            }
+            for row in rows
+        ]
+        return 201, {
+            "task_id": task_id,
+            "feedback_id": decision.pk,
+            "decision_state": decision.state,
+            "validation_id": rows[0].snapshot_id,
+            "items": items,
+            "count": len(items),
+        }
+
+    return run_idempotent(
+        request, endpoint=f"POST /tasks/{task_id}/claim-labels", key=idempotency_key, work=work
+    )
 
 
 @router.get(

@@ -3,14 +3,23 @@ person judges an audit, against the claims of the validation they looked at."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from evidence_app.models import Audit, ClaimLabel, ClaimStance, ValidationSnapshot
-from project.errors import InvalidInput
-from tasks_app.models import Feedback
+from django.db import transaction
 
-__all__ = ["claim_labels_record", "snapshot_claims"]
+from evidence_app.models import Audit, ClaimLabel, ClaimStance, ValidationSnapshot
+from project.errors import Forbidden, InvalidInput, StaleAction
+from tasks_app.models import DecisionState, Feedback, FeedbackAction, ToolEvidence
+from tasks_app.workflow import services
+
+__all__ = [
+    "claim_labels_record",
+    "decision_claim_labels_add",
+    "labelled_snapshot",
+    "snapshot_claims",
+    "task_decide_with_claim_labels",
+]
 
 
 def snapshot_claims(snapshot: ValidationSnapshot) -> list[dict[str, Any]]:
@@ -78,3 +87,117 @@ def _citation(value: Any, index: int) -> dict[str, Any]:
     if not isinstance(evidence_id, int) or not quote:
         raise InvalidInput(f"corrected_citation of claim {index} needs an evidence_id and a quote")
     return {"evidence_id": evidence_id, "quote": quote}
+
+
+# --- Labels given with a decision ------------------------------------------------------------
+
+
+def labelled_snapshot(task_id: int, *, before: Any = None) -> ValidationSnapshot | None:
+    """The validation a reviewer labels: the task's latest original verdict (made before
+    ``before`` when given: the one the decision was taken on)."""
+    snapshots = ValidationSnapshot.objects.originals().filter(task_id=task_id)
+    if before is not None:
+        snapshots = snapshots.filter(created_at__lte=before)
+    return snapshots.without_bodies().order_by("-created_at", "-id").first()
+
+
+def _record_for_decision(
+    decision: Feedback,
+    labels: list[Mapping[str, Any]],
+    *,
+    actor: Any,
+    snapshot_id: int | None,
+) -> list[ClaimLabel]:
+    snapshot = labelled_snapshot(decision.task_id, before=decision.created_at)
+    if snapshot is None:
+        raise InvalidInput(f"task {decision.task_id} has no validation whose claims to label")
+    if snapshot_id is not None and snapshot_id != snapshot.pk:
+        raise StaleAction(
+            f"The claims you labelled are those of validation {snapshot_id}; the task's "
+            f"latest is {snapshot.pk}. Reload the task and label its claims again."
+        )
+    # Only ints are looked up here; any other value is refused by claim_labels_record.
+    cited = {
+        entry["corrected_citation"].get("evidence_id")
+        for entry in labels
+        if isinstance(entry.get("corrected_citation"), Mapping)
+    }
+    cited = {pk for pk in cited if isinstance(pk, int) and not isinstance(pk, bool)}
+    known = set(
+        ToolEvidence.objects.filter(task_id=decision.task_id, pk__in=cited).values_list(
+            "pk", flat=True
+        )
+    )
+    if cited - known:
+        unknown = ", ".join(str(pk) for pk in sorted(cited - known))
+        raise InvalidInput(f"corrected_citation: evidence {unknown} is not this task's")
+    return claim_labels_record(snapshot=snapshot, labels=labels, author=actor, feedback=decision)
+
+
+@transaction.atomic
+def task_decide_with_claim_labels(
+    *,
+    task_id: int,
+    actor: Any,
+    action: str,
+    comment: str = "",
+    expected_version: int | None = None,
+    labels: Sequence[Mapping[str, Any]] = (),
+    snapshot_id: int | None = None,
+) -> Feedback:
+    """A person's decision (``task_decide``) and their claim labels on the validation they
+    decided on, in one transaction: a refused label refuses the decision too, so nothing
+    is half written. ``snapshot_id`` is the validation whose claims the person saw; when
+    the task's latest is another one, StaleAction."""
+    decision = services.task_decide(
+        task_id=task_id,
+        actor=actor,
+        action=action,
+        comment=comment,
+        expected_version=expected_version,
+    )
+    if labels:
+        _record_for_decision(decision, list(labels), actor=actor, snapshot_id=snapshot_id)
+    return decision
+
+
+@transaction.atomic
+def decision_claim_labels_add(
+    *,
+    task_id: int,
+    actor: Any,
+    labels: list[Mapping[str, Any]],
+    feedback_id: int | None = None,
+    snapshot_id: int | None = None,
+) -> tuple[Feedback, list[ClaimLabel]]:
+    """Claim labels for a decision already recorded (the API: the decision comes from
+    the feedback endpoint). The decision is ``feedback_id`` or else the task's pending
+    one; it must be the caller's own satisfied, revise or abandon, pending or applied
+    (never undone or void), and not yet labelled: labels are given once per decision."""
+    # Row lock: two label requests for one decision (a retry, a double click) are
+    # serialised; the second finds the labels of the first and is refused.
+    decisions = Feedback.objects.select_for_update().filter(task_id=task_id)
+    if feedback_id is not None:
+        decision = decisions.filter(pk=feedback_id).first()
+    else:
+        decision = decisions.filter(state=DecisionState.PENDING).first()
+    if decision is None:
+        raise Feedback.DoesNotExist(
+            f"Task {task_id} has "
+            + (f"no decision {feedback_id}." if feedback_id else "no pending decision.")
+        )
+    if decision.author_id is None or decision.author_id != getattr(actor, "pk", None):
+        raise Forbidden("Only the person who decided can label the claims of their decision.")
+    if decision.action == FeedbackAction.NOTE:
+        raise InvalidInput("a note is not a decision: claims are labelled with a decision")
+    if decision.state not in (DecisionState.PENDING, DecisionState.APPLIED):
+        raise StaleAction(
+            f"Decision {decision.pk} was {decision.get_state_display().lower()}: "
+            "its claim labels would not count."
+        )
+    if ClaimLabel.objects.filter(feedback=decision).exists():
+        raise StaleAction(f"The claims of decision {decision.pk} are already labelled.")
+    if not labels:
+        raise InvalidInput("claims: give at least one claim label")
+    rows = _record_for_decision(decision, list(labels), actor=actor, snapshot_id=snapshot_id)
+    return decision, rows

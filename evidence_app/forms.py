@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from django import forms
 from django.conf import settings
 
 from evidence_app.models import FailureCategory, ValidationStatus
+from project.errors import InvalidInput
 from project.llm.registry import ModelConfigurationError, resolve_model
 from tasks_app.models import ValidationPolicy
 from tasks_app.runtime.agents.plans import parse_plan
@@ -213,6 +216,38 @@ class FeedbackForm(forms.Form):
         elif data.get("action") != "revise" and self.data.get("return_to") != "queue":
             data["comment"] = ""
         return data
+
+
+# The decision form's claim verdicts (templates/tasks_app/_claim_labels.html): one
+# ``claim_label_<i>`` per claim of the validation ``claims_snapshot``, with an optional
+# corrected citation in ``claim_evidence_<i>`` and ``claim_quote_<i>``.
+CLAIM_LABEL_FIELD = re.compile(r"^claim_label_(\d{1,4})$")
+
+
+def claim_labels_from_post(data: Mapping[str, Any]) -> tuple[int | None, list[dict[str, Any]]]:
+    """The validation the person labelled and their labels, in claim order; claims left
+    "not labelled" are skipped. A corrected citation without a verdict, or without its
+    evidence item, is refused (InvalidInput) rather than dropped."""
+    labels: list[dict[str, Any]] = []
+    indexes = sorted(int(m[1]) for key in data if (m := CLAIM_LABEL_FIELD.match(key)))
+    for index in indexes:
+        label = str(data.get(f"claim_label_{index}", "")).strip()
+        evidence = str(data.get(f"claim_evidence_{index}", "")).strip()
+        quote = str(data.get(f"claim_quote_{index}", "")).strip()
+        if not label:
+            if evidence or quote:
+                raise InvalidInput(f"claim {index + 1}: give your verdict with the citation")
+            continue
+        entry: dict[str, Any] = {"claim_index": index, "label": label}
+        if evidence or quote:
+            if not evidence.isdigit() or not quote:
+                raise InvalidInput(
+                    f"claim {index + 1}: a corrected citation needs an evidence item and a quote"
+                )
+            entry["corrected_citation"] = {"evidence_id": int(evidence), "quote": quote}
+        labels.append(entry)
+    snapshot = str(data.get("claims_snapshot", "")).strip()
+    return (int(snapshot) if snapshot.isdigit() else None), labels
 
 
 class NoteForm(forms.Form):

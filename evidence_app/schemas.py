@@ -7,7 +7,7 @@ from datetime import date, datetime
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from evidence_app.models import ValidationSnapshot
 from evidence_app.selectors import verdict
@@ -15,11 +15,14 @@ from evidence_app.validator.schema import stored_result
 from evidence_app.validator.templates import list_templates
 from project.schemas import (
     MODEL_NAME,
+    NOT_BLANK,
     WHITESPACE,
     ClaimSummaryOut,
     ClaimVerdictOut,
     RequirementOut,
     as_list,
+    json_integer,
+    not_blank,
 )
 from tasks_app.models import ToolEvidence
 
@@ -279,6 +282,80 @@ class ReplayRequestOut(Schema):
     @staticmethod
     def resolve_replay_validation_id(obj: Any) -> int | None:
         return obj.result_id
+
+
+# --- Claim labels given with a decision ------------------------------------------------------
+
+
+# Ids are database keys (64-bit); anything larger can name no row.
+MAX_ID = 2**63 - 1
+
+
+class CorrectedCitationIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    evidence_id: int = Field(
+        ge=1, le=MAX_ID, description="A tool result of this task (GET /runs/{id}/evidence)"
+    )
+    quote: str = Field(
+        min_length=1,
+        max_length=2000,
+        description="The words it says",
+        json_schema_extra={"pattern": NOT_BLANK},
+    )
+
+    _json_integers = field_validator("evidence_id", mode="before")(json_integer)
+    _not_blank = field_validator("quote")(not_blank)
+
+
+class ClaimLabelIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    claim_index: int = Field(
+        ge=0, le=100_000, description="The claim's 0-based position in the validation"
+    )
+    label: Literal["supported", "unsupported", "contradicted"]
+    corrected_citation: CorrectedCitationIn | None = None
+
+    _json_integers = field_validator("claim_index", mode="before")(json_integer)
+
+
+class ClaimLabelsIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    feedback_id: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_ID,
+        description="Your decision; default: the task's pending decision",
+    )
+    validation_id: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_ID,
+        description="The validation whose claims you labelled; refused (409) when the "
+        "decision was taken on another one",
+    )
+    claims: list[ClaimLabelIn] = Field(min_length=1, max_length=1000)
+
+    _json_integers = field_validator("feedback_id", "validation_id", mode="before")(json_integer)
+
+
+class ClaimLabelOut(Schema):
+    claim_index: int
+    claim_text: str
+    label: str
+    judge_verdict: str = Field(description="The validator's verdict on that claim")
+    corrected_citation: dict[str, Any]
+
+
+class ClaimLabelsOut(Schema):
+    task_id: int
+    feedback_id: int
+    decision_state: str = Field(description="pending or applied")
+    validation_id: int
+    items: list[ClaimLabelOut]
+    count: int
 
 
 class AgreementGroupOut(Schema):

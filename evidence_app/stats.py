@@ -13,7 +13,8 @@ al., arXiv 2301.09633) per stratum, from sums only, so a simulation can call it 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from scipy.stats import beta, binomtest, norm
@@ -24,6 +25,7 @@ __all__ = [
     "Stratum",
     "audits_needed",
     "clopper_pearson",
+    "cohen_kappa",
     "mcnemar_exact",
     "ppi_interval",
     "stratified_interval",
@@ -218,3 +220,20 @@ def ppi_interval(strata: Sequence[PredictionStratum], *, level: float = 0.95) ->
     # A share lies in [0, 1]; the raw sum can step outside it by chance.
     clipped = min(1.0, max(0.0, estimate))
     return Interval(clipped, max(0.0, estimate - half), min(1.0, estimate + half))
+
+
+def cohen_kappa(pairs: Sequence[tuple[Hashable, Hashable]]) -> float | None:
+    """Cohen's kappa of two raters over any set of categories: ``(first, second)`` per
+    item. ``(p_o - p_e) / (1 - p_e)``, with ``p_e`` the agreement expected from each
+    rater's own category shares. None when there are no pairs or when chance agreement
+    is 1 (both raters always gave the same single category)."""
+    n = len(pairs)
+    if n == 0:
+        return None
+    observed = sum(1 for a, b in pairs if a == b) / n
+    first = Counter(a for a, _ in pairs)
+    second = Counter(b for _, b in pairs)
+    expected = sum(first[c] * second[c] for c in first) / (n * n)
+    if expected >= 1:
+        return None
+    return (observed - expected) / (1 - expected)

@@ -86,6 +86,16 @@ def evidence(task: Task, *, limit: int) -> list[ToolEvidence]:
     )
 
 
+def attempt_evidence(task: Task, attempt: int, *, limit: int) -> list[ToolEvidence]:
+    """The first ``limit`` tool results of one attempt, without their content (the
+    evidence a reviewer can point a corrected citation at)."""
+    return list(
+        ToolEvidence.objects.filter(task=task, attempt_index=attempt)
+        .without_content()
+        .order_by("run_id", "sequence")[:limit]
+    )
+
+
 def _chars_per_run() -> Coalesce:
     """Characters of the outer run's tool results (stored sizes, no content read)."""
     rows = ToolEvidence.objects.filter(run=OuterRef("pk")).order_by().values("run")

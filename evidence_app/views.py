@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app import llm_requests
 from evidence_app.agreement import agreement_stats
+from evidence_app.claim_agreement import STANCES, claim_agreement_stats
 from evidence_app.forms import BulkReplayForm, ReplayForm
 from evidence_app.models import ReplayState, SnapshotKind, ValidationSnapshot, ValidationStatus
 from evidence_app.selectors import (
@@ -377,8 +378,20 @@ def ops_agreement(request: HttpRequest) -> HttpResponse:
     return render_page(
         request,
         "evidence_app/ops_agreement.html",
-        {"rows": rows, "decisions": decisions},
+        {"rows": rows, "decisions": decisions, **_claim_agreement_context()},
     )
+
+
+def _claim_agreement_context() -> dict[str, Any]:
+    """The per-claim table: validator's claim verdict (rows) against the person's label."""
+    stances = list(STANCES)
+    return {
+        "stances": stances,
+        "claim_rows": [
+            {"g": g, "matrix": [(s, [g.confusion[s][t] for t in stances]) for s in stances]}
+            for g in claim_agreement_stats()
+        ],
+    }
 
 
 # --- Charts --------------------------------------------------------------------------------

@@ -21,8 +21,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app import task_page, trace_tree
+from evidence_app.claim_labels import task_decide_with_claim_labels
 from evidence_app.claims import review_reason, shown_claims, shown_counts
-from evidence_app.forms import FeedbackForm, NoteForm, TaskCreateForm
+from evidence_app.forms import FeedbackForm, NoteForm, TaskCreateForm, claim_labels_from_post
 from evidence_app.models import SnapshotKind, ValidationSnapshot
 from evidence_app.selectors import (
     answer_segments,
@@ -178,6 +179,7 @@ def detail_context(
         **_snapshot_context(snapshots, latest, selected, limit=limit),
         **_verdict_context(task, latest, limit=limit),
         **_evidence_context(task, runs),
+        "claim_evidence": _claim_evidence(task, latest, runs),
         "runs": runs,
         # The trace tree's top levels (issue 26); runs and their steps are staff material.
         "trace": trace_tree.attempts(runs) if is_staff_role(user) else [],
@@ -269,6 +271,26 @@ def _evidence_context(task: Task, runs: Sequence[Run]) -> dict[str, Any]:
         "evidence_rest": max(0, count - EVIDENCE_INLINE_ITEMS),
         "evidence_chars": sum(r.evidence_chars for r in runs),  # type: ignore[attr-defined]
     }
+
+
+def _claim_evidence(
+    task: Task, latest: ValidationSnapshot | None, runs: Sequence[Run]
+) -> list[tuple[int, str]]:
+    """The evidence a corrected citation on the decision form can name: the validated
+    attempt's first results, labelled R1, R2… as the validator saw them. Read only when
+    the form offers claim verdicts (a current verdict with claims)."""
+    claims = (latest.result or {}).get("claims") if latest else None
+    if latest is None or not claims or latest.attempt_index != task.attempt_count:
+        return []
+    items = task_page.attempt_evidence(task, latest.attempt_index, limit=EVIDENCE_INLINE_ITEMS)
+    # Position of the attempt's first result in the task's list (attempt, run, sequence).
+    start = sum(
+        r.evidence_count  # type: ignore[attr-defined]
+        for r in runs
+        if r.attempt_index < latest.attempt_index
+    )
+    labels = evidence_labels_of(items, runs, start=start)
+    return [(e.pk, f"{labels.get(e.pk, '–')} · {e.title or e.tool_name}") for e in items]
 
 
 def _people_context(
@@ -726,12 +748,17 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
             else:
                 return_to = ""  # not a queue item: stay on its page
         try:
-            decision = services.task_decide(
+            # Claim verdicts go with the decision, in its transaction (a refused label
+            # refuses the decision: nothing half written).
+            snapshot_id, labels = claim_labels_from_post(request.POST)
+            decision = task_decide_with_claim_labels(
                 task_id=task.pk,
                 actor=request.user,
                 action=data["action"],
                 comment=data["comment"],
                 expected_version=data["version"],
+                labels=labels,
+                snapshot_id=snapshot_id,
             )
         except DomainError as exc:
             messages.error(request, f"Not applied: {exc.message}")

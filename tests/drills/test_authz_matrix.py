@@ -92,6 +92,9 @@ API_MATRIX: dict[str, dict[str, int]] = {
     # OTLP ingestion (issue 15): any signed-in account sends its own traces; an empty
     # export request is a valid one.
     "POST /api/v1/otlp/v1/traces": SIGNED_IN,
+    # Claim labels (issue 27): only the person who took the pending decision (the
+    # requester here); a reviewer or operator is refused another's decision.
+    "POST /api/v1/tasks/{task_id}/claim-labels": row(401, 201, 404, 403, 403),
 }
 
 API_BODIES: dict[str, dict[str, Any]] = {
@@ -108,6 +111,9 @@ API_BODIES: dict[str, dict[str, Any]] = {
     # A public address literal: registration resolves nothing and connects nowhere.
     "POST /api/v1/webhooks": {"url": "http://93.184.216.34/hook"},
     "POST /api/v1/otlp/v1/traces": {"resourceSpans": []},
+    "POST /api/v1/tasks/{task_id}/claim-labels": {
+        "claims": [{"claim_index": 0, "label": "supported"}]
+    },
 }
 
 LOGIN = 302  # anonymous: redirected to the login page
@@ -308,6 +314,8 @@ def call_api(world: World, role: str, operation: str) -> int:
     method, path = operation.split(" ", 1)
     objects = objects_for(world, method)
     if "{feedback_id}" in path:
+        objects = with_pending_decision(world, objects)
+    if operation == "POST /api/v1/tasks/{task_id}/claim-labels":
         objects = with_pending_decision(world, objects)
     url = re.sub(r"\{(\w+)\}", lambda m: str(objects[m.group(1)]), path)
     if operation == "POST /api/v1/tasks/{task_id}/feedback":

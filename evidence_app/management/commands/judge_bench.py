@@ -5,17 +5,23 @@
     manage.py judge_bench --split all --dataset fever
     manage.py judge_bench --cases-file my_cases.json     # your own labelled cases
     manage.py judge_bench --case supported --case wrong_block-02
+    manage.py judge_bench --from-reviews --since 2026-11-01 --queue audit --split all
+    manage.py judge_bench --from-reviews --out var/team_cases.json  # export, do not run
 
 Every case runs through the full validation path and is rolled back (nothing is
 stored). Prints, per dataset and category, the false-accept and false-reject rates, the
 accept rate of correct answers and the share sent to a person, the handbook cases'
 confusion table, and the targets (MET or MISSED); ``--json`` writes every figure and
-every case's verdict. The case format is in docs/validator.md.
+every case's verdict. The case format is in docs/validator.md. ``--from-reviews`` takes
+the team's own labelled cases (decided tasks and judged audits, dataset ``team``) instead
+of the shipped files, or beside the ``--cases-file`` files given.
 """
 
 from __future__ import annotations
 
 import json
+from argparse import ArgumentTypeError
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +35,7 @@ from evidence_app.judge_bench import (
     run_case,
     summarise,
 )
+from evidence_app.judge_bench.from_reviews import QUEUES, labelled_cases
 from evidence_app.judges import current_judge
 from evidence_app.validator.templates import get_template
 from project.errors import DomainError
@@ -66,6 +73,26 @@ class Command(BaseCommand):
         )
         parser.add_argument("--json", dest="json_path", help="write the full report here")
         parser.add_argument("--quiet", action="store_true", help="no line per case")
+        parser.add_argument(
+            "--from-reviews",
+            action="store_true",
+            help="the team's labelled cases: decided tasks and judged audits (dataset team)",
+        )
+        parser.add_argument(
+            "--since", type=_date, help="with --from-reviews: decided on or after YYYY-MM-DD"
+        )
+        parser.add_argument(
+            "--until", type=_date, help="with --from-reviews: decided on or before YYYY-MM-DD"
+        )
+        parser.add_argument(
+            "--queue",
+            choices=QUEUES,
+            default="all",
+            help="with --from-reviews: review decisions, audits or all (default)",
+        )
+        parser.add_argument(
+            "--out", help="with --from-reviews: write the cases JSON here and stop (no run)"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         current_template, current_model = current_judge()
@@ -75,11 +102,21 @@ class Command(BaseCommand):
         except DomainError as exc:
             raise CommandError(str(exc)) from exc
         split = options["split"] or ("all" if options["cases"] else "heldout")
-        files = [Path(f) for f in options["cases_files"] or DEFAULT_CASE_FILES]
-        for path in files:
-            if not path.exists():
-                raise CommandError(f"no cases file {path}")
-        cases = load_cases(files, options["cases"], split=split, datasets=options["datasets"])
+        if options["from_reviews"]:
+            team = labelled_cases(
+                since=options["since"], until=options["until"], queue=options["queue"]
+            )
+            if options["out"]:
+                self._write_cases(Path(options["out"]), team)
+                return
+            cases = self._cases(options, split, default_files=()) + _select(
+                team, options["cases"], split, options["datasets"]
+            )
+        else:
+            for flag in ("since", "until", "out"):
+                if options[flag]:
+                    raise CommandError(f"--{flag} goes with --from-reviews")
+            cases = self._cases(options, split, default_files=DEFAULT_CASE_FILES)
         if not cases:
             raise CommandError("no case matches --case, --split and --dataset")
         results = []
@@ -100,3 +137,42 @@ class Command(BaseCommand):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(summary, indent=1, ensure_ascii=False), encoding="utf-8")
             self.stdout.write(f"\nwrote {path}")
+
+    def _cases(
+        self, options: dict[str, Any], split: str, *, default_files: tuple[Path, ...]
+    ) -> list[dict[str, Any]]:
+        files = [Path(f) for f in options["cases_files"] or default_files]
+        for path in files:
+            if not path.exists():
+                raise CommandError(f"no cases file {path}")
+        if not files:
+            return []
+        return load_cases(files, options["cases"], split=split, datasets=options["datasets"])
+
+    def _write_cases(self, path: Path, cases: list[dict[str, Any]]) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(cases, indent=1, ensure_ascii=False), encoding="utf-8")
+        labelled = sum(1 for c in cases if c["expected"]["claims"])
+        self.stdout.write(
+            f"wrote {len(cases)} labelled cases ({labelled} with claim labels) to {path}"
+        )
+
+
+def _date(value: str) -> date:
+    try:
+        return date.fromisoformat(value)
+    except ValueError:
+        raise ArgumentTypeError(f"{value!r} is not a date (YYYY-MM-DD)") from None
+
+
+def _select(
+    cases: list[dict[str, Any]], ids: list[str] | None, split: str, datasets: list[str] | None
+) -> list[dict[str, Any]]:
+    """The filters of ``load_cases`` (ids or categories, half, datasets) on cases in memory."""
+    if ids:
+        cases = [c for c in cases if c["id"] in set(ids) or c["category"] in set(ids)]
+    if split != "all":
+        cases = [c for c in cases if c["split"] == split]
+    if datasets:
+        cases = [c for c in cases if c["dataset"] in set(datasets)]
+    return cases
