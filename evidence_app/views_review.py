@@ -30,6 +30,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from evidence_app.audit_page import open_audit_count
 from evidence_app.forms import QUEUE_FILTER_KEYS, QueueFilterForm
 from evidence_app.models import FailureCategory, ValidationSnapshot, ValidationStatus
 from project.errors import DomainError
@@ -230,6 +231,7 @@ def queue_response(
         "vstatuses": dict(ValidationStatus.choices),
         "now": timezone.now(),
         "progress": queue_progress(request.user),
+        "open_audits": open_audit_count(),
     }
     if fragment:
         return render_fragment(request, f"tasks_app/queue.html#{fragment}", context, status=status)
