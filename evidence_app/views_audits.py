@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.utils import timezone
@@ -44,6 +45,8 @@ def audit_detail(request: HttpRequest, audit_id: int) -> HttpResponse:
     found = audit_page.audit(audit_id)
     claims = audit_page.audited_claims(found)
     if request.method == "POST":
+        if not is_reviewer(request.user):
+            raise PermissionDenied("Only reviewers judge audits.")
         form = AuditJudgeForm(request.POST, claims=claims)
         if form.is_valid():
             try:

@@ -231,10 +231,12 @@ def queue_response(
         "vstatuses": dict(ValidationStatus.choices),
         "now": timezone.now(),
         "progress": queue_progress(request.user),
-        "open_audits": open_audit_count(),
     }
     if fragment:
         return render_fragment(request, f"tasks_app/queue.html#{fragment}", context, status=status)
+    # The page's head links to the audits with their number (one indexed count; the
+    # list's refresh does not repeat it).
+    context["open_audits"] = open_audit_count()
     return render_page(request, "tasks_app/queue.html", context, status=status)
 
 

@@ -23,7 +23,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from evidence_app.models import ReplayRequest
+from evidence_app.models import Audit, ReplayRequest
 from project.api import api
 from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import LLMRequestSnapshot, WebhookDelivery, WebhookEndpoint
@@ -88,6 +88,10 @@ API_MATRIX: dict[str, dict[str, int]] = {
     # OTLP ingestion (issue 15): any signed-in account sends its own traces; an empty
     # export request is a valid one.
     "POST /api/v1/otlp/v1/traces": SIGNED_IN,
+    # Audits (issue 27): the review queue's roles; reviewers judge, operators look.
+    "GET /api/v1/audits": row(401, 403, 403, 200, 200),
+    "GET /api/v1/audits/{audit_id}": row(401, 403, 403, 200, 200),
+    "POST /api/v1/audits/{audit_id}/judgement": row(401, 403, 403, 200, 403),
 }
 
 API_BODIES: dict[str, dict[str, Any]] = {
@@ -104,6 +108,7 @@ API_BODIES: dict[str, dict[str, Any]] = {
     # A public address literal: registration resolves nothing and connects nowhere.
     "POST /api/v1/webhooks": {"url": "http://93.184.216.34/hook"},
     "POST /api/v1/otlp/v1/traces": {"resourceSpans": []},
+    "POST /api/v1/audits/{audit_id}/judgement": {"correct": True},
 }
 
 LOGIN = 302  # anonymous: redirected to the login page
@@ -169,6 +174,10 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     "GET ops_bulk_replay": OPERATOR_PAGE,
     "GET ops_agreement": OPERATOR_PAGE,
     "GET ops_charts": OPERATOR_PAGE,
+    # Audits (issue 27): the review queue's roles; only reviewers judge.
+    "GET audit_queue": STAFF_PAGE,
+    "GET audit_detail": STAFF_PAGE,
+    "POST audit_detail": row(LOGIN, 403, 403, DONE, 403),
 }
 
 
@@ -262,6 +271,9 @@ def fresh_objects(world: World) -> dict[str, Any]:
         "token_id": api_token_create(user=world.users["requester"], name="revoke-me")[0].pk,
         "section": "request",
         "claim_id": "1",
+        "audit_id": Audit.objects.create(
+            snapshot=snapshot, task=task, attempt_index=1, route="auto_accepted", probability=1.0
+        ).pk,
         "task": task,
     }
 
@@ -320,6 +332,7 @@ PAGE_FORMS: dict[str, Any] = {
     "account_webhook_create": lambda o: {"url": "http://93.184.216.34/hook"},
     "task_assign": lambda o: {"assignee": ""},
     "ops_replay": lambda o: {},
+    "audit_detail": lambda o: {"correct": "correct"},
 }
 
 
