@@ -5,9 +5,12 @@ refused; audit.opened and audit.judged go out as signed webhooks."""
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Group
+from django.db import connection
 
 from evidence_app.audits import audit_judge
 from evidence_app.models import Audit, ClaimLabel
@@ -15,9 +18,17 @@ from project.errors import Forbidden, InvalidInput, StaleAction
 from tasks_app.models import WebhookDelivery
 from tasks_app.notifications.webhooks import webhook_endpoint_create, webhook_send_pending
 from tests.audit_helpers import drawn_audit
+from tests.factories import UserFactory
 from tests.webhook_receiver import running_receiver
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def other_reviewer(db: Any) -> Any:
+    user = UserFactory(username="ravi", is_staff=True)
+    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+    return user
 
 
 def _unchanged(audit: Audit) -> None:
@@ -164,3 +175,50 @@ def test_a_refused_judgement_sends_no_webhook(requester: Any, reviewer: Any, set
             claim_labels=[{"claim_index": 9, "label": "supported"}],
         )
     assert not WebhookDelivery.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_concurrent_judgements_exactly_one_is_stored(
+    reviewer: Any, other_reviewer: Any
+) -> None:
+    """Issue 27, item 1: two people submit at once (two threads, two connections):
+    the conditional update lets one in; the other is refused with nothing of its own
+    written (no call, no claim label)."""
+    audit = drawn_audit("accepted")
+    barrier = threading.Barrier(2)
+    outcomes: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def judge(user: Any, correct: bool, label: str) -> None:
+        try:
+            barrier.wait(timeout=10)
+            audit_judge(
+                audit.pk,
+                user=user,
+                correct=correct,
+                comment="" if correct else "wrong",
+                claim_labels=[{"claim_index": 0, "label": label}],
+            )
+            result = "ok"
+        except StaleAction:
+            result = "refused"
+        finally:
+            connection.close()
+        with lock:
+            outcomes[user.username] = result
+
+    threads = [
+        threading.Thread(target=judge, args=(reviewer, True, "supported")),
+        threading.Thread(target=judge, args=(other_reviewer, False, "contradicted")),
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert sorted(outcomes.values()) == ["ok", "refused"]
+    winner = next(name for name, result in outcomes.items() if result == "ok")
+    audit.refresh_from_db()
+    assert audit.state == "done" and audit.reviewer.username == winner
+    [label] = ClaimLabel.objects.all()
+    assert label.author.username == winner and label.audit_id == audit.pk
+    assert label.label == ("supported" if audit.correct else "contradicted")
