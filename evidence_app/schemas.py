@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from evidence_app.audit_page import audited_claims as audit_claims
 from evidence_app.models import ValidationSnapshot
@@ -16,11 +16,15 @@ from evidence_app.validator.schema import stored_result
 from evidence_app.validator.templates import list_templates
 from project.schemas import (
     MODEL_NAME,
+    NOT_BLANK,
     WHITESPACE,
     ClaimSummaryOut,
     ClaimVerdictOut,
+    JsonBool,
     RequirementOut,
+    Text,
     as_list,
+    json_integer,
 )
 from tasks_app.models import ToolEvidence
 
@@ -390,19 +394,42 @@ class AuditListOut(Schema):
     next: str | None = Field(None, description="URL of the next page by cursor; null on the last")
 
 
+class CorrectedCitationIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    evidence_id: int
+    quote: Text = Field(min_length=1, max_length=20_000, json_schema_extra={"pattern": NOT_BLANK})
+
+    _json_integers = field_validator("evidence_id", mode="before")(json_integer)
+
+
 class AuditClaimLabelIn(Schema):
     model_config = ConfigDict(extra="forbid")
 
-    claim_index: int = Field(ge=0)
+    claim_index: int = Field(ge=0, le=100_000)
     label: Literal["supported", "unsupported", "contradicted"]
-    corrected_citation: dict[str, Any] | None = Field(
-        None, description='{"evidence_id": int, "quote": str}: the citation as it should be'
+    corrected_citation: CorrectedCitationIn | None = Field(
+        None, description="The citation as it should be: a tool result's id and its quote"
     )
+
+    _json_integers = field_validator("claim_index", mode="before")(json_integer)
 
 
 class AuditJudgementIn(Schema):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        # The rule the service enforces, stated in the schema: "not correct" needs a
+        # comment that is not blank.
+        json_schema_extra={
+            "if": {"properties": {"correct": {"const": False}}, "required": ["correct"]},
+            "then": {"properties": {"comment": {"pattern": NOT_BLANK}}, "required": ["comment"]},
+        },
+    )
 
-    correct: bool = Field(description="Is the answer correct (supported and doing what was asked)?")
-    comment: str = Field("", max_length=20_000, description="Required (not blank) when not correct")
+    correct: JsonBool = Field(
+        description="Is the answer correct (supported and doing what was asked)?"
+    )
+    comment: Text = Field(
+        "", max_length=20_000, description="Required (not blank) when not correct"
+    )
     claims: list[AuditClaimLabelIn] = Field(default_factory=list, max_length=1000)

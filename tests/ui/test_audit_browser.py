@@ -13,7 +13,7 @@ import pytest
 
 from evidence_app.models import Audit, ClaimLabel
 from tests.audit_helpers import ANSWER, drawn_audit
-from tests.ui.test_browser import CHROMIUM, browser, login, page  # noqa: F401
+from tests.ui.test_browser import ARTIFACTS, CHROMIUM, browser, login, page  # noqa: F401
 from tests.ui.test_review_flow_browser import page_overflow
 
 pytestmark = [
@@ -64,6 +64,8 @@ def test_a_blind_audit_hides_the_verdict_until_the_person_judges(
         "You said not correct; the validator accepted it: a false accept."
     )
     expect(page.locator("#audit-verdict")).to_have_text("Accepted")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "audit-judged.png"), full_page=True)
     audit.refresh_from_db()
     assert audit.state == "done" and audit.correct is False
     assert [(c.claim_index, c.label) for c in ClaimLabel.objects.all()] == [(0, "contradicted")]
@@ -92,3 +94,5 @@ def test_the_audit_page_fits_a_phone(
     assert form is not None and answer is not None
     assert form["width"] >= 330 and form["y"] >= answer["y"] + answer["height"]
     expect(page.locator("#audit-submit")).to_be_visible()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "audit-390.png"), full_page=True)
