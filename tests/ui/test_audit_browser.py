@@ -56,6 +56,10 @@ def test_a_blind_audit_hides_the_verdict_until_the_person_judges(
     assert "accepted" not in page.locator("body").inner_text().lower()
     assert Audit.objects.get(pk=audit.pk).state == "open"
 
+    # Keys typed in the comment are text, never shortcuts (issue 26's rule).
+    page.locator("textarea[name=comment]").press_sequentially("sraj")
+    expect(page.locator("textarea[name=comment]")).to_have_value("sraj")
+    assert Audit.objects.get(pk=audit.pk).state == "open"
     page.fill("textarea[name=comment]", "The handbook says 1,800 EUR.")
     page.check("input[name=correct][value=not_correct]")
     page.select_option("select[name=claim_0]", "contradicted")
