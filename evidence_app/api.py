@@ -9,16 +9,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import Query, Router
-from ninja.errors import ValidationError
+from ninja.errors import AuthorizationError, ValidationError
 
 from evidence_app.agreement import agreement_stats
+from evidence_app.audits import audit_judge
 from evidence_app.claim_labels import decision_claim_labels_add
-from evidence_app.models import ReplayRequest, ValidationSnapshot
+from evidence_app.models import Audit, ReplayRequest, ValidationSnapshot
 from evidence_app.schemas import (
     AgreementOut,
+    AuditJudgementIn,
+    AuditListOut,
+    AuditOut,
+    AuditStateQuery,
     ClaimLabelsIn,
     ClaimLabelsOut,
     EvidenceFormatQuery,
@@ -42,7 +48,7 @@ from project import roles
 from project.downloads import set_attachment
 from project.errors import DomainError
 from project.llm.registry import resolve_model
-from project.pagination import LimitOffset100, paginate
+from project.pagination import LimitOffset100, LimitOffsetCursor, paginate
 from project.roles import require_operator
 from project.schemas import error_responses
 from tasks_app.api.idempotency import idempotency_header, run_idempotent
@@ -347,3 +353,93 @@ def trust(request: HttpRequest, query: Query[TrustQuery]) -> dict[str, Any]:
     require_operator(request.auth)  # type: ignore[attr-defined]
     report = trust_report(period=query.period, target=query.target)
     return {**vars(report), "items": report.groups, "count": len(report.groups)}
+
+
+# --- Audits (blind until judged) -------------------------------------------------------------
+
+
+def _require_audit_reader(user: Any) -> None:
+    # The review queue's roles: reviewers judge, operators look.
+    if not roles.is_staff_role(user):
+        raise AuthorizationError(message="Only reviewers and operators see audits.")
+
+
+def _audits() -> QuerySet[Audit]:
+    return Audit.objects.select_related("task", "reviewer", "snapshot").defer(
+        "task__request",
+        "task__rules",
+        "task__final_answer",
+        "task__plan",
+        "snapshot__rendered_input",
+        "snapshot__system_prompt",
+        "snapshot__raw_responses",
+    )
+
+
+def _audit_or_404(audit_id: int) -> Audit:
+    found = _audits().filter(pk=audit_id).first()
+    if found is None:
+        raise Http404(f"Audit {audit_id} not found.")
+    return found
+
+
+@router.get(
+    "/audits",
+    response={200: AuditListOut, **error_responses(403)},
+    summary="Audits, oldest first (reviewers and operators); an open one shows no verdict",
+    tags=["audits"],
+)
+@paginate(LimitOffsetCursor)
+def get_audits(request: HttpRequest, query: Query[AuditStateQuery]) -> QuerySet[Audit]:
+    _require_audit_reader(request.auth)  # type: ignore[attr-defined]
+    return _audits().filter(state=query.state).order_by("created_at", "id")
+
+
+@router.get(
+    "/audits/{audit_id}",
+    response={200: AuditOut, **error_responses(403, 404)},
+    summary="One audit with the answer's claims; the verdict only once judged",
+    tags=["audits"],
+)
+def get_audit(request: HttpRequest, audit_id: int) -> Audit:
+    _require_audit_reader(request.auth)  # type: ignore[attr-defined]
+    return _audit_or_404(audit_id)
+
+
+@router.post(
+    "/audits/{audit_id}/judgement",
+    response={200: AuditOut, **error_responses(403, 404, 409)},
+    summary="Judge an open audit blind (reviewers): correct or not, claim verdicts; the "
+    "answer reveals the validator's verdict",
+    description="`comment` is required when `correct` is false. A bad claim index or label "
+    "refuses the whole judgement (422); an audit already judged answers 409. Nothing is "
+    "written on a refusal.",
+    tags=["audits"],
+)
+def judge_audit(
+    request: HttpRequest,
+    audit_id: int,
+    payload: AuditJudgementIn,
+    idempotency_key: str | None = idempotency_header(),
+) -> JsonResponse:
+    user = request.auth  # type: ignore[attr-defined]
+    _require_audit_reader(user)
+    _audit_or_404(audit_id)
+
+    def work() -> tuple[int, Any]:
+        with transaction.atomic():
+            audit_judge(
+                audit_id,
+                user=user,
+                correct=payload.correct,
+                comment=payload.comment,
+                claim_labels=[c.model_dump(exclude_none=True) for c in payload.claims],
+            )
+            return 200, AuditOut.model_validate(_audit_or_404(audit_id)).model_dump(mode="json")
+
+    return run_idempotent(
+        request,
+        endpoint=f"POST /audits/{audit_id}/judgement",
+        key=idempotency_key,
+        work=work,
+    )

@@ -8,14 +8,39 @@ estimate over all automatic verdicts stays unbiased when the rates change."""
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
 
-from evidence_app.models import Audit, ValidationSnapshot, ValidationStatus, VerdictRoute
+from evidence_app.claim_labels import claim_labels_record
+from evidence_app.models import (
+    Audit,
+    AuditState,
+    ValidationSnapshot,
+    ValidationStatus,
+    VerdictRoute,
+)
+from project.errors import Forbidden, InvalidInput, StaleAction
+from project.roles import is_reviewer
 from tasks_app.models import Task
+from tasks_app.notifications.models import WebhookEvent
+from tasks_app.notifications.webhooks import webhook_events_for_audit
 from tasks_app.workflow.states import TaskStatus
 
-__all__ = ["audit_draw", "audit_probability", "verdict_route"]
+__all__ = [
+    "AUDIT_COMMENT_MAX",
+    "audit_draw",
+    "audit_judge",
+    "audit_mark_viewed",
+    "audit_probability",
+    "audit_reveal",
+    "verdict_route",
+]
+
+AUDIT_COMMENT_MAX = 20_000
 
 _draw = random.SystemRandom()
 
@@ -55,7 +80,7 @@ def audit_draw(snapshot: ValidationSnapshot) -> Audit | None:
     probability = snapshot.audit_probability
     if not probability or _draw.random() >= probability:
         return None
-    return Audit.objects.create(
+    audit = Audit.objects.create(
         snapshot=snapshot,
         task_id=snapshot.task_id,
         attempt_index=snapshot.attempt_index,
@@ -64,3 +89,96 @@ def audit_draw(snapshot: ValidationSnapshot) -> Audit | None:
         template_version=snapshot.template_version,
         model_name=snapshot.model_name,
     )
+    # Blind: the event says an audit is waiting, not which verdict it audits.
+    webhook_events_for_audit(
+        task=snapshot.task,
+        event_type=WebhookEvent.AUDIT_OPENED,
+        audit={
+            "id": audit.pk,
+            "state": audit.state,
+            "attempt_index": audit.attempt_index,
+            "validation_id": snapshot.pk,
+            "created_at": audit.created_at,
+            "url": f"/api/v1/audits/{audit.pk}",
+        },
+    )
+    return audit
+
+
+def audit_mark_viewed(*, audit_id: int) -> None:
+    """Record when a person first opened the audit (time per item); later views keep it."""
+    Audit.objects.filter(pk=audit_id, first_viewed_at__isnull=True).update(
+        first_viewed_at=timezone.now()
+    )
+
+
+def _judgement_input(correct: Any, comment: str) -> str:
+    if not isinstance(correct, bool):
+        raise InvalidInput("correct: say whether the answer is correct (true or false)")
+    comment = (comment or "").strip()
+    if not correct and not comment:
+        raise InvalidInput("comment: say what is wrong with the answer")
+    if len(comment) > AUDIT_COMMENT_MAX:
+        raise InvalidInput(f"comment: at most {AUDIT_COMMENT_MAX} characters")
+    return comment
+
+
+@transaction.atomic
+def audit_judge(
+    audit_id: int,
+    *,
+    user: Any,
+    correct: bool,
+    comment: str = "",
+    claim_labels: Iterable[Mapping[str, Any]] = (),
+) -> Audit:
+    """A person's blind judgement of an audit: correct or not (a comment is required when
+    not), and optional per-claim verdicts, stored together or not at all. Raises
+    ``Audit.DoesNotExist``, Forbidden (not a reviewer), InvalidInput (422: a bad call,
+    comment or claim label) and StaleAction (409: already judged)."""
+    if not is_reviewer(user):
+        raise Forbidden("Only reviewers judge audits.")
+    comment = _judgement_input(correct, comment)
+    audit = Audit.objects.select_related("snapshot", "task").get(pk=audit_id)
+    now = timezone.now()
+    # Conditional update on the state: of two people judging the same audit at once (or a
+    # second submit of the same form), exactly one moves it out of open; the other
+    # finds nothing to update and is refused with nothing written.
+    claimed = Audit.objects.filter(pk=audit_id, state=AuditState.OPEN).update(
+        state=AuditState.DONE,
+        reviewer=user,
+        correct=correct,
+        comment=comment,
+        decided_at=now,
+        first_viewed_at=audit.first_viewed_at or now,
+    )
+    if not claimed:
+        raise StaleAction(f"Audit {audit_id} is already judged.")
+    audit.refresh_from_db()
+    # A bad label raises here and the whole transaction, the judgement too, rolls back.
+    claim_labels_record(
+        snapshot=audit.snapshot, labels=list(claim_labels), author=user, audit=audit
+    )
+    webhook_events_for_audit(
+        task=audit.task, event_type=WebhookEvent.AUDIT_JUDGED, audit=audit_reveal(audit)
+    )
+    return audit
+
+
+def audit_reveal(audit: Audit) -> dict[str, Any]:
+    """What a judged audit says: the person's call beside the validator's verdict."""
+    snapshot = audit.snapshot
+    return {
+        "id": audit.pk,
+        "state": audit.state,
+        "attempt_index": audit.attempt_index,
+        "validation_id": snapshot.pk,
+        "correct": audit.correct,
+        "comment": audit.comment,
+        "verdict": snapshot.status,
+        "route": audit.route,
+        "false_verdict": audit.false_verdict,
+        "reviewer": audit.reviewer.get_username() if audit.reviewer else None,
+        "decided_at": audit.decided_at,
+        "url": f"/api/v1/audits/{audit.pk}",
+    }

@@ -10,7 +10,8 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from evidence_app.models import FailureCategory, ValidationStatus
+from evidence_app.audits import AUDIT_COMMENT_MAX
+from evidence_app.models import ClaimStance, FailureCategory, ValidationStatus
 from project.errors import InvalidInput
 from project.llm.registry import ModelConfigurationError, resolve_model
 from tasks_app.models import ValidationPolicy
@@ -157,6 +158,22 @@ class TaskCreateForm(forms.Form):
         label="Keywords",
         help_text="For the keyword policy: words separated by commas; the answer is "
         "validated when the request mentions one of them.",
+    )
+
+    audit_rate = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        label="Audit rate of accepted answers",
+        help_text="The share (0 to 1) of this task's answers the validator accepts that a "
+        "person audits blind; empty: the site's AUDIT_RATE.",
+    )
+    audit_reject_rate = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        label="Audit rate of rejected answers",
+        help_text="The same for answers the validator rejects; empty: AUDIT_REJECT_RATE.",
     )
 
     def clean_validation_keywords(self) -> list[str]:
@@ -346,3 +363,42 @@ class JudgeCandidateForm(forms.Form):
     def clean_cases(self) -> list[str]:
         raw = self.cleaned_data.get("cases", "")
         return [part for part in raw.replace(",", " ").split() if part]
+
+
+class AuditJudgeForm(forms.Form):
+    """A person's blind call on an audit: correct or not (a comment required when not),
+    and an optional verdict on each of the answer's claims (``claim_<index>``)."""
+
+    correct = forms.ChoiceField(
+        choices=[("correct", "Correct"), ("not_correct", "Not correct")],
+        widget=forms.RadioSelect,
+        error_messages={"required": "Say whether the answer is correct."},
+    )
+    comment = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}), required=False, max_length=AUDIT_COMMENT_MAX
+    )
+
+    def __init__(self, *args: Any, claims: list[dict[str, Any]] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.claims = claims or []
+        for claim in self.claims:
+            self.fields[f"claim_{claim['index']}"] = forms.ChoiceField(
+                choices=[("", "No verdict"), *ClaimStance.choices], required=False
+            )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("correct") == "not_correct" and not (data.get("comment") or "").strip():
+            self.add_error("comment", 'Say what is wrong: a "not correct" needs a comment.')
+        return data
+
+    def claim_labels(self) -> list[dict[str, Any]]:
+        """The claims given a verdict, as ``claim_labels_record`` takes them."""
+        return [
+            {"claim_index": claim["index"], "label": self.cleaned_data[f"claim_{claim['index']}"]}
+            for claim in self.claims
+            if self.cleaned_data.get(f"claim_{claim['index']}")
+        ]
+
+    def claim_rows(self) -> list[tuple[dict[str, Any], forms.BoundField]]:
+        return [(claim, self[f"claim_{claim['index']}"]) for claim in self.claims]

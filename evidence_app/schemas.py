@@ -9,6 +9,7 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field, field_validator
 
+from evidence_app.audit_page import audited_claims as audit_claims
 from evidence_app.models import ValidationSnapshot
 from evidence_app.selectors import verdict
 from evidence_app.validator.schema import stored_result
@@ -19,7 +20,9 @@ from project.schemas import (
     WHITESPACE,
     ClaimSummaryOut,
     ClaimVerdictOut,
+    JsonBool,
     RequirementOut,
+    Text,
     as_list,
     json_integer,
     not_blank,
@@ -498,3 +501,128 @@ class TrustOut(Schema):
     since: datetime
     items: list[TrustGroupOut]
     count: int
+
+
+# --- Audits -------------------------------------------------------------------------------
+
+
+class AuditStateQuery(Schema):
+    state: Literal["open", "done"] = Field("open", description="open (oldest first) or done")
+
+
+class AuditClaimOut(Schema):
+    """One claim of the audited answer as the validator split it; ``verdict`` (the
+    validator's) and ``label`` (the person's) only once the audit is judged."""
+
+    claim_index: int
+    text: str
+    verdict: str | None = None
+    label: str | None = None
+
+
+class AuditListItemOut(Schema):
+    """An audit; while it is open, nothing says what the validator decided (blind)."""
+
+    id: int
+    task_id: int
+    task_title: str
+    attempt_index: int
+    state: str
+    created_at: datetime
+    first_viewed_at: datetime | None
+    decided_at: datetime | None
+    reviewer: str | None = Field(None, description="Who judged it")
+    correct: bool | None = Field(None, description="The person's call; null while open")
+    comment: str = ""
+    verdict: str | None = Field(
+        None, description="The validator's verdict, revealed once judged (null while open)"
+    )
+    route: str | None = Field(
+        None, description="auto_accepted or auto_rejected, revealed once judged"
+    )
+    false_verdict: bool | None = Field(
+        None, description="The person contradicts the validator (false accept or reject)"
+    )
+    probability: float | None = Field(
+        None, description="The probability it was drawn with, revealed once judged"
+    )
+
+    @staticmethod
+    def resolve_task_title(audit: Any) -> str:
+        return audit.task.title
+
+    @staticmethod
+    def resolve_reviewer(audit: Any) -> str | None:
+        return audit.reviewer.get_username() if audit.reviewer_id else None
+
+    @staticmethod
+    def resolve_verdict(audit: Any) -> str | None:
+        return audit.snapshot.status if audit.state == "done" else None
+
+    @staticmethod
+    def resolve_route(audit: Any) -> str | None:
+        return audit.route if audit.state == "done" else None
+
+    @staticmethod
+    def resolve_false_verdict(audit: Any) -> bool | None:
+        return audit.false_verdict if audit.state == "done" else None
+
+    @staticmethod
+    def resolve_probability(audit: Any) -> float | None:
+        return audit.probability if audit.state == "done" else None
+
+
+class AuditOut(AuditListItemOut):
+    claims: list[AuditClaimOut] = Field(
+        default_factory=list, description="The answer's claims (text only while open)"
+    )
+
+    @staticmethod
+    def resolve_claims(audit: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "claim_index": c["index"],
+                "text": c["text"],
+                "verdict": c["verdict"] or None,
+                "label": c["label"] or None,
+            }
+            for c in audit_claims(audit)
+        ]
+
+
+class AuditListOut(Schema):
+    items: list[AuditListItemOut]
+    count: int
+    next: str | None = Field(None, description="URL of the next page by cursor; null on the last")
+
+
+class AuditClaimLabelIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    claim_index: int = Field(ge=0, le=100_000)
+    label: Literal["supported", "unsupported", "contradicted"]
+    corrected_citation: CorrectedCitationIn | None = Field(
+        None, description="The citation as it should be: a tool result's id and its quote"
+    )
+
+    _json_integers = field_validator("claim_index", mode="before")(json_integer)
+
+
+class AuditJudgementIn(Schema):
+    model_config = ConfigDict(
+        extra="forbid",
+        # The rule the service enforces, stated in the schema: "not correct" needs a
+        # comment that is not blank.
+        json_schema_extra={
+            "if": {"properties": {"correct": {"const": False}}, "required": ["correct"]},
+            "then": {"properties": {"comment": {"pattern": NOT_BLANK}}, "required": ["comment"]},
+        },
+    )
+
+    correct: JsonBool = Field(
+        description="Is the answer correct (supported and doing what was asked)?"
+    )
+    comment: Text = Field(
+        "", max_length=20_000, description="Required (not blank) when not correct"
+    )
+    claims: list[AuditClaimLabelIn] = Field(default_factory=list, max_length=1000)

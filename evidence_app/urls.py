@@ -7,6 +7,7 @@ from django.urls import path
 
 from evidence_app import (
     views,
+    views_audits,
     views_judge,
     views_review,
     views_tasks,
@@ -111,6 +112,9 @@ task_pages = [
     ),
     path("tasks/<int:task_id>/assign/", views_review.task_assign, name="task_assign"),
     path("review/", views_review.review_queue, name="review_queue"),
+    # The audit stream: blind audits of the validator's own decisions.
+    path("review/audits/", views_audits.audit_queue, name="audit_queue"),
+    path("review/audits/<int:audit_id>/", views_audits.audit_detail, name="audit_detail"),
 ]
 
 urlpatterns = ops_pages + task_pages

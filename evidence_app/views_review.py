@@ -30,6 +30,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from evidence_app.audit_page import open_audit_count
 from evidence_app.forms import QUEUE_FILTER_KEYS, QueueFilterForm
 from evidence_app.models import FailureCategory, ValidationSnapshot, ValidationStatus
 from project.errors import DomainError
@@ -233,6 +234,9 @@ def queue_response(
     }
     if fragment:
         return render_fragment(request, f"tasks_app/queue.html#{fragment}", context, status=status)
+    # The page's head links to the audits with their number (one indexed count; the
+    # list's refresh does not repeat it).
+    context["open_audits"] = open_audit_count()
     return render_page(request, "tasks_app/queue.html", context, status=status)
 
 

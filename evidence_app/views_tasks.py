@@ -144,6 +144,8 @@ def task_new(request: HttpRequest) -> HttpResponse:
                 plan=data["plan"],
                 validation_policy=data["validation_policy"],
                 validation_keywords=data["validation_keywords"],
+                audit_rate=data["audit_rate"],
+                audit_reject_rate=data["audit_reject_rate"],
             )
         except DomainError as exc:
             form.add_error(None, exc.message)

@@ -60,6 +60,20 @@ class TaskCreateIn(Schema):
         description="'external': no job runs the task; your agent submits its attempts to "
         "POST /tasks/{id}/attempts (docs/external-agents.md)",
     )
+    audit_rate: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Share of this task's auto-accepted answers drawn for a blind audit; "
+        "null: the AUDIT_RATE setting",
+    )
+    audit_reject_rate: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Share of its auto-rejected answers drawn for an audit; null: "
+        "AUDIT_REJECT_RATE",
+    )
 
     _request_not_blank = field_validator("request")(not_blank)
 
@@ -313,6 +327,12 @@ class TaskOut(TaskListItemOut):
     )
     last_decision: DecisionOut | None = Field(
         None, description="The latest decision that applied, with its comment (issue 26)"
+    )
+    audit_rate: float | None = Field(
+        None, description="The task's own audit rate of auto-accepts (null: the setting)"
+    )
+    audit_reject_rate: float | None = Field(
+        None, description="The task's own audit rate of auto-rejects (null: the setting)"
     )
 
     @staticmethod

@@ -88,6 +88,8 @@ def create_task(
                 validation_policy=payload.validation_policy,
                 validation_keywords=payload.validation_keywords,
                 agent=payload.agent,
+                audit_rate=payload.audit_rate,
+                audit_reject_rate=payload.audit_reject_rate,
             )
             return 201, TaskOut.model_validate(get_visible_task(user, task.pk)).model_dump(
                 mode="json"

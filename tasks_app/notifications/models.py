@@ -19,6 +19,9 @@ class WebhookEvent(models.TextChoices):
     TASK_FAILED = "task.failed", "Task failed"
     TASK_ABANDONED = "task.abandoned", "Task abandoned"
     VALIDATION_COMPLETED = "validation.completed", "Validation completed"
+    # A verdict drawn for a blind audit, and a person's judgement of it (issue 27).
+    AUDIT_OPENED = "audit.opened", "Audit opened"
+    AUDIT_JUDGED = "audit.judged", "Audit judged"
 
 
 class WebhookEndpoint(models.Model):

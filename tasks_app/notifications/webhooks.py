@@ -252,6 +252,44 @@ def webhook_events_for_transition(
     return deliveries
 
 
+AUDIT_EVENTS = (WebhookEvent.AUDIT_OPENED, WebhookEvent.AUDIT_JUDGED)
+
+
+def webhook_events_for_audit(
+    *, task: Task, event_type: str, audit: dict[str, Any]
+) -> list[WebhookDelivery]:
+    """Write the deliveries of an audit event (``audit.opened`` when a verdict is drawn,
+    ``audit.judged`` when a person judged it) in the caller's transaction, and send them
+    after commit. ``audit`` is the event's plain description of the audit, sent as it is
+    beside the task's summary; the audit stream lives in another app, which calls this."""
+    if event_type not in AUDIT_EVENTS:
+        raise ValueError(f"not an audit event: {event_type}")
+    endpoints = _subscribed(task, [event_type])
+    if not endpoints:
+        return []
+    now = timezone.now()
+    body = {
+        "type": event_type,
+        "timestamp": now.isoformat(),
+        "data": {"task": task_summary(task), "audit": audit},
+    }
+    payload = json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":"))
+    deliveries = [
+        WebhookDelivery(
+            endpoint=endpoint,
+            task=task,
+            event_type=event_type,
+            msg_id=f"msg_{secrets.token_hex(16)}",
+            payload=payload,
+            next_attempt_at=now,
+            created_at=now,
+        )
+        for endpoint in endpoints
+    ]
+    _store_and_send(deliveries)
+    return deliveries
+
+
 def _decision(task: Task) -> dict[str, Any] | None:
     decision = last_decision_on(task.pk)
     if decision is None:

@@ -426,9 +426,16 @@ def task_create(
     max_attempts: int | None = None,
     agent: str = TaskAgent.INTERNAL,
     enqueue: bool = True,
+    audit_rate: float | None = None,
+    audit_reject_rate: float | None = None,
 ) -> Task:
     """Create a task in ``open`` and queue its first attempt after commit; an external
-    task (issue 14) waits for its agent to submit one through the API."""
+    task (issue 14) waits for its agent to submit one through the API. ``audit_rate``
+    and ``audit_reject_rate`` (0..1, None: the settings) are the shares of its automatic
+    verdicts drawn for a blind audit."""
+    for name, rate in (("audit_rate", audit_rate), ("audit_reject_rate", audit_reject_rate)):
+        if rate is not None and not 0 <= rate <= 1:
+            raise InvalidInput(f"{name} must be between 0 and 1")
     request = request.strip()
     if not request:
         raise InvalidInput("request must not be empty")
@@ -448,6 +455,8 @@ def task_create(
         validation_keywords=validation_keywords or [],
         max_attempts=max_attempts or settings.MAX_ATTEMPTS,
         agent=agent,
+        audit_rate=audit_rate,
+        audit_reject_rate=audit_reject_rate,
     )
     if enqueue and agent == TaskAgent.INTERNAL:
         attempt_enqueue(task.pk, job_id=job_id)

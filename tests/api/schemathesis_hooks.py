@@ -170,7 +170,11 @@ def _forged_cursor(context: Any, case: Any) -> bool:
     """A list cursor is opaque: only a ``next`` link the API gave is one (the description
     says so; any other string answers 422, tests/api/test_task_list_cursor.py). A
     schema-valid case cannot make one up."""
-    listing = _is(context, "GET", "/tasks") or _is(context, "GET", "/tasks/active")
+    listing = (
+        _is(context, "GET", "/tasks")
+        or _is(context, "GET", "/tasks/active")
+        or _is(context, "GET", "/audits")
+    )
     query = case.query if isinstance(case.query, dict) else {}
     return listing and query.get("cursor") not in (None, "") and _query_positive(case)
 

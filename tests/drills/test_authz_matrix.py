@@ -23,7 +23,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from evidence_app.models import JudgeComparison, ReplayRequest
+from evidence_app.models import Audit, JudgeComparison, ReplayRequest
 from project.api import api
 from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import LLMRequestSnapshot, WebhookDelivery, WebhookEndpoint
@@ -95,6 +95,10 @@ API_MATRIX: dict[str, dict[str, int]] = {
     # Claim labels (issue 27): only the person who took the pending decision (the
     # requester here); a reviewer or operator is refused another's decision.
     "POST /api/v1/tasks/{task_id}/claim-labels": row(401, 201, 404, 403, 403),
+    # Audits (issue 27): the review queue's roles; reviewers judge, operators look.
+    "GET /api/v1/audits": row(401, 403, 403, 200, 200),
+    "GET /api/v1/audits/{audit_id}": row(401, 403, 403, 200, 200),
+    "POST /api/v1/audits/{audit_id}/judgement": row(401, 403, 403, 200, 403),
 }
 
 API_BODIES: dict[str, dict[str, Any]] = {
@@ -114,6 +118,7 @@ API_BODIES: dict[str, dict[str, Any]] = {
     "POST /api/v1/tasks/{task_id}/claim-labels": {
         "claims": [{"claim_index": 0, "label": "supported"}]
     },
+    "POST /api/v1/audits/{audit_id}/judgement": {"correct": True},
 }
 
 LOGIN = 302  # anonymous: redirected to the login page
@@ -186,6 +191,10 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     "POST ops_judge": row(LOGIN, 403, 403, 403, DONE),
     "POST ops_judge_default": row(LOGIN, 403, 403, 403, DONE),
     "POST ops_judge_shadow": row(LOGIN, 403, 403, 403, DONE),
+    # Audits (issue 27): the review queue's roles; only reviewers judge.
+    "GET audit_queue": STAFF_PAGE,
+    "GET audit_detail": STAFF_PAGE,
+    "POST audit_detail": row(LOGIN, 403, 403, DONE, 403),
 }
 
 
@@ -286,6 +295,9 @@ def fresh_objects(world: World) -> dict[str, Any]:
         "token_id": api_token_create(user=world.users["requester"], name="revoke-me")[0].pk,
         "section": "request",
         "claim_id": "1",
+        "audit_id": Audit.objects.create(
+            snapshot=snapshot, task=task, attempt_index=1, route="auto_accepted", probability=1.0
+        ).pk,
         "task": task,
     }
 
@@ -353,6 +365,7 @@ PAGE_FORMS: dict[str, Any] = {
         "shadow-template": "terse",
         "shadow-model": "offline:judge",
     },
+    "audit_detail": lambda o: {"correct": "correct"},
 }
 
 

@@ -16,8 +16,10 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
+from evidence_app.audits import audit_judge
 from tasks_app.models import Task
 from tasks_app.workflow.states import TaskStatus as S
+from tests.audit_helpers import drawn_audit
 from tests.ui.conftest import make_reviewable_task
 from tests.ui.test_browser import (
     ARTIFACTS,
@@ -287,6 +289,10 @@ def test_axe_core_sweep_over_every_page_and_role(
         title="Training budget", body="Intro.\n\nThe training budget is 1,800 EUR."
     )
     snap = task.validations.get()
+    # Audits (issue 27): an open one (blind) and a judged one.
+    audit = drawn_audit("accepted")
+    judged = drawn_audit("rejected")
+    audit_judge(judged.pk, user=reviewer, correct=True)
     base = live_server.url
     pages: dict[str, list[tuple[str, str, Any]]] = {
         "anonymous": [("login", "/login/", None), ("not found", "/nope/", None)],
@@ -304,6 +310,9 @@ def test_axe_core_sweep_over_every_page_and_role(
             ("all tasks", "/tasks/", None),
             ("knowledge search", "/knowledge/?q=training+budget", None),
             ("knowledge document", f"/knowledge/{doc.pk}/?q=training+budget", None),
+            ("audits", reverse("audit_queue"), None),
+            ("audit, blind", reverse("audit_detail", args=[audit.pk]), None),
+            ("audit, judged", reverse("audit_detail", args=[judged.pk]), None),
         ],
     }
     # Operator URLs from the URLconf, so a renamed path fails here rather than 404s quietly.
