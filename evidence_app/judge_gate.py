@@ -20,6 +20,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evidence_app.judge_bench import DEFAULT_CASE_FILES, load_cases, run_case
+from evidence_app.judge_bench.from_reviews import labelled_cases
 from evidence_app.judge_figures import comparison_figures
 from evidence_app.judges import active_shadow, current_judge
 from evidence_app.models import (
@@ -57,9 +58,19 @@ SLICE_SECONDS = 60.0
 
 
 def gate_cases(case_filter: list[str] | None = None) -> list[dict[str, Any]]:
-    """The labelled cases a candidate is judged on: the shipped cases files, held-out
-    half (``case_filter``: keep these ids or categories). The only source of gate cases."""
-    return load_cases(list(DEFAULT_CASE_FILES), case_filter or None, split="heldout")
+    """The labelled cases a candidate is judged on, held-out half: the shipped cases
+    files and the team's own cases from decided tasks and judged audits
+    (``labelled_cases``). ``case_filter`` keeps these ids or categories. The only source
+    of gate cases."""
+    shipped = load_cases(list(DEFAULT_CASE_FILES), case_filter or None, split="heldout")
+    wanted = set(case_filter or [])
+    team = [
+        case
+        for case in labelled_cases()
+        if case["split"] == "heldout"
+        and (not wanted or case["id"] in wanted or case["category"] in wanted)
+    ]
+    return shipped + team
 
 
 def comparison_request(
