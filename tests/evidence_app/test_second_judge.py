@@ -1,0 +1,192 @@
+"""Issue 27, item 3: a second judge on the same rendered input; disagreement on accepted
+versus not sends the task to a person with both verdicts stored."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pydantic_ai.messages import ModelMessage, SystemPromptPart, UserPromptPart
+
+from evidence_app.models import Audit, ValidationSnapshot
+from evidence_app.services import second_model_name, validation_run
+from project.llm.registry import register_model, unregister_model
+from tasks_app.models import TaskEvent
+from tests.evidence_app.validation_helpers import JUDGE, ScriptedJudge, validating_task, verdict
+
+pytestmark = pytest.mark.django_db
+
+SECOND = "test:second-judge"
+
+
+@pytest.fixture
+def second_judge(settings: Any) -> Iterator[ScriptedJudge]:
+    """A second scripted judge registered as ``test:second-judge`` and named by the
+    setting."""
+    judge = ScriptedJudge()
+    register_model(SECOND, judge.factory())
+    settings.VALIDATOR_SECOND_MODEL = SECOND
+    yield judge
+    unregister_model(SECOND)
+
+
+def _validate(task: Any) -> ValidationSnapshot:
+    snapshot = validation_run(task_id=task.pk, attempt_index=task.attempt_count)
+    assert snapshot is not None
+    return snapshot
+
+
+def _prompt_parts(messages: list[ModelMessage]) -> tuple[str, str]:
+    parts = messages[0].parts  # type: ignore[union-attr]
+    system = next(p.content for p in parts if isinstance(p, SystemPromptPart))
+    user = next(p.content for p in parts if isinstance(p, UserPromptPart))
+    return system, str(user)
+
+
+def test_disagreement_sends_the_task_to_a_person_with_both_verdicts_and_no_audit(
+    scripted_judge: ScriptedJudge, second_judge: ScriptedJudge, settings: Any
+) -> None:
+    """Issue 27, item 3: the first accepts, the second rejects: needs_review with the
+    reason naming both, route to_person, never drawn even at AUDIT_RATE=1."""
+    settings.AUDIT_RATE = settings.AUDIT_REJECT_RATE = 1.0
+    scripted_judge.replies = [verdict("accepted")]
+    second_judge.replies = [verdict("rejected")]
+    task = validating_task()
+    snapshot = _validate(task)
+    task.refresh_from_db()
+    assert task.status == "needs_review" and task.validation_outcome is None
+    assert snapshot.status == "accepted" and snapshot.route == "to_person"
+    assert snapshot.audit_probability is None
+    companion = ValidationSnapshot.objects.get(kind="second")
+    assert companion.companion_of_id == snapshot.pk and companion.route == ""
+    assert companion.status == "rejected" and companion.model_name == SECOND
+    assert companion.audit_probability is None
+    assert not Audit.objects.exists()
+    event = TaskEvent.objects.filter(task=task).last()
+    assert event is not None
+    assert event.reason == f"judges disagree: {JUDGE} says accepted, {SECOND} says rejected"
+
+
+def test_a_first_rejection_with_a_second_acceptance_is_a_disagreement_too(
+    scripted_judge: ScriptedJudge, second_judge: ScriptedJudge
+) -> None:
+    """Issue 27, item 3: no retry when the judges disagree; a person decides."""
+    scripted_judge.replies = [verdict("rejected")]
+    second_judge.replies = [verdict("accepted")]
+    task = validating_task(max_attempts=3)
+    _validate(task)
+    task.refresh_from_db()
+    assert task.status == "needs_review" and task.attempt_count == 1
+    event = TaskEvent.objects.filter(task=task).last()
+    assert event is not None and event.reason.startswith("judges disagree:")
+
+
+def test_both_accepting_accepts_the_task_and_both_judges_see_the_same_prompt(
+    scripted_judge: ScriptedJudge, second_judge: ScriptedJudge
+) -> None:
+    """Issue 27, item 3: both accept → awaiting_feedback; the second judgement gets
+    exactly the first one's system prompt and rendered input."""
+    scripted_judge.replies = [verdict("accepted")]
+    second_judge.replies = [verdict("accepted", score=0.9)]
+    task = validating_task()
+    snapshot = _validate(task)
+    task.refresh_from_db()
+    assert task.status == "awaiting_feedback" and task.validation_outcome == "accepted"
+    assert snapshot.route == "auto_accepted"
+    assert len(scripted_judge.calls) == 1 and len(second_judge.calls) == 1
+    assert _prompt_parts(second_judge.calls[0]) == _prompt_parts(scripted_judge.calls[0])
+    companion = snapshot.companions.get()
+    assert companion.kind == "second" and companion.score == 0.9
+    assert companion.system_prompt == snapshot.system_prompt
+    assert companion.rendered_input == snapshot.rendered_input
+
+
+def test_both_rejecting_follows_the_first_judges_path(
+    scripted_judge: ScriptedJudge, second_judge: ScriptedJudge
+) -> None:
+    """Issue 27, item 3: agreement on "not accepted" keeps the retry of V2."""
+    scripted_judge.replies = [verdict("rejected")]
+    second_judge.replies = [verdict("insufficient_evidence")]
+    task = validating_task(max_attempts=2)
+    snapshot = _validate(task)
+    task.refresh_from_db()
+    assert task.status == "needs_revision"
+    assert snapshot.route == "auto_rejected"
+    assert snapshot.companions.get().status == "insufficient_evidence"
+
+
+def test_a_second_judge_that_fails_sends_an_acceptance_to_a_person(
+    scripted_judge: ScriptedJudge, second_judge: ScriptedJudge, settings: Any
+) -> None:
+    """Issue 27, item 3: the second judge's error counts as not accepted: never
+    silently passed."""
+    settings.AUDIT_RATE = 1.0
+    scripted_judge.replies = [verdict("accepted")]
+    second_judge.replies = [RuntimeError("the second model fell over")]
+    task = validating_task()
+    snapshot = _validate(task)
+    task.refresh_from_db()
+    assert task.status == "needs_review"
+    companion = snapshot.companions.get()
+    assert companion.status == "validator_error" and "fell over" in companion.error
+    event = TaskEvent.objects.filter(task=task).last()
+    assert event is not None
+    assert event.reason == (
+        f"judges disagree: {JUDGE} says accepted, {SECOND} says validator_error"
+    )
+    assert not Audit.objects.exists()
+
+
+def test_an_unknown_second_model_is_an_error_verdict_and_a_person_looks(
+    scripted_judge: ScriptedJudge, settings: Any
+) -> None:
+    """Issue 27, item 3: a second model the registry cannot resolve counts as not
+    accepted."""
+    settings.VALIDATOR_SECOND_MODEL = "offline:nobody"
+    scripted_judge.replies = [verdict("accepted")]
+    task = validating_task()
+    snapshot = _validate(task)
+    task.refresh_from_db()
+    assert task.status == "needs_review"
+    assert "cannot be used" in snapshot.companions.get().error
+
+
+def test_none_on_the_task_disables_the_second_judge_named_by_the_setting(
+    scripted_judge: ScriptedJudge, second_judge: ScriptedJudge
+) -> None:
+    """Issue 27, item 3: a task's "none" turns the second judge off."""
+    scripted_judge.replies = [verdict("accepted")]
+    second_judge.replies = [verdict("rejected")]
+    task = validating_task(second_model="none")
+    assert second_model_name(task) == ""
+    snapshot = _validate(task)
+    task.refresh_from_db()
+    assert task.status == "awaiting_feedback"
+    assert second_judge.calls == [] and not snapshot.companions.exists()
+
+
+def test_the_tasks_own_second_model_is_used_without_the_setting(
+    scripted_judge: ScriptedJudge, second_judge: ScriptedJudge, settings: Any
+) -> None:
+    """Issue 27, item 3: per task: ``second_model`` names the second judge."""
+    settings.VALIDATOR_SECOND_MODEL = ""
+    scripted_judge.replies = [verdict("accepted")]
+    second_judge.replies = [verdict("rejected")]
+    plain = validating_task()
+    assert second_model_name(plain) == ""
+    _validate(plain)
+    assert second_judge.calls == []
+    task = validating_task(second_model=SECOND)
+    snapshot = _validate(task)
+    task.refresh_from_db()
+    assert task.status == "needs_review"
+    assert snapshot.companions.get().model_name == SECOND
+
+
+def test_without_a_second_model_nothing_changes(scripted_judge: ScriptedJudge) -> None:
+    """Issue 27, item 3: no second judge configured: one verdict, as before."""
+    scripted_judge.replies = [verdict("accepted")]
+    snapshot = _validate(validating_task())
+    assert not ValidationSnapshot.objects.filter(kind="second").exists()
+    assert snapshot.route == "auto_accepted"
