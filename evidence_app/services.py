@@ -58,6 +58,7 @@ from tasks_app.models import (
     ValidationPolicy,
 )
 from tasks_app.workflow.services import (
+    NO_SECOND_JUDGE,
     attempt_enqueue,
     job_enqueue,
     new_job_id,
@@ -72,9 +73,6 @@ from tasks_app.workflow.validation_claims import (
 )
 
 log = logging.getLogger(__name__)
-
-# A task's ``second_model`` that turns the second judge off even when the setting names one.
-NO_SECOND_JUDGE = "none"
 
 __all__ = [
     "attempt_judge",

@@ -143,6 +143,7 @@ def task_new(request: HttpRequest) -> HttpResponse:
                 plan=data["plan"],
                 validation_policy=data["validation_policy"],
                 validation_keywords=data["validation_keywords"],
+                second_model=data["second_model"],
             )
         except DomainError as exc:
             form.add_error(None, exc.message)

@@ -60,6 +60,12 @@ class TaskCreateIn(Schema):
         description="'external': no job runs the task; your agent submits its attempts to "
         "POST /tasks/{id}/attempts (docs/external-agents.md)",
     )
+    second_model: str = Field(
+        "",
+        max_length=200,
+        description="A second validator model for this task: '' uses VALIDATOR_SECOND_MODEL, "
+        "'none' turns the second judge off; any other name must resolve (else 422)",
+    )
 
     _request_not_blank = field_validator("request")(not_blank)
 
@@ -277,6 +283,7 @@ class AttemptCostOut(Schema):
     attempt_index: int
     agent: CostOut
     validation: CostOut
+    second_judge: CostOut = Field(description="The second judge's verdicts on this attempt")
     total: CostOut
 
 

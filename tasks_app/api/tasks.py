@@ -88,6 +88,7 @@ def create_task(
                 validation_policy=payload.validation_policy,
                 validation_keywords=payload.validation_keywords,
                 agent=payload.agent,
+                second_model=payload.second_model,
             )
             return 201, TaskOut.model_validate(get_visible_task(user, task.pk)).model_dump(
                 mode="json"

@@ -4,15 +4,22 @@ versus not sends the task to a person with both verdicts stored."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.urls import reverse
 from pydantic_ai.messages import ModelMessage, SystemPromptPart, UserPromptPart
+from pydantic_ai.models.function import FunctionModel
 
 from evidence_app.models import Audit, ValidationSnapshot
+from evidence_app.selectors import daily_costs, task_cost
 from evidence_app.services import second_model_name, validation_run
+from project.costs import format_cost
 from project.llm.registry import register_model, unregister_model
-from tasks_app.models import TaskEvent
+from tasks_app.models import Task, TaskEvent
+from tests.api.conftest import bearer_client
+from tests.evidence_app.test_costs import PRICED_JUDGE, UsageJudge, genai_price
 from tests.evidence_app.validation_helpers import JUDGE, ScriptedJudge, validating_task, verdict
 
 pytestmark = pytest.mark.django_db
@@ -190,3 +197,81 @@ def test_without_a_second_model_nothing_changes(scripted_judge: ScriptedJudge) -
     snapshot = _validate(validating_task())
     assert not ValidationSnapshot.objects.filter(kind="second").exists()
     assert snapshot.route == "auto_accepted"
+
+
+PRICED_SECOND = "anthropic:claude-sonnet-4-5"
+
+
+@pytest.fixture
+def priced_pair(settings: Any) -> Iterator[tuple[UsageJudge, UsageJudge]]:
+    """Two priced judges: openai:gpt-4.1 first, anthropic:claude-sonnet-4-5 second."""
+    first = UsageJudge(replies=[verdict("accepted")], usage=[(1200, 300)])
+    second = UsageJudge(replies=[verdict("accepted")], usage=[(1000, 100)])
+    register_model(PRICED_JUDGE, lambda: FunctionModel(first.respond, model_name="scripted"))
+    register_model(PRICED_SECOND, lambda: FunctionModel(second.respond, model_name="scripted"))
+    settings.VALIDATOR_MODEL = PRICED_JUDGE
+    settings.VALIDATOR_SECOND_MODEL = PRICED_SECOND
+    settings.MODEL_MAX_RETRIES = 0
+    yield first, second
+    unregister_model(PRICED_JUDGE)
+    unregister_model(PRICED_SECOND)
+
+
+def test_the_second_judges_cost_is_counted_per_task_in_the_api_page_and_per_day(
+    client: Any, operator: Any, priced_pair: tuple[UsageJudge, UsageJudge]
+) -> None:
+    """Issue 27, item 3: the second judge's cost is part of the task's cost, shown as
+    "second judge" per attempt (page and API) and as its own row per day."""
+    task = validating_task()
+    validation_run(task_id=task.pk, attempt_index=1)
+    first = genai_price("openai", "gpt-4.1", 1200, 300)
+    second = genai_price("anthropic", "claude-sonnet-4-5", 1000, 100)
+    cost = task_cost(task)
+    assert cost.attempts[0].validation.value == first
+    assert cost.attempts[0].second_judge.value == second
+    assert cost.total.amount == first + second
+    body = bearer_client(operator).get(f"/api/v1/tasks/{task.pk}").json()
+    attempt = body["cost"]["attempts"][0]
+    assert Decimal(attempt["second_judge"]["amount"]) == second
+    assert Decimal(attempt["validation"]["amount"]) == first
+    assert Decimal(body["cost"]["total"]["amount"]) == first + second
+    client.force_login(operator)
+    page = client.get(f"/tasks/{task.pk}/").content.decode()
+    assert f"second judge {format_cost(second)}" in page
+    rows = {(d.role, d.model_name): d.cost.value for d in daily_costs(days=1)}
+    assert rows[("validator", PRICED_JUDGE)] == first
+    assert rows[("second judge", PRICED_SECOND)] == second
+    overview = client.get("/ops/").content.decode()
+    assert "Second judge" in overview
+
+
+def test_a_task_is_created_with_a_second_model_through_the_api_and_the_form(
+    client: Any, requester: Any, scripted_judge: ScriptedJudge
+) -> None:
+    """Issue 27, item 3: ``second_model`` at creation: a name the registry resolves, or
+    "none"; anything else is refused (422 / a form error) and nothing is created."""
+    api = bearer_client(requester)
+    created = api.post(
+        "/api/v1/tasks",
+        {"request": "What is the training budget?", "second_model": JUDGE},
+        content_type="application/json",
+    )
+    assert created.status_code == 201, created.content
+    assert Task.objects.get(pk=created.json()["id"]).second_model == JUDGE
+    refused = api.post(
+        "/api/v1/tasks",
+        {"request": "What is the training budget?", "second_model": "offline:nobody"},
+        content_type="application/json",
+    )
+    assert refused.status_code == 422
+    assert "offline:nobody" in refused.content.decode()
+    assert Task.objects.count() == 1
+    client.force_login(requester)
+    form = {"request": "Budget?", "validation_policy": "always", "second_model": "nonsense"}
+    response = client.post(reverse("task_new"), form)
+    assert response.status_code == 422
+    assert "no provider prefix" in response.content.decode()
+    assert Task.objects.count() == 1
+    response = client.post(reverse("task_new"), {**form, "second_model": "None"})
+    assert response.status_code == 302
+    assert Task.objects.latest("id").second_model == "none"
