@@ -25,6 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evidence_app.audits import audit_draw, audit_probability, verdict_route
+from evidence_app.claims import disagreement_reason, judges_disagree
 from evidence_app.models import (
     ReplayRequest,
     ReplayState,
@@ -252,23 +253,20 @@ def _judge_pair(plan: _Plan, *, task: Task, second_model: str) -> _Pair:
     return _Pair(first, _judge_prompt(prompt, second_plan, task=task), second_plan)
 
 
-def _disagree(first: ValidationResult, second: ValidationResult) -> bool:
-    """Accepted versus not: a second judge that failed counts as not accepted."""
-    accepted = ValidationStatus.ACCEPTED
-    return (first.status == accepted) != (second.status == accepted)
-
-
 def _pair_target(
     task: Task, pair: _Pair, answer: str, *, first_model: str
 ) -> tuple[str, dict[str, Any], str]:
     """The V2 target of the first verdict, unless the second judge disagrees on accepted
     versus not: then a person decides, with both verdicts named."""
     second, first = pair.second, pair.first.result
-    if second is None or pair.second_plan is None or not _disagree(first, second.result):
+    if (
+        second is None
+        or pair.second_plan is None
+        or not judges_disagree(first.status, second.result.status)
+    ):
         return _v2_target(task, first, answer)
-    reason = (
-        f"judges disagree: {first_model} says {first.status}, "
-        f"{pair.second_plan.model_name} says {second.result.status}"
+    reason = disagreement_reason(
+        first_model, first.status, pair.second_plan.model_name, second.result.status
     )
     return TaskStatus.NEEDS_REVIEW, {"validation_outcome": None}, reason
 

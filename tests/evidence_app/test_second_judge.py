@@ -275,3 +275,51 @@ def test_a_task_is_created_with_a_second_model_through_the_api_and_the_form(
     response = client.post(reverse("task_new"), {**form, "second_model": "None"})
     assert response.status_code == 302
     assert Task.objects.latest("id").second_model == "none"
+
+
+def _reason_line(page: str) -> str:
+    line = page.split('id="verdict-reason"', 1)[1].split("</p>", 1)[0]
+    return line.split("</strong>", 1)[1].strip()
+
+
+def test_the_review_page_shows_both_verdicts_side_by_side_and_says_judges_disagree(
+    client: Any, reviewer: Any, scripted_judge: ScriptedJudge, second_judge: ScriptedJudge
+) -> None:
+    """Issue 27, item 3: the verdict card of a task whose judges disagree shows both
+    verdicts (status, score, why, model, template, cost) and the reason "judges
+    disagree"; the requester sees the reason, not the pair."""
+    scripted_judge.replies = [verdict("accepted")]
+    second_judge.replies = [verdict("rejected", issues=["the figure is not in the evidence"])]
+    task = validating_task()
+    snapshot = _validate(task)
+    client.force_login(reviewer)
+    page = client.get(f"/tasks/{task.pk}/").content.decode()
+    assert 'id="judge-pair"' in page and "judges disagree</span>" in page
+    assert _reason_line(page).endswith(
+        f"Judges disagree: {JUDGE} says accepted, {SECOND} says rejected"
+    )
+    first = page.split('data-judge="first"', 1)[1].split("</article>", 1)[0]
+    second = page.split('data-judge="second"', 1)[1].split("</article>", 1)[0]
+    assert "Accepted" in first and JUDGE in first and "1.00" in first
+    assert "Rejected" in second and SECOND in second and "0.20" in second
+    assert "not in the evidence" in second or "contradicted" in second
+    assert snapshot.template_version.split("@")[0] in first
+    assert "cost unknown" in first and "cost unknown" in second
+    client.force_login(task.owner)
+    own = client.get(f"/tasks/{task.pk}/").content.decode()
+    assert f"Judges disagree: {JUDGE} says accepted" in _reason_line(own)
+    assert 'id="judge-pair"' not in own
+
+
+def test_judges_that_agree_are_shown_side_by_side_without_a_disagreement(
+    client: Any, reviewer: Any, scripted_judge: ScriptedJudge, second_judge: ScriptedJudge
+) -> None:
+    """Issue 27, item 3: both judges' verdicts are shown when they agree, too."""
+    scripted_judge.replies = [verdict("accepted")]
+    second_judge.replies = [verdict("accepted")]
+    task = validating_task()
+    _validate(task)
+    client.force_login(reviewer)
+    page = client.get(f"/tasks/{task.pk}/").content.decode()
+    assert 'id="judge-pair"' in page and "they agree" in page
+    assert "judges disagree" not in page
