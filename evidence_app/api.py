@@ -14,7 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import Query, Router
 from ninja.errors import ValidationError
 
-from evidence_app.agreement import agreement_stats
+from evidence_app.agreement import agreement_stats, judge_pair_stats
 from evidence_app.models import ReplayRequest, ValidationSnapshot
 from evidence_app.schemas import (
     AgreementOut,
@@ -209,4 +209,5 @@ def get_replay(request: HttpRequest, replay_id: int) -> ReplayRequest:
 def agreement(request: HttpRequest) -> dict[str, Any]:
     require_operator(request.auth)  # type: ignore[attr-defined]
     items = [group.model_dump() for group in agreement_stats()]
-    return {"items": items, "count": len(items)}
+    pairs = [group.model_dump() for group in judge_pair_stats()]
+    return {"items": items, "count": len(items), "judge_pairs": pairs}

@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app import llm_requests
-from evidence_app.agreement import agreement_stats
+from evidence_app.agreement import agreement_stats, judge_pair_stats
 from evidence_app.forms import BulkReplayForm, ReplayForm
 from evidence_app.models import ReplayState, SnapshotKind, ValidationSnapshot, ValidationStatus
 from evidence_app.selectors import (
@@ -373,7 +373,7 @@ def ops_agreement(request: HttpRequest) -> HttpResponse:
     return render_page(
         request,
         "evidence_app/ops_agreement.html",
-        {"rows": rows, "decisions": decisions},
+        {"rows": rows, "decisions": decisions, "judge_pairs": judge_pair_stats()},
     )
 
 

@@ -12,6 +12,7 @@ from django.urls import reverse
 from pydantic_ai.messages import ModelMessage, SystemPromptPart, UserPromptPart
 from pydantic_ai.models.function import FunctionModel
 
+from evidence_app.agreement import judge_pair_stats
 from evidence_app.models import Audit, ValidationSnapshot
 from evidence_app.selectors import daily_costs, task_cost
 from evidence_app.services import second_model_name, validation_run
@@ -323,3 +324,40 @@ def test_judges_that_agree_are_shown_side_by_side_without_a_disagreement(
     page = client.get(f"/tasks/{task.pk}/").content.decode()
     assert 'id="judge-pair"' in page and "they agree" in page
     assert "judges disagree" not in page
+
+
+def test_judge_versus_judge_agreement_per_model_pair_on_the_page_and_the_api(
+    client: Any, operator: Any, scripted_judge: ScriptedJudge, second_judge: ScriptedJudge
+) -> None:
+    """Issue 27, item 3: judge-versus-judge agreement (accepted versus not), rate, kappa
+    and count per (first model, second model), beside judge-versus-person."""
+    scripted_judge.replies = [
+        verdict("accepted"),
+        verdict("accepted"),
+        verdict("rejected"),
+        verdict("accepted"),
+    ]
+    second_judge.replies = [
+        verdict("accepted"),
+        verdict("rejected"),
+        verdict("rejected"),
+        RuntimeError("down"),
+    ]
+    for _ in range(4):
+        _validate(validating_task(max_attempts=1))
+    [group] = judge_pair_stats()
+    assert (group.first_model, group.second_model) == (JUDGE, SECOND)
+    assert group.count == 4 and group.compared == 3
+    # Compared: (yes, yes), (yes, no), (no, no): 2 of 3 agree; po=2/3, pe=2/3*1/3+1/3*2/3.
+    assert group.agreement_rate == pytest.approx(2 / 3)
+    assert group.kappa == pytest.approx((2 / 3 - 4 / 9) / (1 - 4 / 9))
+    assert group.disagreements == 2  # the rejection and the failed second judge
+    assert group.confusion["accepted"] == {"accepted": 1, "rejected": 1, "validator_error": 1}
+    body = bearer_client(operator).get("/api/v1/stats/agreement").json()
+    [pair] = body["judge_pairs"]
+    assert pair["count"] == 4 and pair["disagreements"] == 2
+    assert pair["kappa"] == pytest.approx(group.kappa)
+    client.force_login(operator)
+    page = client.get(reverse("ops_agreement")).content.decode()
+    row = page.split(f'data-pair="{JUDGE} {SECOND}"', 1)[1].split("</tr>", 1)[0]
+    assert "67 %" in row and "0.400" in row
