@@ -77,6 +77,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "attempt_judge",
+    "attempt_judge_pair",
     "replay_validation",
     "second_model_name",
     "validation_applies",
@@ -582,6 +583,30 @@ def attempt_judge(
         model_name=model or settings.VALIDATOR_MODEL,
     )
     return _judge(plan, task=task, history_before=None)
+
+
+def attempt_judge_pair(
+    *,
+    task: Task,
+    attempt_index: int,
+    second_model: str,
+    template: str | None = None,
+    model: str | None = None,
+) -> tuple[Judgement, Judgement]:
+    """``attempt_judge`` with a second judge on the same rendered prompt, as
+    ``validation_run`` would judge it; stores nothing: for ``judge_bench``."""
+    if not second_model.strip():
+        raise ValueError("attempt_judge_pair needs a second model")
+    packet = build_packet(task, attempt_index)
+    plan = _Plan(
+        packet=packet,
+        answer=packet.final_output or task.final_answer,
+        template=get_template(template or DEFAULT_TEMPLATE),
+        model_name=model or settings.VALIDATOR_MODEL,
+    )
+    pair = _judge_pair(plan, task=task, second_model=second_model)
+    assert pair.second is not None  # a second model was named
+    return pair.first, pair.second
 
 
 def replay_validation(

@@ -5,6 +5,7 @@
     manage.py judge_bench --split all --dataset fever
     manage.py judge_bench --cases-file my_cases.json     # your own labelled cases
     manage.py judge_bench --case supported --case wrong_block-02
+    manage.py judge_bench --second-model openai:gpt-4.1  # a pair: disagreement -> a person
 
 Every case runs through the full validation path and is rolled back (nothing is
 stored). Prints, per dataset and category, the false-accept and false-reject rates, the
@@ -32,6 +33,7 @@ from evidence_app.judge_bench import (
 )
 from evidence_app.validator.templates import DEFAULT_TEMPLATE, get_template
 from project.errors import DomainError
+from project.llm.registry import resolve_model
 
 
 class Command(BaseCommand):
@@ -60,15 +62,26 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dataset", action="append", dest="datasets", help="only this dataset (repeatable)"
         )
+        parser.add_argument(
+            "--second-model",
+            default="",
+            help="a second judge: report the pair's figures beside the single judge's",
+        )
         parser.add_argument("--json", dest="json_path", help="write the full report here")
         parser.add_argument("--quiet", action="store_true", help="no line per case")
 
     def handle(self, *args: Any, **options: Any) -> None:
         model = options["model"] or settings.VALIDATOR_MODEL
+        second_model = (options["second_model"] or "").strip()
         try:
             template = get_template(options["template"])
         except DomainError as exc:
             raise CommandError(str(exc)) from exc
+        if second_model:
+            try:
+                resolve_model(second_model)
+            except DomainError as exc:
+                raise CommandError(f"--second-model: {exc}") from exc
         split = options["split"] or ("all" if options["cases"] else "heldout")
         files = [Path(f) for f in options["cases_files"] or DEFAULT_CASE_FILES]
         for path in files:
@@ -79,15 +92,22 @@ class Command(BaseCommand):
             raise CommandError("no case matches --case, --split and --dataset")
         results = []
         for case in cases:
-            result = run_case(case, model=model, template=template.name)
+            result = run_case(case, model=model, template=template.name, second_model=second_model)
             results.append(result)
             if not options["quiet"]:
                 mark = "ok  " if result.correct else "MISS"
+                pair = f" pair {result.pair_got:<22}" if second_model else ""
                 self.stdout.write(
                     f"{mark} {result.id:<18} expected {result.expected:<22} "
-                    f"got {result.got:<22} ({result.seconds:.2f} s)"
+                    f"got {result.got:<22}{pair} ({result.seconds:.2f} s)"
                 )
-        summary = summarise(results, model=model, template=template.version, split=split)
+        summary = summarise(
+            results,
+            model=model,
+            template=template.version,
+            split=split,
+            second_model=second_model,
+        )
         self.stdout.write("")
         self.stdout.write(format_report(summary))
         if options["json_path"]:
