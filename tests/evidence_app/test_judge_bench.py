@@ -18,8 +18,8 @@ from evidence_app.judge_bench import (
     load_cases,
 )
 from evidence_app.models import ValidationSnapshot
-from tasks_app.models import Task
 from project.llm.registry import register_model, unregister_model
+from tasks_app.models import Task
 from tests.evidence_app.validation_helpers import ScriptedJudge, verdict
 
 pytestmark = pytest.mark.django_db
