@@ -299,6 +299,9 @@ class TaskOut(TaskListItemOut):
     plan: dict[str, Any]
     validation_keywords: list[Any]
     final_answer: str
+    second_model: str = Field(
+        "", description="The task's second validator model ('' : the setting; 'none': off)"
+    )
     latest_validation: VerdictOut | None
     attempts: list[AttemptOut]
     claim: ClaimOut | None

@@ -258,6 +258,7 @@ def test_a_task_is_created_with_a_second_model_through_the_api_and_the_form(
         content_type="application/json",
     )
     assert created.status_code == 201, created.content
+    assert created.json()["second_model"] == JUDGE
     assert Task.objects.get(pk=created.json()["id"]).second_model == JUDGE
     refused = api.post(
         "/api/v1/tasks",
