@@ -233,6 +233,10 @@ def validation_context(
     original = snap
     if snap.kind == SnapshotKind.REPLAY and snap.replay_of_id:
         original = _snapshot_or_404(snap.replay_of_id)
+    elif snap.kind == SnapshotKind.SECOND and snap.companion_of_id:
+        # A second judge's verdict is shown on the task page beside the original; here the
+        # original and its replays.
+        original = _snapshot_or_404(snap.companion_of_id)
     replays = list(
         original.replays.without_bodies()
         .select_related("requested_by")

@@ -362,3 +362,20 @@ def test_judge_versus_judge_agreement_per_model_pair_on_the_page_and_the_api(
     page = client.get(reverse("ops_agreement")).content.decode()
     row = page.split(f'data-pair="{JUDGE} {SECOND}"', 1)[1].split("</tr>", 1)[0]
     assert "67 %" in row and "0.400" in row
+
+
+def test_the_operator_pages_place_a_second_verdict_beside_its_original(
+    client: Any, operator: Any, scripted_judge: ScriptedJudge, second_judge: ScriptedJudge
+) -> None:
+    """Issue 27, item 3: the operator overview counts second-judge verdicts apart, and a
+    second verdict's validation page shows its original."""
+    scripted_judge.replies = [verdict("accepted")]
+    second_judge.replies = [verdict("rejected")]
+    snapshot = _validate(validating_task())
+    companion = snapshot.companions.get()
+    client.force_login(operator)
+    overview = client.get(reverse("ops_index")).content.decode()
+    assert "<dt>Second judge</dt><dd>1</dd>" in overview
+    page = client.get(reverse("ops_validation", args=[companion.pk])).content.decode()
+    card = page.split('id="original-card"', 1)[1].split("</section>", 1)[0]
+    assert f"#{snapshot.pk} ·" in card
