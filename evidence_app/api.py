@@ -15,7 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import Query, Router
 from ninja.errors import AuthorizationError, ValidationError
 
-from evidence_app.agreement import agreement_stats
+from evidence_app.agreement import agreement_stats, judge_pair_stats
 from evidence_app.audits import audit_judge
 from evidence_app.claim_labels import decision_claim_labels_add
 from evidence_app.models import Audit, ReplayRequest, ValidationSnapshot
@@ -280,7 +280,8 @@ def claim_labels(
 def agreement(request: HttpRequest) -> dict[str, Any]:
     require_operator(request.auth)  # type: ignore[attr-defined]
     items = [group.model_dump() for group in agreement_stats()]
-    return {"items": items, "count": len(items)}
+    pairs = [group.model_dump() for group in judge_pair_stats()]
+    return {"items": items, "count": len(items), "judge_pairs": pairs}
 
 
 # --- The review team's figures -------------------------------------------------------------

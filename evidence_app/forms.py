@@ -12,10 +12,11 @@ from django.conf import settings
 
 from evidence_app.audits import AUDIT_COMMENT_MAX
 from evidence_app.models import ClaimStance, FailureCategory, ValidationStatus
-from project.errors import InvalidInput
+from project.errors import DomainError, InvalidInput
 from project.llm.registry import ModelConfigurationError, resolve_model
 from tasks_app.models import ValidationPolicy
 from tasks_app.runtime.agents.plans import parse_plan
+from tasks_app.workflow.services import second_model_checked
 from tasks_app.workflow.states import TaskStatus
 
 
@@ -159,6 +160,19 @@ class TaskCreateForm(forms.Form):
         help_text="For the keyword policy: words separated by commas; the answer is "
         "validated when the request mentions one of them.",
     )
+    second_model = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Second judge",
+        help_text="Optional: a second validator model (e.g. openai:gpt-4.1); when the two "
+        "disagree, a person decides. Empty: the default; none: no second judge.",
+    )
+
+    def clean_second_model(self) -> str:
+        try:
+            return second_model_checked(self.cleaned_data.get("second_model", ""))
+        except DomainError as exc:
+            raise forms.ValidationError(exc.message) from None
 
     audit_rate = forms.FloatField(
         required=False,

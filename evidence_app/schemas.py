@@ -371,9 +371,25 @@ class AgreementGroupOut(Schema):
     confusion: dict[str, dict[str, int]]
 
 
+class JudgePairAgreementOut(Schema):
+    first_model: str
+    second_model: str
+    count: int = Field(description="Verdicts judged by both")
+    compared: int = Field(description="Of those, the ones where neither judge failed")
+    agreement_rate: float | None = Field(description="Both accept or both do not")
+    kappa: float | None
+    disagreements: int = Field(description="Pairs sent to a person: one accepted, one not")
+    confusion: dict[str, dict[str, int]] = Field(
+        description="first judge's status -> second judge's status -> count"
+    )
+
+
 class AgreementOut(Schema):
     items: list[AgreementGroupOut]
     count: int
+    judge_pairs: list[JudgePairAgreementOut] = Field(
+        default_factory=list, description="Judge-versus-judge agreement (a second judge)"
+    )
 
 
 # --- The review team's figures -------------------------------------------------------------

@@ -299,12 +299,15 @@ class AttemptCost:
     attempt_index: int
     agent: CostTotal = field(default_factory=CostTotal)
     validation: CostTotal = field(default_factory=CostTotal)
+    # The second judge's verdicts on this attempt (issue 27), apart from the first's.
+    second_judge: CostTotal = field(default_factory=CostTotal)
 
     @property
     def total(self) -> CostTotal:
         total = CostTotal()
         total.merge(self.agent)
         total.merge(self.validation)
+        total.merge(self.second_judge)
         return total
 
     def as_dict(self) -> dict[str, Any]:
@@ -312,6 +315,7 @@ class AttemptCost:
             "attempt_index": self.attempt_index,
             "agent": self.agent.as_dict(),
             "validation": self.validation.as_dict(),
+            "second_judge": self.second_judge.as_dict(),
             "total": self.total.as_dict(),
         }
 
@@ -367,15 +371,20 @@ def task_cost_of(
     for index, kind, cost in snapshots:
         if kind in (SnapshotKind.REPLAY, SnapshotKind.SHADOW):  # operators' experiments
             replays.add(cost)
+        elif kind == SnapshotKind.SECOND:
+            attempt(index).second_judge.add(cost)
         else:
             attempt(index).validation.add(cost)
     return TaskCost(attempts=[attempts[i] for i in sorted(attempts)], replays=replays)
 
 
+SECOND_JUDGE_ROLE = "second judge"
+
+
 @dataclass
 class DailyCost:
     day: date
-    role: str  # "agent" | "validator"
+    role: str  # "agent" | "validator" | "second judge"
     model_name: str
     cost: CostTotal
     input_tokens: int
@@ -383,13 +392,15 @@ class DailyCost:
 
 
 def daily_costs(*, days: int = 14) -> list[DailyCost]:
-    """Cost per day by agent model (runs) and validator model (validations and
-    replays), newest day first. Two grouped queries over indexed date ranges."""
+    """Cost per day by agent model (runs), validator model (validations and replays)
+    and second-judge model, newest day first. Grouped queries over indexed date ranges."""
     since = timezone.now() - timedelta(days=days)
     result: list[DailyCost] = []
+    snapshots = ValidationSnapshot.objects.filter(created_at__gte=since)
     sources = (
         ("agent", Run.objects.filter(started_at__gte=since), "started_at"),
-        ("validator", ValidationSnapshot.objects.filter(created_at__gte=since), "created_at"),
+        ("validator", snapshots.exclude(kind=SnapshotKind.SECOND), "created_at"),
+        (SECOND_JUDGE_ROLE, snapshots.filter(kind=SnapshotKind.SECOND), "created_at"),
     )
     for role, queryset, column in sources:
         rows = (

@@ -4,6 +4,9 @@ The validator model is called outside any database transaction (a model call can
 minutes; no row lock is held meanwhile). The result is written in one atomic block:
 the ``ValidationSnapshot`` and the task's V2 transition through ``task_transition``,
 under the task's row lock, after re-checking that the attempt is still being validated.
+A second judge (``second_model_name``) judges the same rendered prompt, also outside the
+transaction; its snapshot is stored in the same atomic block, and when the two disagree
+on accepted versus not, the task goes to a person.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from evidence_app.audits import audit_draw, audit_probability, verdict_route
+from evidence_app.claims import disagreement_reason, judges_disagree
 from evidence_app.judges import current_judge, shadow_enqueue
 from evidence_app.models import (
     ReplayRequest,
@@ -35,6 +39,7 @@ from evidence_app.packets import TaskEvidencePacket, build_packet
 from evidence_app.validator.judging import Judgement, judge_prompt
 from evidence_app.validator.prompt import (
     HistoryMessage,
+    ValidationPrompt,
     build_prompt,
     format_feedback,
     system_prompt,
@@ -55,6 +60,7 @@ from tasks_app.models import (
     ValidationPolicy,
 )
 from tasks_app.workflow.services import (
+    NO_SECOND_JUDGE,
     attempt_enqueue,
     job_enqueue,
     new_job_id,
@@ -72,7 +78,9 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "attempt_judge",
+    "attempt_judge_pair",
     "replay_validation",
+    "second_model_name",
     "shadow_validation",
     "validation_applies",
     "validation_attempt",
@@ -183,14 +191,23 @@ def _judge_plan(
     return _Plan(packet=packet, answer=answer, template=get_template(template), model_name=model)
 
 
-def _judge(plan: _Plan, *, task: Task, history_before: datetime | None) -> Judgement:
-    prompt = build_prompt(
+def _prompt(plan: _Plan, *, task: Task, history_before: datetime | None) -> ValidationPrompt:
+    return build_prompt(
         plan.packet,
         template=plan.template,
         answer=plan.answer,
         history=_history(task, attempt_index=plan.packet.attempt_index, before=history_before),
         previous_feedback=_previous_feedback(task, attempt_index=plan.packet.attempt_index),
     )
+
+
+def _judge(plan: _Plan, *, task: Task, history_before: datetime | None) -> Judgement:
+    return _judge_prompt(_prompt(plan, task=task, history_before=history_before), plan, task=task)
+
+
+def _judge_prompt(prompt: ValidationPrompt, plan: _Plan, *, task: Task) -> Judgement:
+    """Judge an already rendered prompt with ``plan``'s model: both judges of a pair see
+    the same system prompt and input."""
     try:
         model = resolve_model(plan.model_name)
     except Exception as exc:  # ModelConfigurationError or an import problem: V8
@@ -210,7 +227,7 @@ def _judge(plan: _Plan, *, task: Task, history_before: datetime | None) -> Judge
             retries=settings.VALIDATOR_SCHEMA_RETRIES,
         )
     except Exception as exc:  # never lose the attempt over a validator bug (V8)
-        log.exception("validator crashed on task %s", task.pk)
+        log.exception("validator %s crashed on task %s", plan.model_name, task.pk)
         reason = f"The validator failed: {type(exc).__name__}: {exc}"
         return Judgement(
             result=ValidationResult.validator_error(reason),
@@ -218,6 +235,54 @@ def _judge(plan: _Plan, *, task: Task, history_before: datetime | None) -> Judge
             rendered_input=prompt.user,
             error=reason,
         )
+
+
+def second_model_name(task: Task) -> str:
+    """The second judge's model for ``task``: its own ``second_model``, else
+    VALIDATOR_SECOND_MODEL; "" for none (a task's "none" turns the setting off)."""
+    own = (task.second_model or "").strip()
+    if own.lower() == NO_SECOND_JUDGE:
+        return ""
+    return own or settings.VALIDATOR_SECOND_MODEL.strip()
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """The first judge's verdict and, when a second judge is configured, its own on the
+    same prompt (None: no second judge)."""
+
+    first: Judgement
+    second: Judgement | None = None
+    second_plan: _Plan | None = None
+
+
+def _judge_pair(plan: _Plan, *, task: Task, second_model: str) -> _Pair:
+    """Judge once per configured model on one rendered prompt. The calls run one after
+    the other, outside any transaction: each releases the database connection first."""
+    prompt = _prompt(plan, task=task, history_before=None)
+    first = _judge_prompt(prompt, plan, task=task)
+    if not second_model:
+        return _Pair(first)
+    second_plan = replace(plan, model_name=second_model)
+    return _Pair(first, _judge_prompt(prompt, second_plan, task=task), second_plan)
+
+
+def _pair_target(
+    task: Task, pair: _Pair, answer: str, *, first_model: str
+) -> tuple[str, dict[str, Any], str]:
+    """The V2 target of the first verdict, unless the second judge disagrees on accepted
+    versus not: then a person decides, with both verdicts named."""
+    second, first = pair.second, pair.first.result
+    if (
+        second is None
+        or pair.second_plan is None
+        or not judges_disagree(first.status, second.result.status)
+    ):
+        return _v2_target(task, first, answer)
+    reason = disagreement_reason(
+        first_model, first.status, pair.second_plan.model_name, second.result.status
+    )
+    return TaskStatus.NEEDS_REVIEW, {"validation_outcome": None}, reason
 
 
 def _snapshot(
@@ -467,12 +532,13 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
         return ValidationOutcome(NO_VALIDATION)
 
     plan = _judge_plan(packet, answer, template=None, model=None)
-    judgement = _judge(plan, task=task, history_before=None)
+    pair = _judge_pair(plan, task=task, second_model=second_model_name(task))
+    judgement = pair.first
 
     # One transaction (task_transition's): row lock, then re-check (still validating this
     # attempt): a second delivery that judged in parallel, or an abandon meanwhile, finds
-    # the task moved on and writes nothing. The snapshot commits with the transition.
-    to_status, updates, reason = _v2_target(task, judgement.result, answer)
+    # the task moved on and writes nothing. The snapshots commit with the transition.
+    to_status, updates, reason = _pair_target(task, pair, answer, first_model=plan.model_name)
     if to_status == TaskStatus.NEEDS_REVISION:
         updates["job_id"] = new_job_id()
     written: list[ValidationSnapshot] = []
@@ -482,6 +548,14 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
     def record(locked: Task) -> None:
         snapshot = _snapshot(task=locked, plan=plan, judgement=judgement, route=route)
         written.append(snapshot)
+        if pair.second is not None and pair.second_plan is not None:
+            _snapshot(
+                task=locked,
+                plan=pair.second_plan,
+                judgement=pair.second,
+                kind=SnapshotKind.SECOND,
+                companion_of=snapshot,
+            )
         audit_draw(snapshot)
         if to_status == TaskStatus.NEEDS_REVISION:
             # The retry prompt reads this snapshot's result (issues, category, revision).
@@ -518,6 +592,27 @@ def attempt_judge(
         packet, packet.final_output or task.final_answer, template=template, model=model
     )
     return _judge(plan, task=task, history_before=None)
+
+
+def attempt_judge_pair(
+    *,
+    task: Task,
+    attempt_index: int,
+    second_model: str,
+    template: str | None = None,
+    model: str | None = None,
+) -> tuple[Judgement, Judgement]:
+    """``attempt_judge`` with a second judge on the same rendered prompt, as
+    ``validation_run`` would judge it; stores nothing: for ``judge_bench``."""
+    if not second_model.strip():
+        raise ValueError("attempt_judge_pair needs a second model")
+    packet = build_packet(task, attempt_index)
+    plan = _judge_plan(
+        packet, packet.final_output or task.final_answer, template=template, model=model
+    )
+    pair = _judge_pair(plan, task=task, second_model=second_model)
+    assert pair.second is not None  # a second model was named
+    return pair.first, pair.second
 
 
 def replay_validation(

@@ -21,7 +21,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app import llm_requests
-from evidence_app.agreement import agreement_stats
+from evidence_app.agreement import agreement_stats, judge_pair_stats
 from evidence_app.claim_agreement import STANCES, claim_agreement_stats
 from evidence_app.forms import BulkReplayForm, ReplayForm
 from evidence_app.models import ReplayState, SnapshotKind, ValidationSnapshot, ValidationStatus
@@ -238,6 +238,10 @@ def validation_context(
     original = snap
     if snap.kind == SnapshotKind.REPLAY and snap.replay_of_id:
         original = _snapshot_or_404(snap.replay_of_id)
+    elif snap.kind == SnapshotKind.SECOND and snap.companion_of_id:
+        # A second judge's verdict is shown on the task page beside the original; here the
+        # original and its replays.
+        original = _snapshot_or_404(snap.companion_of_id)
     replays = list(
         original.replays.without_bodies()
         .select_related("requested_by")
@@ -378,7 +382,12 @@ def ops_agreement(request: HttpRequest) -> HttpResponse:
     return render_page(
         request,
         "evidence_app/ops_agreement.html",
-        {"rows": rows, "decisions": decisions, **_claim_agreement_context()},
+        {
+            "rows": rows,
+            "decisions": decisions,
+            "judge_pairs": judge_pair_stats(),
+            **_claim_agreement_context(),
+        },
     )
 
 

@@ -22,7 +22,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app import task_page, trace_tree
 from evidence_app.claim_labels import task_decide_with_claim_labels
-from evidence_app.claims import review_reason, shown_claims, shown_counts
+from evidence_app.claims import (
+    disagreement_reason,
+    judges_disagree,
+    review_reason,
+    shown_claims,
+    shown_counts,
+)
 from evidence_app.forms import FeedbackForm, NoteForm, TaskCreateForm, claim_labels_from_post
 from evidence_app.models import SnapshotKind, ValidationSnapshot
 from evidence_app.selectors import (
@@ -146,6 +152,7 @@ def task_new(request: HttpRequest) -> HttpResponse:
                 validation_keywords=data["validation_keywords"],
                 audit_rate=data["audit_rate"],
                 audit_reject_rate=data["audit_reject_rate"],
+                second_model=data["second_model"],
             )
         except DomainError as exc:
             form.add_error(None, exc.message)
@@ -179,7 +186,7 @@ def detail_context(
         "otlp_traces": task_page.otlp_traces(task),
         "lazy_limit": limit,
         **_snapshot_context(snapshots, latest, selected, limit=limit),
-        **_verdict_context(task, latest, limit=limit),
+        **_verdict_context(task, latest, limit=limit, second=_second_of(snapshots, latest)),
         **_evidence_context(task, runs),
         "claim_evidence": _claim_evidence(task, latest, runs),
         "runs": runs,
@@ -235,10 +242,49 @@ def _snapshot_context(
     }
 
 
+def _second_of(
+    snapshots: Sequence[ValidationSnapshot], latest: ValidationSnapshot | None
+) -> ValidationSnapshot | None:
+    """The second judge's verdict beside ``latest``, if a second judge judged it."""
+    if latest is None:
+        return None
+    return next(
+        (s for s in snapshots if s.kind == SnapshotKind.SECOND and s.companion_of_id == latest.pk),
+        None,
+    )
+
+
+def _judge_why(snapshot: ValidationSnapshot) -> str:
+    """One line on a judge's verdict: why it is not an acceptance, else its first issue."""
+    result = snapshot.result if isinstance(snapshot.result, dict) else {}
+    reason = review_reason(snapshot.status, result, snapshot.error)
+    issues = result.get("issues")
+    if not reason and isinstance(issues, list) and issues:
+        reason = str(issues[0])
+    return reason
+
+
+def _judge_pair(
+    latest: ValidationSnapshot | None, second: ValidationSnapshot | None
+) -> list[dict[str, Any]]:
+    """Both judges' verdicts side by side (empty without a second judge)."""
+    if latest is None or second is None:
+        return []
+    return [
+        {"role": role, "label": label, "s": s, "why": _judge_why(s)}
+        for role, label, s in (("first", "First judge", latest), ("second", "Second judge", second))
+    ]
+
+
 def _verdict_context(
-    task: Task, latest: ValidationSnapshot | None, *, limit: int
+    task: Task,
+    latest: ValidationSnapshot | None,
+    *,
+    limit: int,
+    second: ValidationSnapshot | None = None,
 ) -> dict[str, Any]:
     result = (latest.result or {}) if latest else {}
+    disagree = bool(latest and second and judges_disagree(latest.status, second.status))
     claim_view = None
     if latest:
         claim_view = _claim_view(
@@ -254,11 +300,21 @@ def _verdict_context(
         "verdict_is_current": bool(latest and latest.attempt_index == task.attempt_count),
         "verdict_lists": verdict_lists(latest.result if latest else None),
         "review_reason": (
-            review_reason(latest.status, result if isinstance(result, dict) else {}, latest.error)
+            _pair_reason(latest, second)
+            if latest and second and disagree
+            else review_reason(
+                latest.status, result if isinstance(result, dict) else {}, latest.error
+            )
             if latest
             else ""
         ),
+        "judge_pair": _judge_pair(latest, second),
+        "judges_disagree": disagree,
     }
+
+
+def _pair_reason(latest: ValidationSnapshot, second: ValidationSnapshot) -> str:
+    return disagreement_reason(latest.model_name, latest.status, second.model_name, second.status)
 
 
 def _evidence_context(task: Task, runs: Sequence[Run]) -> dict[str, Any]:

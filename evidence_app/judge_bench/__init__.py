@@ -16,6 +16,12 @@ The report, per dataset and category: the false-accept rate (a wrong or irreleva
 answer accepted; target 0), the false-reject rate (a correct answer rejected; target
 <= 2 %), the accept rate of correct answers and the share sent to a person; and for the
 handbook cases the older targets (verdicts as labelled, claims verified, injections).
+
+With a second judge (``--second-model``), each case is judged by both on the same
+prompt, and the pair's rule is applied as the validation does: both accept → accepted;
+they disagree on accepted versus not → a person (``judges_disagree``); else the first
+judge's verdict. The report then sets the pair's false accepts, false rejects and share
+sent to a person beside the single judge's.
 """
 
 from __future__ import annotations
@@ -31,7 +37,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from evidence_app.services import attempt_judge
+from evidence_app.claims import judges_disagree
+from evidence_app.services import attempt_judge, attempt_judge_pair
 from evidence_app.validator.citations import normalised
 from evidence_app.validator.schema import STATUSES
 from tasks_app.models import Run, Task, ToolEvidence
@@ -86,6 +93,9 @@ class CaseResult:
     claims: list[dict[str, Any]] = field(default_factory=list)
     seconds: float = 0.0
     error: str = ""
+    # With a second judge: its verdict, and the pair's outcome ("" without one).
+    second_got: str = ""
+    pair_got: str = ""
 
 
 def case_kind(case: dict[str, Any]) -> str:
@@ -174,7 +184,9 @@ def _claims_correct(expected: list[dict[str, str]], got: list[dict[str, Any]]) -
     return correct
 
 
-def run_case(case: dict[str, Any], *, model: str, template: str | None) -> CaseResult:
+def run_case(
+    case: dict[str, Any], *, model: str, template: str | None, second_model: str = ""
+) -> CaseResult:
 
     started = time.monotonic()
     outcome: dict[str, Any] = {}
@@ -209,7 +221,19 @@ def run_case(case: dict[str, Any], *, model: str, template: str | None) -> CaseR
                     title=item["title"],
                     content=item["content"],
                 )
-            judgement = attempt_judge(task=task, attempt_index=1, template=template, model=model)
+            if second_model:
+                judgement, second = attempt_judge_pair(
+                    task=task,
+                    attempt_index=1,
+                    template=template,
+                    model=model,
+                    second_model=second_model,
+                )
+                outcome["second"] = second.result.status
+            else:
+                judgement = attempt_judge(
+                    task=task, attempt_index=1, template=template, model=model
+                )
             outcome["result"] = judgement.result.model_dump(mode="json")
             outcome["error"] = judgement.error
             raise _Rollback
@@ -248,7 +272,72 @@ def run_case(case: dict[str, Any], *, model: str, template: str | None) -> CaseR
         ],
         seconds=round(time.monotonic() - started, 3),
         error=outcome.get("error", ""),
+        second_got=outcome.get("second", ""),
+        pair_got=pair_outcome(result["status"], outcome["second"]) if "second" in outcome else "",
     )
+
+
+# --- A second judge (issue 27) --------------------------------------------------------------
+
+JUDGES_DISAGREE = "judges_disagree"
+
+
+def pair_outcome(first: str, second: str) -> str:
+    """The pair's outcome by the validation's rule: ``judges_disagree`` (a person
+    decides) when one accepts and the other does not, else the first judge's verdict."""
+    return JUDGES_DISAGREE if judges_disagree(first, second) else first
+
+
+def pair_figures(results: list[CaseResult]) -> dict[str, Any]:
+    """The pair's false accepts and rejects and share sent to a person, beside the
+    single (first) judge's, for one group of cases."""
+    correct = [r for r in results if r.kind == "correct"]
+    wrong = [r for r in results if r.kind != "correct"]
+    single = figures(results)
+    false_accepts = [r.id for r in wrong if r.pair_got == "accepted"]
+    false_rejects = [r.id for r in correct if r.pair_got == "rejected"]
+    to_person = sum(1 for r in results if r.pair_got in (*TO_A_PERSON, JUDGES_DISAGREE))
+    return {
+        "cases": len(results),
+        "disagreements": sum(1 for r in results if r.pair_got == JUDGES_DISAGREE),
+        "single": {
+            k: single[k]
+            for k in ("false_accepts", "false_accept_rate", "false_reject_rate", "person_share")
+        },
+        "false_accepts": false_accepts,
+        "false_reject_ids": false_rejects,
+        "false_accept_rate": _rate(len(false_accepts), len(wrong)),
+        "false_reject_rate": _rate(len(false_rejects), len(correct)),
+        "person_share": _rate(to_person, len(results)),
+    }
+
+
+def pair_per_dataset(results: list[CaseResult]) -> dict[str, Any]:
+    groups: dict[str, list[CaseResult]] = defaultdict(list)
+    for r in results:
+        groups[r.dataset].append(r)
+    out = {name: pair_figures(members) for name, members in sorted(groups.items())}
+    out["(all)"] = pair_figures(results)
+    return out
+
+
+def format_pair_table(summary: dict[str, Any]) -> list[str]:
+    lines = [
+        f"The pair: first {summary['model']}, second {summary['second_model']} (a "
+        "disagreement on accepted versus not goes to a person); single = the first alone",
+        f"{'dataset':<10}{'cases':>6}{'disagree':>10}{'false accept':>22}"
+        f"{'false reject':>22}{'to a person':>22}",
+        f"{'':<26}{'single -> pair':>22}{'single -> pair':>22}{'single -> pair':>22}",
+    ]
+    for name, f in summary["pair"].items():
+        s = f["single"]
+        lines.append(
+            f"{name:<10}{f['cases']:>6}{f['disagreements']:>10}"
+            f"{_pct(s['false_accept_rate']) + ' -> ' + _pct(f['false_accept_rate']):>22}"
+            f"{_pct(s['false_reject_rate']) + ' -> ' + _pct(f['false_reject_rate']):>22}"
+            f"{_pct(s['person_share']) + ' -> ' + _pct(f['person_share']):>22}"
+        )
+    return lines
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -382,7 +471,12 @@ def handbook_summary(results: list[CaseResult]) -> dict[str, Any]:
 
 
 def summarise(
-    results: list[CaseResult], *, model: str, template: str, split: str = "all"
+    results: list[CaseResult],
+    *,
+    model: str,
+    template: str,
+    split: str = "all",
+    second_model: str = "",
 ) -> dict[str, Any]:
     handbook = [r for r in results if r.dataset == "handbook"]
     datasets = per_dataset(results)
@@ -401,6 +495,11 @@ def summarise(
         "seconds": round(sum(r.seconds for r in results), 2),
         "targets": targets,
         "results": [asdict(r) for r in results],
+        **(
+            {"second_model": second_model, "pair": pair_per_dataset(results)}
+            if second_model
+            else {}
+        ),
     }
 
 
@@ -453,6 +552,8 @@ def format_report(summary: dict[str, Any]) -> str:
         "",
         *format_dataset_table(summary),
     ]
+    if summary.get("pair"):
+        lines += ["", *format_pair_table(summary)]
     if summary["handbook"]:
         lines += ["", *format_handbook(summary["handbook"])]
     lines += [

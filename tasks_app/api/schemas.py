@@ -74,6 +74,12 @@ class TaskCreateIn(Schema):
         description="Share of its auto-rejected answers drawn for an audit; null: "
         "AUDIT_REJECT_RATE",
     )
+    second_model: str = Field(
+        "",
+        max_length=200,
+        description="A second validator model for this task: '' uses VALIDATOR_SECOND_MODEL, "
+        "'none' turns the second judge off; any other name must resolve (else 422)",
+    )
 
     _request_not_blank = field_validator("request")(not_blank)
 
@@ -291,6 +297,7 @@ class AttemptCostOut(Schema):
     attempt_index: int
     agent: CostOut
     validation: CostOut
+    second_judge: CostOut = Field(description="The second judge's verdicts on this attempt")
     total: CostOut
 
 
@@ -306,6 +313,9 @@ class TaskOut(TaskListItemOut):
     plan: dict[str, Any]
     validation_keywords: list[Any]
     final_answer: str
+    second_model: str = Field(
+        "", description="The task's second validator model ('' : the setting; 'none': off)"
+    )
     latest_validation: VerdictOut | None
     attempts: list[AttemptOut]
     claim: ClaimOut | None

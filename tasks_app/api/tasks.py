@@ -90,6 +90,7 @@ def create_task(
                 agent=payload.agent,
                 audit_rate=payload.audit_rate,
                 audit_reject_rate=payload.audit_reject_rate,
+                second_model=payload.second_model,
             )
             return 201, TaskOut.model_validate(get_visible_task(user, task.pk)).model_dump(
                 mode="json"

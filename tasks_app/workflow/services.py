@@ -31,6 +31,7 @@ from project.errors import (
     InvalidInput,
     StaleAction,
 )
+from project.llm.registry import resolve_model
 from project.logs import bind as bind_log_context
 from project.roles import is_reviewer
 from tasks_app.workflow import states
@@ -428,6 +429,7 @@ def task_create(
     enqueue: bool = True,
     audit_rate: float | None = None,
     audit_reject_rate: float | None = None,
+    second_model: str = "",
 ) -> Task:
     """Create a task in ``open`` and queue its first attempt after commit; an external
     task (issue 14) waits for its agent to submit one through the API. ``audit_rate``
@@ -439,6 +441,7 @@ def task_create(
     request = request.strip()
     if not request:
         raise InvalidInput("request must not be empty")
+    second_model = second_model_checked(second_model)
     if validation_policy not in ValidationPolicy.values:
         raise InvalidInput(f"unknown validation_policy '{validation_policy}'")
     if agent not in TaskAgent.values:
@@ -457,6 +460,7 @@ def task_create(
         agent=agent,
         audit_rate=audit_rate,
         audit_reject_rate=audit_reject_rate,
+        second_model=second_model,
     )
     if enqueue and agent == TaskAgent.INTERNAL:
         attempt_enqueue(task.pk, job_id=job_id)
@@ -465,6 +469,20 @@ def task_create(
     bind_log_context(task_id=task.pk)
     log.info("task %s created", task.pk, extra={"event": "task_created", "task_id": task.pk})
     return task
+
+
+# A task's second_model that turns the second judge off even when the setting names one.
+NO_SECOND_JUDGE = "none"
+
+
+def second_model_checked(name: str) -> str:
+    """A task's second validator model: "" (the setting's), "none" (no second judge) or a
+    name the model registry resolves; anything else raises ``ModelConfigurationError``."""
+    name = (name or "").strip()
+    if not name or name.lower() == NO_SECOND_JUDGE:
+        return name.lower()
+    resolve_model(name)
+    return name
 
 
 def _title_from(request: str) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from evidence_app.judge_bench import (
     CI_SUBSET,
@@ -17,8 +18,9 @@ from evidence_app.judge_bench import (
     load_cases,
 )
 from evidence_app.models import ValidationSnapshot
+from project.llm.registry import register_model, unregister_model
 from tasks_app.models import Task
-from tests.evidence_app.validation_helpers import ScriptedJudge
+from tests.evidence_app.validation_helpers import ScriptedJudge, verdict
 
 pytestmark = pytest.mark.django_db
 
@@ -187,3 +189,47 @@ def test_cases_can_be_filtered_by_split_and_dataset() -> None:
     both = load_cases(DEFAULT_CASE_FILES, split="dev", datasets=["handbook", "halueval"])
     assert both and {c["split"] for c in both} == {"dev"}
     assert {c["dataset"] for c in both} == {"handbook", "halueval"}
+
+
+def test_second_model_reports_the_pairs_figures_beside_the_single_judges(
+    tmp_path: Path, settings: Any
+) -> None:
+    """Issue 27, item 3: ``--second-model`` judges each case with both judges on the same
+    prompt and reports the pair's false accepts, false rejects and share sent to a
+    person beside the first judge's; a disagreement counts as sent to a person."""
+    settings.VALIDATOR_MODEL = "offline:judge"
+    settings.MODEL_MAX_RETRIES = 0
+    doubter = ScriptedJudge([verdict("rejected", claims=[])])
+    register_model("test:doubter", doubter.factory())
+    report = tmp_path / "pair.json"
+    out = StringIO()
+    try:
+        call_command(
+            "judge_bench",
+            "--case=supported-01",
+            "--case=contradicted-01",
+            "--case=irrelevant-01",
+            "--second-model=test:doubter",
+            json=str(report),
+            stdout=out,
+        )
+    finally:
+        unregister_model("test:doubter")
+    summary = json.loads(report.read_text())
+    assert len(doubter.calls) == 3 and summary["second_model"] == "test:doubter"
+    by_id = {r["id"]: r for r in summary["results"]}
+    assert by_id["supported-01"]["got"] == "accepted"
+    assert by_id["supported-01"]["pair_got"] == "judges_disagree"
+    assert by_id["contradicted-01"]["pair_got"] == by_id["contradicted-01"]["got"]
+    pair = summary["pair"]["(all)"]
+    assert pair["cases"] == 3 and pair["disagreements"] == 1
+    assert pair["false_accept_rate"] == 0.0 and pair["false_reject_rate"] == 0.0
+    assert pair["person_share"] > pair["single"]["person_share"]
+    assert "The pair: first offline:judge, second test:doubter" in out.getvalue()
+    assert not Task.objects.exists() and not ValidationSnapshot.objects.exists()
+
+
+def test_an_unknown_second_model_stops_judge_bench_before_any_case() -> None:
+    """Issue 27, item 3: a second model the registry cannot resolve is refused."""
+    with pytest.raises(CommandError, match="--second-model"):
+        call_command("judge_bench", "--case=supported-01", "--second-model=offline:nobody")

@@ -7,6 +7,7 @@
     manage.py judge_bench --case supported --case wrong_block-02
     manage.py judge_bench --from-reviews --since 2026-11-01 --queue audit --split all
     manage.py judge_bench --from-reviews --out var/team_cases.json  # export, do not run
+    manage.py judge_bench --second-model openai:gpt-4.1  # a pair: disagreement -> a person
 
 Every case runs through the full validation path and is rolled back (nothing is
 stored). Prints, per dataset and category, the false-accept and false-reject rates, the
@@ -39,6 +40,7 @@ from evidence_app.judge_bench.from_reviews import QUEUES, labelled_cases
 from evidence_app.judges import current_judge
 from evidence_app.validator.templates import get_template
 from project.errors import DomainError
+from project.llm.registry import resolve_model
 
 
 class Command(BaseCommand):
@@ -71,6 +73,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--dataset", action="append", dest="datasets", help="only this dataset (repeatable)"
         )
+        parser.add_argument(
+            "--second-model",
+            default="",
+            help="a second judge: report the pair's figures beside the single judge's",
+        )
         parser.add_argument("--json", dest="json_path", help="write the full report here")
         parser.add_argument("--quiet", action="store_true", help="no line per case")
         parser.add_argument(
@@ -97,10 +104,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         current_template, current_model = current_judge()
         model = options["model"] or current_model
+        second_model = (options["second_model"] or "").strip()
         try:
             template = get_template(options["template"] or current_template)
         except DomainError as exc:
             raise CommandError(str(exc)) from exc
+        if second_model:
+            try:
+                resolve_model(second_model)
+            except DomainError as exc:
+                raise CommandError(f"--second-model: {exc}") from exc
         split = options["split"] or ("all" if options["cases"] else "heldout")
         if options["from_reviews"]:
             team = labelled_cases(
@@ -121,15 +134,22 @@ class Command(BaseCommand):
             raise CommandError("no case matches --case, --split and --dataset")
         results = []
         for case in cases:
-            result = run_case(case, model=model, template=template.name)
+            result = run_case(case, model=model, template=template.name, second_model=second_model)
             results.append(result)
             if not options["quiet"]:
                 mark = "ok  " if result.correct else "MISS"
+                pair = f" pair {result.pair_got:<22}" if second_model else ""
                 self.stdout.write(
                     f"{mark} {result.id:<18} expected {result.expected:<22} "
-                    f"got {result.got:<22} ({result.seconds:.2f} s)"
+                    f"got {result.got:<22}{pair} ({result.seconds:.2f} s)"
                 )
-        summary = summarise(results, model=model, template=template.version, split=split)
+        summary = summarise(
+            results,
+            model=model,
+            template=template.version,
+            split=split,
+            second_model=second_model,
+        )
         self.stdout.write("")
         self.stdout.write(format_report(summary))
         if options["json_path"]:
