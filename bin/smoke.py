@@ -26,8 +26,8 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-# The README: "9 are answered and accepted, 4 wait for review, and 1 fails on purpose".
-EXPECTED = {"awaiting_feedback": 9, "needs_review": 4, "failed": 1}
+# The README: "8 are answered and accepted, 5 wait for review, and 1 fails on purpose".
+EXPECTED = {"awaiting_feedback": 8, "needs_review": 5, "failed": 1}
 SETTLED = {"awaiting_feedback", "needs_review", "failed", "satisfied", "abandoned"}
 SETTLE_SECONDS = float(os.environ.get("SMOKE_SETTLE_SECONDS", "240"))
 

@@ -9,8 +9,13 @@ class EvidenceAppConfig(AppConfig):
 
     def ready(self) -> None:
         from evidence_app import operations
-        from evidence_app.validator.offline_judge import offline_judge_model
+        from evidence_app.validator.offline_judge import (
+            CORROBORATING_MODEL_NAME,
+            corroborating_judge_model,
+            offline_judge_model,
+        )
         from project.llm.registry import register_offline_model
 
         register_offline_model("offline:judge", offline_judge_model)
+        register_offline_model(CORROBORATING_MODEL_NAME, corroborating_judge_model)
         operations.register()

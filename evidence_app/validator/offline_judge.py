@@ -31,12 +31,14 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from evidence_app.validator import grounding
+from evidence_app.validator.citations import normalised
 from evidence_app.validator.grounding import Finding, Sentence
 from evidence_app.validator.prompt import ANSWER_LABEL, REQUEST_LABEL
 from project.llm.messages import first_user_prompt
@@ -729,3 +731,62 @@ def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     # The first user message is the validator material (retry feedback comes later).
     verdict = judge(first_user_prompt(messages))
     return ModelResponse(parts=[TextPart(json.dumps(verdict, ensure_ascii=False))])
+
+
+# --- A stricter stand-in: two sources for every claim ---------------------------------------
+
+CORROBORATING_MODEL_NAME = "offline:judge-corroborating"
+
+
+def corroborate(
+    verdict: dict[str, Any], stated_by: dict[str, set[str]] | None = None
+) -> dict[str, Any]:
+    """The offline judge's verdict held to a stricter rule: a claim counts as supported
+    only when two different tool results state it (its citations' sources, and every
+    other source stating a cited sentence word for word: ``stated_by``, normalised
+    sentence -> refs). A supported claim with one source becomes unsupported (the reason
+    in its note), and an accepted verdict with such a claim becomes
+    ``insufficient_evidence``: a person looks. Nothing else changes."""
+    stated_by = stated_by or {}
+    claims = [dict(c) for c in verdict.get("claims") or []]
+    weakened = False
+    for claim in claims:
+        sources: set[str] = set()
+        for citation in claim.get("citations") or []:
+            if citation.get("stance", "supports") == "supports":
+                sources.add(str(citation.get("ref")))
+                sources |= stated_by.get(normalised(str(citation.get("quote", ""))), set())
+        if claim.get("verdict") == "supported" and len(sources) < 2:
+            claim["verdict"] = "unsupported"
+            claim["note"] = "stated by one source only; this judge asks for two"
+            weakened = True
+    if not weakened or verdict.get("status") != "accepted":
+        return {**verdict, "claims": claims}
+    return {
+        **verdict,
+        "claims": claims,
+        "status": "insufficient_evidence",
+        "score": min(float(verdict.get("score") or 0.0), 0.5),
+        "failure_category": "unsupported_claim",
+        "evidence_gaps": [
+            *(verdict.get("evidence_gaps") or []),
+            "A claim is stated by one source only; this judge asks for two.",
+        ],
+        "reasoning": "Every claim needs two sources that state it; at least one has one.",
+    }
+
+
+def respond_corroborating(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    prompt = first_user_prompt(messages)
+    stated_by: dict[str, set[str]] = {}
+    for sentence in evidence_sentences(prompt):
+        stated_by.setdefault(normalised(sentence.text), set()).add(_ref(sentence))
+    verdict = corroborate(judge(prompt), stated_by)
+    return ModelResponse(parts=[TextPart(json.dumps(verdict, ensure_ascii=False))])
+
+
+def corroborating_judge_model() -> Model:
+    """``offline:judge-corroborating``: the offline judge asking two sources per claim; a
+    deterministic second judge that disagrees with ``offline:judge`` on single-source
+    answers (the demo's second judge)."""
+    return FunctionModel(respond_corroborating, model_name=CORROBORATING_MODEL_NAME)

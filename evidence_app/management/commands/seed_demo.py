@@ -1,4 +1,7 @@
-"""Demo accounts, the demo handbook and demo tasks for ``make run``."""
+"""Demo accounts, the demo handbook and demo tasks for ``make run``, and the measuring of
+trust the demo shows: every demo task's automatic verdicts are audited (its spec's
+``audit_rate``), one task has a second judge (``second_model``) and a candidate judges
+in shadow (``offline:judge-corroborating`` with the ``terse`` template)."""
 
 from __future__ import annotations
 
@@ -10,12 +13,17 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
+from evidence_app.judge_gate import shadow_start
+from evidence_app.models import ShadowJudge
+from evidence_app.validator.offline_judge import CORROBORATING_MODEL_NAME
 from project.roles import OPERATORS, REVIEWERS
 from tasks_app.knowledge.importer import import_folder
 from tasks_app.workflow import services
 from tasks_app.workflow.models import Task
 
 DEMO_DIR = settings.BASE_DIR / "demo"
+# The candidate the demo runs in shadow: another template on the stricter offline judge.
+DEMO_SHADOW = ("terse", CORROBORATING_MODEL_NAME)
 DEMO_USERS = [
     # username, password, groups, is_staff
     ("requester", "requester-demo", [], False),
@@ -60,6 +68,13 @@ class Command(BaseCommand):
                         request=spec["request"],
                         rules=spec.get("rules", ""),
                         plan=spec.get("plan") or {},
+                        audit_rate=spec.get("audit_rate"),
+                        second_model=spec.get("second_model", ""),
                     )
                 self.stdout.write(f"demo tasks: {len(specs)} queued")
+        if not ShadowJudge.objects.exists():
+            template, model = DEMO_SHADOW
+            operator = User.objects.get(username="operator")
+            shadow_start(template=template, model=model, started_by=operator)
+            self.stdout.write(f"demo shadow judge: template {template} on {model}")
         self.stdout.write("demo logins: " + ", ".join(f"{u} / {p}" for u, p, _, _ in DEMO_USERS))
