@@ -132,6 +132,8 @@ def text(value: str) -> str:
 
 def any_value(value: AnyValue) -> Any:
     kind = value.WhichOneof("value")
+    if kind == "string_value":
+        return value.string_value.replace("\x00", "\ufffd")
     if kind is None:
         return None
     if kind == "array_value":
@@ -140,13 +142,27 @@ def any_value(value: AnyValue) -> Any:
         return attributes(value.kvlist_value.values)
     if kind == "bytes_value":
         return base64.b64encode(value.bytes_value).decode()
-    if kind == "string_value":
-        return text(value.string_value)
     return getattr(value, kind)
 
 
 def attributes(pairs: Any) -> dict[str, Any]:
-    return {text(pair.key): any_value(pair.value) for pair in pairs if isinstance(pair, KeyValue)}
+    """Key-value pairs as a dict of plain JSON values, NUL replaced as ``text`` does. The
+    string and integer values (nearly all of a GenAI span's) are read here, without a call
+    per value: this runs for every attribute of every span of an export request."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if not isinstance(pair, KeyValue):
+            continue
+        value = pair.value
+        kind = value.WhichOneof("value")
+        if kind == "string_value":
+            item: Any = value.string_value.replace("\x00", "\ufffd")
+        elif kind == "int_value":
+            item = value.int_value
+        else:
+            item = any_value(value)
+        out[pair.key.replace("\x00", "\ufffd")] = item
+    return out
 
 
 def _check(span: Span) -> str | None:
