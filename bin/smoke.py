@@ -22,6 +22,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -121,6 +122,35 @@ def replay_one(client: httpx.Client) -> None:
     )
 
 
+def trust_shown(client: httpx.Client) -> None:
+    """The README's trust walkthrough: half of the demo's audits judged from its labels
+    and an estimate with its interval on Trust, a second judge disagreeing on one task,
+    a candidate judging in shadow."""
+
+    def estimate() -> dict[str, Any] | None:
+        for group in client.get("/api/v1/trust").json()["items"]:
+            rate = group["window"]["false_accepts"]
+            if rate and rate["judged"] and rate["interval"]["estimate"] is not None:
+                return dict(rate)
+        return None
+
+    rate = wait_for("an estimate of the false-accept rate on Trust", estimate, 90, 2)
+    interval = rate["interval"]
+    step(
+        f"trust: false accepts {interval['estimate']:.0%} "
+        f"[{interval['low']:.0%}, {interval['high']:.0%}] from {rate['judged']} judged audits, "
+        f"{rate['outstanding']} open, {rate['audits_needed']} more for the target"
+    )
+    pairs = client.get("/api/v1/stats/agreement").json()["judge_pairs"]
+    if not any(p["disagreements"] for p in pairs):
+        raise SmokeFailed(f"no second judge disagreed on a demo task: {pairs}")
+    step(f"second judge: {sum(p['disagreements'] for p in pairs)} disagreement sent to a person")
+    page = client.get("/ops/judge/").text
+    if "is judging in shadow" not in page:
+        raise SmokeFailed("the judge page shows no candidate in shadow")
+    step("judge page: a candidate judging in shadow")
+
+
 def stop(process: subprocess.Popen[bytes]) -> None:
     os.killpg(process.pid, signal.SIGINT)
     try:
@@ -169,6 +199,7 @@ def main() -> int:
         if dict(counts) != EXPECTED:
             raise SmokeFailed(f"the README promises {EXPECTED}, the demo gave {dict(counts)}")
         replay_one(client)
+        trust_shown(client)
         ready = client.get("/ready")
         if ready.status_code != 200:
             raise SmokeFailed(f"/ready answered {ready.status_code}: {ready.text[:300]}")
