@@ -235,21 +235,28 @@ def webhook_events_for_transition(
         for event_type in event_types
     }
     deliveries = [
-        WebhookDelivery(
-            endpoint=endpoint,
-            task=task,
-            event_type=event_type,
-            msg_id=f"msg_{secrets.token_hex(16)}",
-            payload=payloads[event_type],
-            next_attempt_at=now,
-            created_at=now,
-        )
+        _delivery(endpoint, task, event_type, payloads[event_type], now)
         for event_type in event_types  # validation.completed before the status event
         for endpoint in endpoints
         if event_type in (endpoint.events or [])
     ]
     _store_and_send(deliveries)
     return deliveries
+
+
+def _delivery(
+    endpoint: WebhookEndpoint, task: Task, event_type: str, payload: str, now: datetime
+) -> WebhookDelivery:
+    """One delivery of ``payload`` to ``endpoint``, due now, with a fresh message id."""
+    return WebhookDelivery(
+        endpoint=endpoint,
+        task=task,
+        event_type=event_type,
+        msg_id=f"msg_{secrets.token_hex(16)}",
+        payload=payload,
+        next_attempt_at=now,
+        created_at=now,
+    )
 
 
 AUDIT_EVENTS = (WebhookEvent.AUDIT_OPENED, WebhookEvent.AUDIT_JUDGED)
@@ -274,18 +281,7 @@ def webhook_events_for_audit(
         "data": {"task": task_summary(task), "audit": audit},
     }
     payload = json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":"))
-    deliveries = [
-        WebhookDelivery(
-            endpoint=endpoint,
-            task=task,
-            event_type=event_type,
-            msg_id=f"msg_{secrets.token_hex(16)}",
-            payload=payload,
-            next_attempt_at=now,
-            created_at=now,
-        )
-        for endpoint in endpoints
-    ]
+    deliveries = [_delivery(endpoint, task, event_type, payload, now) for endpoint in endpoints]
     _store_and_send(deliveries)
     return deliveries
 
