@@ -353,3 +353,22 @@ def test_per_claim_kappa_equals_the_hand_computed_value() -> None:
     open_audit.state = "done"
     open_audit.save(update_fields=["state"])
     assert {g.model_name for g in claim_agreement_stats()} == {"offline:judge", "test:other"}
+
+
+def test_the_judge_gate_compares_on_the_teams_held_out_cases_too(offline: None) -> None:
+    """Issue 27, items 4 and 5: a decided task becomes a gate case when its stable split
+    is the held-out half; a dev-half one stays out (a candidate may be tuned on it)."""
+    from evidence_app.judge_gate import gate_cases
+
+    decided: list[int] = []
+    # Decide tasks until both halves hold one (the split is a hash of the task id).
+    while len({team_split(pk) for pk in decided}) < 2:
+        assert len(decided) < 20, "20 task ids all fell in one half"
+        task = _validated()
+        _decide(task, "satisfied")
+        decided.append(task.pk)
+    held_out = {pk for pk in decided if team_split(pk) == "heldout"}
+    team = [c for c in gate_cases() if c["dataset"] == "team"]
+    assert team and {c["split"] for c in team} == {"heldout"}
+    assert len(team) == len(held_out) < len(decided)
+    assert all(c["kind"] == "correct" for c in team)
