@@ -123,6 +123,10 @@ class Worker:
                 **os.environ,
                 "DJANGO_SETTINGS_MODULE": "project.settings",
                 "PYTHONUNBUFFERED": "1",
+                # As in the test process (tests/conftest.py): no random audit draws, whose
+                # extra webhook deliveries would differ from run to run.
+                "AUDIT_RATE": "0",
+                "AUDIT_REJECT_RATE": "0",
                 **env,
                 "CELERY_TASK_DEFAULT_QUEUE": queue,
                 "CELERY_QUEUE_PREFIX": f"{queue}.",
