@@ -131,7 +131,9 @@ class ValidationSnapshot(models.Model):
     # Issue 27: where this verdict sent the task ("" on replays, companions and verdicts
     # made before routes were recorded), and the probability with which it was drawn for
     # an audit (null: not eligible). Every eligible verdict records it, drawn or not.
-    route = models.CharField(max_length=16, choices=VerdictRoute.choices, blank=True, default="")
+    route = models.CharField(
+        max_length=16, choices=VerdictRoute.choices, blank=True, default="", db_default=""
+    )
     audit_probability = models.FloatField(null=True, blank=True)
     # A second-judge or shadow snapshot: the original verdict it judged beside.
     companion_of = models.ForeignKey(

@@ -63,7 +63,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='validationsnapshot',
             name='route',
-            field=models.CharField(blank=True, choices=[('auto_accepted', 'Accepted without a person'), ('auto_rejected', 'Rejected without a person'), ('to_person', 'Sent to a person')], default='', max_length=16),
+            field=models.CharField(blank=True, choices=[('auto_accepted', 'Accepted without a person'), ('auto_rejected', 'Rejected without a person'), ('to_person', 'Sent to a person')], db_default='', default='', max_length=16),
         ),
         migrations.AlterField(
             model_name='validationsnapshot',

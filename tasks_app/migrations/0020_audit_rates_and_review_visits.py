@@ -27,7 +27,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='task',
             name='second_model',
-            field=models.CharField(blank=True, default='', max_length=200),
+            field=models.CharField(blank=True, db_default='', default='', max_length=200),
         ),
         migrations.CreateModel(
             name='ReviewVisit',

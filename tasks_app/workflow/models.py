@@ -128,7 +128,8 @@ class Task(models.Model):
     audit_reject_rate = models.FloatField(null=True, blank=True)
     # A second validator model for this task ("" : VALIDATOR_SECOND_MODEL; "none": no
     # second judge even when the setting names one). Disagreement goes to a person.
-    second_model = models.CharField(max_length=200, blank=True, default="")
+    # db_default: rows written by raw SQL or COPY (the benchmarks' seeds) get "" too.
+    second_model = models.CharField(max_length=200, blank=True, default="", db_default="")
     # Set by the validation job before it calls the validator model: a second copy of the
     # job (redelivery, reaper) finds it claimed and does not call the model again.
     validation_claimed_at = models.DateTimeField(null=True, blank=True)
