@@ -8,6 +8,7 @@ attempt, or the validation claimed, and does nothing: its result is ``duplicate`
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from celery import shared_task
@@ -43,20 +44,29 @@ def validate_attempt_job(task_id: int, attempt_index: int) -> str:
     return outcome.result
 
 
+def _state_or_retry(job: Any, what: str, ref: Any, run: Callable[[], Any]) -> str:
+    """Run ``run`` and return the state of the row it returns, or ``gone``. A lost
+    database connection tries the job again a little later, at most JOB_MAX_TRIES times
+    in all; then ``db_lost``."""
+    try:
+        row = run()
+    except (OperationalError, InterfaceError) as exc:
+        connection.close()
+        if job.request.retries + 1 >= settings.JOB_MAX_TRIES:
+            log.warning("%s %s: db_lost, not tried again (%s)", what, ref, exc)
+            return "db_lost"
+        raise job.retry(countdown=5 * (job.request.retries + 1)) from exc
+    return str(row.state) if row is not None else "gone"
+
+
 @shared_task(name=REPLAY_JOB, bind=True, max_retries=None)
 def replay_validation_job(self: Any, request_id: int) -> str:
     """Run one replay request (V9); returns its state (``succeeded``, ``failed``) or
     ``gone``. A lost database connection tries again a little later, at most
     JOB_MAX_TRIES times in all; then the request says it failed."""
-    try:
-        request = replay_request_run(request_id=int(request_id))
-    except (OperationalError, InterfaceError) as exc:
-        connection.close()
-        if self.request.retries + 1 >= settings.JOB_MAX_TRIES:
-            log.warning("replay request %s: db_lost, not tried again (%s)", request_id, exc)
-            return "db_lost"
-        raise self.retry(countdown=5 * (self.request.retries + 1)) from exc
-    return request.state if request is not None else "gone"
+    return _state_or_retry(
+        self, "replay request", request_id, lambda: replay_request_run(request_id=int(request_id))
+    )
 
 
 @shared_task(name=COMPARISON_JOB, bind=True, max_retries=None)
@@ -64,27 +74,18 @@ def judge_comparison_job(self: Any, comparison_id: int) -> str:
     """Judge the next slice of a judge comparison's cases (the rest is queued as a new
     job); returns its state or ``gone``. A lost database connection tries again a
     little later, at most JOB_MAX_TRIES times in all."""
-    try:
-        comparison = comparison_run(comparison_id=int(comparison_id))
-    except (OperationalError, InterfaceError) as exc:
-        connection.close()
-        if self.request.retries + 1 >= settings.JOB_MAX_TRIES:
-            log.warning("judge comparison %s: db_lost, not tried again (%s)", comparison_id, exc)
-            return "db_lost"
-        raise self.retry(countdown=5 * (self.request.retries + 1)) from exc
-    return comparison.state if comparison is not None else "gone"
+    return _state_or_retry(
+        self,
+        "judge comparison",
+        comparison_id,
+        lambda: comparison_run(comparison_id=int(comparison_id)),
+    )
 
 
 @shared_task(name=SHADOW_JOB, bind=True, max_retries=None)
 def shadow_validation_job(self: Any, pending_id: int) -> str:
     """Judge one original verdict's attempt with the candidate in shadow; returns the
     shadow verdict's state (``done``, ``failed``) or ``gone``. Moves no task."""
-    try:
-        pending = shadow_verdict_run(pending_id=int(pending_id))
-    except (OperationalError, InterfaceError) as exc:
-        connection.close()
-        if self.request.retries + 1 >= settings.JOB_MAX_TRIES:
-            log.warning("shadow verdict %s: db_lost, not tried again (%s)", pending_id, exc)
-            return "db_lost"
-        raise self.retry(countdown=5 * (self.request.retries + 1)) from exc
-    return pending.state if pending is not None else "gone"
+    return _state_or_retry(
+        self, "shadow verdict", pending_id, lambda: shadow_verdict_run(pending_id=int(pending_id))
+    )
