@@ -17,6 +17,7 @@ from pydantic import ConfigDict, Field, field_validator
 from project.roles import is_staff_role
 from project.schemas import (
     NOT_BLANK,
+    SECOND_MODEL_NAME,
     ClaimSummaryOut,
     ClaimVerdictOut,
     JsonBool,
@@ -79,6 +80,7 @@ class TaskCreateIn(Schema):
         max_length=200,
         description="A second validator model for this task: '' uses VALIDATOR_SECOND_MODEL, "
         "'none' turns the second judge off; any other name must resolve (else 422)",
+        json_schema_extra={"pattern": SECOND_MODEL_NAME},
     )
 
     _request_not_blank = field_validator("request")(not_blank)

@@ -6,8 +6,9 @@ positive_data_acceptance check tests the rest:
 - a team plan's graph: depends_on must name other nodes of the plan, node ids are
   unique, a dag has no cycle (POST /tasks; 422 otherwise, covered by
   tests/api/test_tasks_api.py);
-- which validator models this deployment can use (replay; it depends on the API keys
-  set): a well-formed model name is replaced by the offline judge.
+- which validator models this deployment can use (replay, and a task's second_model;
+  it depends on the API keys set): a well-formed model name is replaced by an offline
+  judge.
 For the external agents' endpoints (issue 14):
 - an attempt's ``final_answer`` is required unless it streams (``stream: true``), and
   then it must be absent (the description says so; 422 otherwise); its runs need
@@ -201,20 +202,26 @@ def filter_case(context: Any, case: Any) -> bool:
     return True
 
 
+def _names_a_model(value: Any) -> bool:
+    """A schema-valid model name other than '' and 'none' (which a second_model allows)."""
+    return (
+        isinstance(value, str)
+        and bool(value.strip())
+        and value.strip().lower() != "none"
+        and len(value) <= 200
+        and re.search(MODEL_NAME, value) is not None
+    )
+
+
 @schemathesis.hook
 def map_case(context: Any, case: Any) -> Any:
     body = _body_dict(case)
     if body is None:
         return case
-    if _is(context, "POST", "/replay"):
-        model = body.get("model")
-        if (
-            isinstance(model, str)
-            and model.strip()
-            and len(model) <= 200
-            and re.search(MODEL_NAME, model)
-        ):
-            body["model"] = "offline:judge"
+    if _is(context, "POST", "/replay") and _names_a_model(body.get("model")):
+        body["model"] = "offline:judge"
+    if _is(context, "POST", "/tasks") and _names_a_model(body.get("second_model")):
+        body["second_model"] = "offline:judge-corroborating"
     if _is(context, "POST", "/webhooks") and isinstance(body.get("url"), str):
         body["url"] = "http://93.184.216.34/hook"
     return case

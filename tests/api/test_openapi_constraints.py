@@ -95,6 +95,17 @@ def test_the_replay_model_pattern_needs_a_provider_prefix(schemas: dict[str, Any
     assert not re.search(pattern, "gpt-4.1")
 
 
+def test_a_second_model_is_a_model_name_or_none_in_the_document(schemas: dict[str, Any]) -> None:
+    """Issue 27: a task's second_model is '' (the setting), 'none' (off) or provider:name;
+    the document says so, so a generator's made-up name is schema-invalid, not a
+    schema-valid request the API refuses (schemathesis found one)."""
+    pattern = schemas["TaskCreateIn"]["properties"]["second_model"]["pattern"]
+    for accepted in ("", "none", " None ", "offline:judge-corroborating", "openai:gpt-4.1"):
+        assert re.search(pattern, accepted), accepted
+    for refused in ("gpt-4.1", "nobody", "none:", ":x"):
+        assert not re.search(pattern, refused), refused
+
+
 @pytest.mark.finding(24, 14)
 def test_every_free_form_input_object_says_its_keys_hold_no_nul(
     schemas: dict[str, Any],

@@ -72,6 +72,7 @@ def test_openapi_document_is_valid_and_lists_the_endpoints(requester: Any) -> No
 # The run's own subprocess timeout (600 s) rather than the suite's 300 s: on a machine
 # busy with other work the full run has taken longer than 300 s.
 @pytest.mark.timeout(660)
+@pytest.mark.api_fuzz
 @pytest.mark.django_db(transaction=True)
 def test_schemathesis_with_every_check_and_phase_reports_no_failure(
     operator: Any, requester: Any, live_server: Any, tmp_path: Path

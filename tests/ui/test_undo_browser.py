@@ -44,7 +44,9 @@ def test_s_then_u_on_the_task_page_undoes_the_decision(
     timeline."""
     from playwright.sync_api import expect
 
-    settings.DECISION_UNDO_SECONDS = 30
+    # A window far longer than the test: on a loaded machine its steps (the axe sweep, 40
+    # Tab presses) have taken more than 30 s, and the undo then came too late.
+    settings.DECISION_UNDO_SECONDS = 300
     settings.WEBHOOK_ALLOW_PRIVATE = True
     task = make_reviewable_task(requester)
     webhook_endpoint_create(owner=requester, url="http://127.0.0.1:1/hook", events=None)
@@ -71,7 +73,7 @@ def test_s_then_u_on_the_task_page_undoes_the_decision(
     page.locator("#main").focus()
     first = int(toast.locator(".undo-count").inner_text())
     page.wait_for_timeout(1600)
-    assert int(toast.locator(".undo-count").inner_text()) < first <= 30
+    assert int(toast.locator(".undo-count").inner_text()) < first <= 300
 
     search = page.locator("#queue-filters input[type=search]")
     search.press("u")
