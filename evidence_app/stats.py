@@ -17,7 +17,10 @@ from collections import Counter
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
-from scipy.stats import beta, binomtest, norm
+# scipy is imported where a figure is computed, not with this module: scipy.stats costs
+# about 3 s of CPU to import, and every process loads this module at start (the metrics
+# read the trust figures) while few ever compute one. The beta and normal quantiles come
+# from scipy.special (betaincinv is beta.ppf, ndtri is norm.ppf), a lighter import.
 
 __all__ = [
     "Interval",
@@ -70,6 +73,8 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
     discordant = only_first + only_second
     if discordant == 0:
         return 1.0
+    from scipy.stats import binomtest
+
     return float(binomtest(only_first, discordant, 0.5).pvalue)
 
 
@@ -88,13 +93,17 @@ def _upper(events: float, trials: float, alpha: float) -> float:
     events (used only to project future audits)."""
     if events >= trials:
         return 1.0
-    return float(beta.ppf(1 - alpha / 2, events + 1, trials - events))
+    from scipy.special import betaincinv
+
+    return float(betaincinv(events + 1, trials - events, 1 - alpha / 2))
 
 
 def _lower(events: float, trials: float, alpha: float) -> float:
     if events <= 0:
         return 0.0
-    return float(beta.ppf(alpha / 2, events, trials - events + 1))
+    from scipy.special import betaincinv
+
+    return float(betaincinv(events, trials - events + 1, alpha / 2))
 
 
 def stratified_interval(strata: Sequence[Stratum], *, level: float = 0.95) -> Interval:
@@ -216,7 +225,9 @@ def ppi_interval(strata: Sequence[PredictionStratum], *, level: float = 0.95) ->
         spread = _variance(s.predicted_sum, s.predicted_squares, s.eligible) / s.eligible
         spread += _variance(s.residual_sum, s.residual_squares, s.judged) / s.judged
         variance += weight * weight * spread
-    half = float(norm.ppf(1 - (1 - level) / 2)) * math.sqrt(variance)
+    from scipy.special import ndtri
+
+    half = float(ndtri(1 - (1 - level) / 2)) * math.sqrt(variance)
     # A share lies in [0, 1]; the raw sum can step outside it by chance.
     clipped = min(1.0, max(0.0, estimate))
     return Interval(clipped, max(0.0, estimate - half), min(1.0, estimate + half))

@@ -1,0 +1,50 @@
+"""What every process pays at start: Django's setup (the web server, each worker, each
+manage.py command) leaves scipy unimported; scipy.stats alone cost about 3 s of CPU, in
+each of them, while few ever compute a figure."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from django.conf import settings
+
+from evidence_app import stats
+
+
+def test_django_setup_and_the_celery_app_do_not_import_scipy() -> None:
+    """Issue "Same result on every machine" (CI time): a fresh process that sets Django up
+    and loads the Celery app (what a worker does) has not imported scipy; computing a
+    figure does."""
+    code = (
+        "import django, sys; django.setup(); import project.celery, evidence_app.trust; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy'})); "
+        "from evidence_app import stats; stats.clopper_pearson(1, 10); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy'}))"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings"}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert result.stdout.split("\n")[:2] == ["[]", "['scipy']"], result.stdout + result.stderr
+
+
+def test_the_lazy_quantiles_are_scipy_stats_own() -> None:
+    """The interval's bounds from scipy.special equal scipy.stats' beta quantiles (to the
+    last bits of a float)."""
+    from scipy.stats import beta
+
+    for k, n in ((0, 7), (3, 40), (12, 12), (5, 1000)):
+        interval = stats.clopper_pearson(k, n)
+        low = float(beta.ppf(0.025, k, n - k + 1)) if k else 0.0
+        high = float(beta.ppf(0.975, k + 1, n - k)) if k < n else 1.0
+        assert interval.low == pytest.approx(low, rel=1e-12, abs=1e-15), (k, n)
+        assert interval.high == pytest.approx(high, rel=1e-12, abs=1e-15), (k, n)
