@@ -486,9 +486,17 @@
 
   /* ---- No stale flash after Back ------------------------------------------------------ */
   // htmx keeps a snapshot of the page for Back; the messages in it were already read.
+  // They leave the snapshot only: htmx takes it right after this event, in the same
+  // task, and the same nodes go back at once, so the page keeps its messages and the
+  // undo toast (with its countdown and its Undo button) when a filter pushes a URL.
   document.addEventListener("htmx:beforeHistorySave", function () {
     var box = document.getElementById("messages");
-    if (box) box.textContent = "";
+    if (!box || !box.firstChild) return;
+    var kept = document.createDocumentFragment();
+    while (box.firstChild) kept.appendChild(box.firstChild);
+    queueMicrotask(function () {
+      if (box.isConnected && !box.firstChild) box.appendChild(kept);
+    });
   });
   window.addEventListener("pageshow", function (event) {
     if (!event.persisted) return;
