@@ -173,19 +173,29 @@ def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str
         # the queue's first task next.
         return {
             "position": 0,
-            "total": int(row["total"] if row else status_counts().get(TaskStatus.NEEDS_REVIEW, 0)),
+            "total": unfiltered_queue_size(
+                {TaskStatus.NEEDS_REVIEW: row["total"]} if row else status_counts()
+            ),
             "prev_id": None,
             "next_id": row["first_id"] if row else queue().values_list("pk", flat=True).first(),
         }
     prev_id, next_id = row["prev_id"], row["next_id"]
     return {
         "position": row["before_n"] + 1,
-        "total": int(row["total"]),
+        "total": unfiltered_queue_size({TaskStatus.NEEDS_REVIEW: row["total"]}),
         "prev_id": prev_id,
         "next_id": next_id,
         # After a decision this task leaves the queue: the one after it, else the one before.
         "after_decision_id": next_id if next_id is not None else prev_id,
     }
+
+
+def unfiltered_queue_size(counts: dict[str, int]) -> int:
+    """The whole queue's size from the status counter: the needs_review tasks less those
+    whose decision waits in its undo window, which left the queue (a small count on the
+    pending decisions' partial index)."""
+    held = Feedback.objects.pending().filter(task__status=TaskStatus.NEEDS_REVIEW).count()
+    return max(0, int(counts.get(TaskStatus.NEEDS_REVIEW, 0)) - held)
 
 
 def _position_in(ids: list[int], task_id: int) -> dict[str, Any]:
@@ -215,7 +225,7 @@ def queue_response(
     filters, query = queue_filters(params)
     counts = status_counts()  # the status counters: no scan of the table (issue 16)
     # Unfiltered, the queue is every needs_review task: its size is a counter too.
-    total = None if query else counts.get(TaskStatus.NEEDS_REVIEW, 0)
+    total = None if query else unfiltered_queue_size(counts)
     page = CountedPaginator(
         queue_queryset(request.user, filters), QUEUE_PAGE_SIZE, count=total
     ).get_page(params.get("page"))

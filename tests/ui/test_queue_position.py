@@ -70,3 +70,28 @@ def test_position_matches_the_whole_queue_for_every_task_and_filter(
             assert queue_position(reviewer, filters, task_id) == reference(
                 reviewer, filters, task_id
             ), (filters, task_id)
+
+
+def test_a_decision_in_its_undo_window_leaves_the_count_with_its_row(
+    client: Any, reviewer: Any, requester: Any
+) -> None:
+    """Issue 26 item 1: a task whose decision waits in its undo window has left the queue,
+    so the queue's "waiting" count and the task page's position count it out too (the
+    page said "1 waiting" above "Nothing to review")."""
+    from django.urls import reverse
+
+    from tasks_app.workflow import services
+
+    decided, waiting = (
+        TaskFactory(owner=requester, status=S.NEEDS_REVIEW, title=f"task {i}") for i in range(2)
+    )
+    services.task_decide(task_id=decided.pk, actor=reviewer, action="satisfied", undo_seconds=300)
+    assert decided.feedback.get().state == "pending"
+    client.force_login(reviewer)
+    page = client.get(reverse("review_queue"))
+    html = page.content.decode()
+    assert '<strong id="queue-remaining">1</strong>' in html
+    assert f'data-task-id="{waiting.pk}"' in html
+    assert f'data-task-id="{decided.pk}"' not in html
+    assert queue_position(reviewer, {}, waiting.pk)["total"] == 1
+    assert queue_position(reviewer, {}, decided.pk)["total"] == 1
