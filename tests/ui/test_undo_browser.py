@@ -122,6 +122,22 @@ def test_a_decision_left_alone_applies_after_the_window(
     expect(page.locator("#undo-toast")).to_have_count(0)
 
 
+def satisfied_first_in_queue(page: Any, live_server: Any, requester: Any) -> Any:
+    """Two tasks in the queue; rita selects the first with ``j`` and decides it with
+    ``s``: the toast names it. Returns that task."""
+    from playwright.sync_api import expect
+
+    first = make_reviewable_task(requester, title="First in queue")
+    make_reviewable_task(requester, title="Second in queue")
+    login(page, live_server, "rita", reverse("review_queue"))
+    expect(page.locator(f'tr[data-task-id="{first.pk}"]')).to_be_visible()
+    page.locator("#main").focus()
+    page.keyboard.press("j")
+    page.keyboard.press("s")
+    expect(page.locator("#undo-toast")).to_contain_text("First in queue")
+    return first
+
+
 def test_s_in_the_queue_then_u_brings_the_task_back(
     page: Any, live_server: Any, reviewer: Any, requester: Any, settings: Any
 ) -> None:
@@ -131,14 +147,7 @@ def test_s_in_the_queue_then_u_brings_the_task_back(
     from playwright.sync_api import expect
 
     settings.DECISION_UNDO_SECONDS = 30
-    first = make_reviewable_task(requester, title="First in queue")
-    make_reviewable_task(requester, title="Second in queue")
-    login(page, live_server, "rita", reverse("review_queue"))
-    expect(page.locator(f'tr[data-task-id="{first.pk}"]')).to_be_visible()
-    page.locator("#main").focus()
-    page.keyboard.press("j")
-    page.keyboard.press("s")
-    expect(page.locator("#undo-toast")).to_contain_text("First in queue")
+    first = satisfied_first_in_queue(page, live_server, requester)
     expect(page.locator(f'tr[data-task-id="{first.pk}"]')).to_have_count(0)
     assert Feedback.objects.get(task=first).state == DecisionState.PENDING
 
@@ -161,15 +170,8 @@ def test_filtering_the_queue_keeps_the_undo_toast_and_u_still_undoes(
     from playwright.sync_api import expect
 
     settings.DECISION_UNDO_SECONDS = 300
-    first = make_reviewable_task(requester, title="First in queue")
-    make_reviewable_task(requester, title="Second in queue")
-    login(page, live_server, "rita", reverse("review_queue"))
-    expect(page.locator(f'tr[data-task-id="{first.pk}"]')).to_be_visible()
-    page.locator("#main").focus()
-    page.keyboard.press("j")
-    page.keyboard.press("s")
+    first = satisfied_first_in_queue(page, live_server, requester)
     toast = page.locator("#undo-toast")
-    expect(toast).to_contain_text("First in queue")
 
     page.locator("#id_q").fill("Second")
     expect(page).to_have_url(re.compile(r"[?&]q=Second"))
