@@ -174,7 +174,7 @@ def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str
         return {
             "position": 0,
             "total": unfiltered_queue_size(
-                {TaskStatus.NEEDS_REVIEW: row["total"]} if row else status_counts()
+                row["total"] if row else status_counts().get(TaskStatus.NEEDS_REVIEW, 0)
             ),
             "prev_id": None,
             "next_id": row["first_id"] if row else queue().values_list("pk", flat=True).first(),
@@ -182,7 +182,7 @@ def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str
     prev_id, next_id = row["prev_id"], row["next_id"]
     return {
         "position": row["before_n"] + 1,
-        "total": unfiltered_queue_size({TaskStatus.NEEDS_REVIEW: row["total"]}),
+        "total": unfiltered_queue_size(row["total"]),
         "prev_id": prev_id,
         "next_id": next_id,
         # After a decision this task leaves the queue: the one after it, else the one before.
@@ -190,12 +190,12 @@ def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str
     }
 
 
-def unfiltered_queue_size(counts: dict[str, int]) -> int:
-    """The whole queue's size from the status counter: the needs_review tasks less those
+def unfiltered_queue_size(needs_review: int) -> int:
+    """The whole queue's size from the status counter's ``needs_review``: less the tasks
     whose decision waits in its undo window, which left the queue (a small count on the
     pending decisions' partial index)."""
     held = Feedback.objects.pending().filter(task__status=TaskStatus.NEEDS_REVIEW).count()
-    return max(0, int(counts.get(TaskStatus.NEEDS_REVIEW, 0)) - held)
+    return max(0, int(needs_review) - held)
 
 
 def _position_in(ids: list[int], task_id: int) -> dict[str, Any]:
@@ -225,7 +225,7 @@ def queue_response(
     filters, query = queue_filters(params)
     counts = status_counts()  # the status counters: no scan of the table (issue 16)
     # Unfiltered, the queue is every needs_review task: its size is a counter too.
-    total = None if query else unfiltered_queue_size(counts)
+    total = None if query else unfiltered_queue_size(counts.get(TaskStatus.NEEDS_REVIEW, 0))
     page = CountedPaginator(
         queue_queryset(request.user, filters), QUEUE_PAGE_SIZE, count=total
     ).get_page(params.get("page"))

@@ -27,12 +27,10 @@ NOT_BLANK = rf"^[^\x00]*[^\x00{WHITESPACE}][^\x00]*$"
 # A model name as project.llm.registry.resolve_model reads it: "provider:name"; blank
 # means "the default". Whether this deployment can use it (a known provider, its API key
 # set) is beyond a schema: such a name is refused with a 422 naming the field.
-MODEL_NAME = rf"^[{WHITESPACE}]*(?:[A-Za-z][A-Za-z0-9_.-]*:[^\x00]*[^\x00{WHITESPACE}][^\x00]*)?$"
+_PROVIDER_AND_NAME = rf"[A-Za-z][A-Za-z0-9_.-]*:[^\x00]*[^\x00{WHITESPACE}][^\x00]*"
+MODEL_NAME = rf"^[{WHITESPACE}]*(?:{_PROVIDER_AND_NAME})?$"
 # A task's second validator model: a model name as above, or "none" (no second judge).
-SECOND_MODEL_NAME = (
-    rf"^[{WHITESPACE}]*(?:[Nn][Oo][Nn][Ee][{WHITESPACE}]*"
-    rf"|[A-Za-z][A-Za-z0-9_.-]*:[^\x00]*[^\x00{WHITESPACE}][^\x00]*)?$"
-)
+SECOND_MODEL_NAME = rf"^[{WHITESPACE}]*(?:[Nn][Oo][Nn][Ee][{WHITESPACE}]*|{_PROVIDER_AND_NAME})?$"
 
 Text = Annotated[str, Field(json_schema_extra={"pattern": NO_NUL})]
 

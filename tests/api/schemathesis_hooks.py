@@ -203,11 +203,11 @@ def filter_case(context: Any, case: Any) -> bool:
 
 
 def _names_a_model(value: Any) -> bool:
-    """A schema-valid model name other than '' and 'none' (which a second_model allows)."""
+    """A schema-valid provider:name (MODEL_NAME without its blank; a second_model's
+    'none' is no such name either)."""
     return (
         isinstance(value, str)
         and bool(value.strip())
-        and value.strip().lower() != "none"
         and len(value) <= 200
         and re.search(MODEL_NAME, value) is not None
     )
