@@ -78,6 +78,7 @@ class Profile(ProdProcesses):
         attempts_concurrency: int,
         validation_concurrency: int,
         attempts_processes: int,
+        validation_processes: int,
         db_pool: int,
     ) -> None:
         self.prefix = f"bench-lat-{uuid.uuid4().hex[:8]}."
@@ -103,6 +104,7 @@ class Profile(ProdProcesses):
             "DB_POOL_MAX_SIZE": str(db_pool),
             "DB_CONN_MAX_AGE": "0",
             "ATTEMPTS_PROCESSES": str(attempts_processes),
+            "VALIDATION_PROCESSES": str(validation_processes),
             "PORT": str(free_port()),
             "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
             "LOG_LEVEL": "WARNING",
@@ -230,6 +232,7 @@ def run(
     attempts_concurrency: int = 100,
     validation_concurrency: int = 50,
     attempts_processes: int = 1,
+    validation_processes: int = 1,
     db_pool: int = 10,
     broker_url: str,
     database_url: str,
@@ -254,6 +257,7 @@ def run(
         attempts_concurrency=attempts_concurrency,
         validation_concurrency=validation_concurrency,
         attempts_processes=attempts_processes,
+        validation_processes=validation_processes,
         db_pool=db_pool,
     )
     queue = profile.prefix + "attempts"
@@ -324,7 +328,7 @@ def run(
 
     config = (
         f"{pool} pool, attempts {attempts_processes}x{attempts_concurrency}, validation "
-        f"1x{validation_concurrency}, DB pool {db_pool}/process"
+        f"{validation_processes}x{validation_concurrency}, DB pool {db_pool}/process"
     )
     figures = [
         Figure(
@@ -420,7 +424,8 @@ def run(
             peak_sessions,
             "",
             "worker threads",
-            attempts_processes * attempts_concurrency + validation_concurrency,
+            attempts_processes * attempts_concurrency
+            + validation_processes * validation_concurrency,
             note=thread_note,
         ),
     ]

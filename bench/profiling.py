@@ -124,10 +124,36 @@ def _intake(quick: bool) -> dict[str, str]:
 
     try:
         text = _profile(hit)
+        attempts = _intake_attempts(client, user, n=5 if quick else 100)
     finally:
         OtlpTrace.objects.filter(owner=user).delete()
         Task.objects.filter(owner=user).delete()
-    return {"intake": f"{n} OTLP export requests of 510 spans (51 traces x 10):\n" + text}
+    return {
+        "intake": f"{n} OTLP export requests of 510 spans (51 traces x 10):\n" + text,
+        "intake-attempts": attempts,
+    }
+
+
+def _intake_attempts(client: Any, user: Any, *, n: int) -> str:
+    """``POST /api/v1/tasks/{id}/attempts`` with the benchmark clients' body (the content
+    of one trace), ``n`` times on as many external tasks, in this process."""
+    from bench.intake import external_tasks
+    from bench.intake_clients import attempt_body
+
+    body = attempt_body()
+    ids = external_tasks(user, n + 1, "profile")
+    url = "/api/v1/tasks/{}/attempts"
+    client.post(url.format(ids.pop()), body, content_type="application/json", secure=True)
+
+    def hit() -> None:
+        for task_id in ids:
+            answer = client.post(
+                url.format(task_id), body, content_type="application/json", secure=True
+            )
+            if answer.status_code != 201:
+                raise RuntimeError(f"POST attempts -> {answer.status_code}: {answer.content[:200]}")
+
+    return f"{n} POST /tasks/{{id}}/attempts (one trace's content each):\n" + _profile(hit)
 
 
 def profile_misses(report: dict[str, Any], *, quick: bool) -> dict[str, str]:

@@ -56,10 +56,17 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
                 "attempts_concurrency": 10,
                 "validation_concurrency": 5,
                 "attempts_processes": 1,
+                "validation_processes": 1,
                 "db_pool": 3,
             },
             "otlp": {"traces": 10, "spans_per_trace": 10, "repeats": 2},
-            "intake": {"clients": 2, "seconds": 2.0, "rate": 20.0, "validation_concurrency": 4},
+            "intake": {
+                "clients": 2,
+                "seconds": 2.0,
+                "rate": 20.0,
+                "validation_concurrency": 4,
+                "validation_processes": 1,
+            },
             "metrics": {"tasks": 2_000},
             "ui": {
                 "tasks": (200, 400),
@@ -82,6 +89,7 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
             "attempts_concurrency": int(os.environ.get("BENCH_ATTEMPTS_CONCURRENCY", "100")),
             "validation_concurrency": int(os.environ.get("BENCH_VALIDATION_CONCURRENCY", "50")),
             "attempts_processes": int(os.environ.get("BENCH_ATTEMPTS_PROCESSES", "2")),
+            "validation_processes": int(os.environ.get("BENCH_VALIDATION_PROCESSES", "2")),
             "db_pool": int(os.environ.get("BENCH_DB_POOL", "10")),
         },
         "otlp": {"traces": 100, "spans_per_trace": 10, "repeats": 7},
@@ -93,8 +101,10 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
             "web_workers": int(os.environ.get("BENCH_INTAKE_WEB_WORKERS", "2")),
             "web_threads": int(os.environ.get("BENCH_INTAKE_WEB_THREADS", "8")),
             "validation_concurrency": int(os.environ.get("BENCH_VALIDATION_CONCURRENCY", "50")),
+            "validation_processes": int(os.environ.get("BENCH_VALIDATION_PROCESSES", "2")),
+            "kinds": tuple(os.environ.get("BENCH_INTAKE_KINDS", "otlp,attempts").split(",")),
             # How long to wait for the validation backlog after each run.
-            "drain_timeout": float(os.environ.get("BENCH_INTAKE_DRAIN_TIMEOUT", "1800")),
+            "drain_timeout": float(os.environ.get("BENCH_INTAKE_DRAIN_TIMEOUT", "600")),
         },
         "metrics": {"tasks": 1_000_000},
         "ui": {

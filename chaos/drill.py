@@ -105,7 +105,13 @@ class Process:
 
     def __init__(self, name: str, env: dict[str, str], logs: Path, port: int) -> None:
         self.name = name
-        self.env = {**env, "PORT": str(port), "PROD_SETUP": "0", "ATTEMPTS_PROCESSES": "1"}
+        self.env = {
+            **env,
+            "PORT": str(port),
+            "PROD_SETUP": "0",
+            "ATTEMPTS_PROCESSES": "1",
+            "VALIDATION_PROCESSES": "1",
+        }
         self.log_path = logs / f"{name}-{port}.log"
         self.popen: subprocess.Popen[bytes] | None = None
         self.kills: list[tuple[float, int]] = []  # (when, pid) for each pid of the group

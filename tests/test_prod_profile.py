@@ -72,6 +72,7 @@ def test_make_prod_runs_a_task_end_to_end(tmp_path: Path) -> None:
         "DB_POOL_MAX_SIZE": "3",
         "WEB_WORKERS": "1",
         "ATTEMPTS_PROCESSES": "1",
+        "VALIDATION_PROCESSES": "1",
         "LOG_LEVEL": "INFO",
         "PYTHONUNBUFFERED": "1",
     }

@@ -147,17 +147,19 @@ def test_intake_benchmark_runs_small(tmp_path: Path) -> None:
         web_workers=1,
         web_threads=2,
         validation_concurrency=2,
+        # Two validation processes, as bin/prod starts by default (honcho -c).
+        validation_processes=2,
         db_pool=2,
         broker_url=redis,
         database_url=db_url,
         log_dir=tmp_path,
     )
-    check_shape(result, targets=6)
+    check_shape(result, targets=10)
     for kind in ("otlp", "attempts"):
         details = result["details"][kind]
         assert details["traces_acked"] == details["tasks_used"] > 0
         assert {"web", "workers", "postgres"} == set(details["cpu_per_trace_ms"])
-        assert details["unvalidated"] == 0
+        assert details["unvalidated"] == 0 and details["stored"]["pending_jobs"] == 0
         assert details["lost_attempts"] == details["duplicate_attempts"] == 0
     otlp = result["details"]["otlp"]
     assert otlp["stored"]["distinct_spans"] == otlp["spans_acked"] == 10 * otlp["traces_acked"]
@@ -205,3 +207,20 @@ def test_metrics_benchmark_seed_and_scrapes_run_small(settings: Any) -> None:
     assert measured["seeded"] == 20 and measured["tasks"] == 20
     assert measured["steady_ms"]["n"] == metrics_bench.STEADY_SCRAPES
     assert measured["exposition_bytes"] > 1000
+
+
+@pytest.mark.django_db(transaction=True)
+def test_intake_profile_covers_both_acknowledgement_paths() -> None:
+    """Issue 28: a missed intake target is profiled on both paths it measures, the OTLP
+    export and POST /tasks/{id}/attempts (each request answered, or the profile fails),
+    and the profile leaves no task or trace behind."""
+    from bench.profiling import _intake
+    from tasks_app.models import OtlpTrace, Task
+
+    texts = _intake(quick=True)
+    assert set(texts) == {"intake", "intake-attempts"}
+    assert texts["intake"].startswith("3 OTLP export requests")
+    assert texts["intake-attempts"].startswith("5 POST /tasks/{id}/attempts")
+    assert "attempt" in texts["intake-attempts"].split("\n", 1)[1]
+    assert not Task.objects.filter(owner__username="bench-intake-profile").exists()
+    assert not OtlpTrace.objects.filter(owner__username="bench-intake-profile").exists()
