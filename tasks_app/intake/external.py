@@ -316,8 +316,8 @@ def _end_run(run: Run, end: RunEndIn | RunIn, *, status: str, now: datetime) -> 
     )
 
 
-def _add_message(run: Run, index: int, message: MessageIn) -> None:
-    RunMessage.objects.create(
+def _message_row(run: Run, index: int, message: MessageIn) -> RunMessage:
+    return RunMessage(
         run=run,
         index=index,
         role=message.role,
@@ -327,9 +327,12 @@ def _add_message(run: Run, index: int, message: MessageIn) -> None:
     )
 
 
-def _add_tool_result(run: Run, sequence: int, result: ToolResultIn) -> None:
-    # save() (not bulk_create): ToolEvidence.save computes the size and digest (E5).
-    ToolEvidence(
+def _add_message(run: Run, index: int, message: MessageIn) -> None:
+    _message_row(run, index, message).save()
+
+
+def _tool_result_row(run: Run, sequence: int, result: ToolResultIn) -> ToolEvidence:
+    row = ToolEvidence(
         run=run,
         task_id=run.task_id,
         attempt_index=run.attempt_index,
@@ -343,7 +346,13 @@ def _add_tool_result(run: Run, sequence: int, result: ToolResultIn) -> None:
         title=result.title,
         event_payload=result.payload,
         created_at=result.created_at or timezone.now(),
-    ).save()
+    )
+    row.set_content_fields()
+    return row
+
+
+def _add_tool_result(run: Run, sequence: int, result: ToolResultIn) -> None:
+    _tool_result_row(run, sequence, result).save()
 
 
 def _claim(task: Task, *, stream: bool, actor: Any = None) -> Task:
@@ -471,10 +480,14 @@ def external_attempt_submit(
     now = timezone.now()
     for position, run_in in enumerate(attempt.runs):
         run = _create_run(task, attempt_index, run_in.effective_key, run_in, position)
-        for index, message in enumerate(run_in.messages):
-            _add_message(run, index, message)
-        for sequence, result in enumerate(run_in.tool_results):
-            _add_tool_result(run, sequence, result)
+        # A whole run arrives at once: its messages and its tool results are one insert
+        # each, not one round trip per row.
+        RunMessage.objects.bulk_create(
+            [_message_row(run, i, message) for i, message in enumerate(run_in.messages)]
+        )
+        ToolEvidence.objects.bulk_create(
+            [_tool_result_row(run, i, result) for i, result in enumerate(run_in.tool_results)]
+        )
         status = run_in.status or (RunStatus.RUNNING if attempt.stream else RunStatus.COMPLETED)
         if status != RunStatus.RUNNING:
             _end_run(run, run_in, status=status, now=now)

@@ -190,9 +190,14 @@ class ToolEvidence(models.Model):
         return f"{self.tool_name} #{self.sequence} (run {self.run_id})"
 
     def save(self, *args: Any, **kwargs: Any) -> None:
+        self.set_content_fields()
+        super().save(*args, **kwargs)
+
+    def set_content_fields(self) -> None:
+        """The size and digest of ``content`` (E5): ``save`` sets them, and a caller that
+        inserts rows in bulk (``bulk_create`` calls no ``save``) calls this first."""
         self.content_chars = len(self.content)
         self.content_sha256 = content_digest(self.tool_name, self.content)
-        super().save(*args, **kwargs)
 
 
 class ServiceHeartbeat(models.Model):

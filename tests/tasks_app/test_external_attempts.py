@@ -124,6 +124,45 @@ def test_whole_attempt_is_stored_like_an_internal_one_and_goes_to_validating(
     assert FACT in render_packet(packet)
 
 
+def test_a_whole_run_is_two_inserts_with_the_size_and_digest_of_each_result(
+    requester: Any,
+) -> None:
+    """Issue 28 (fewer round trips) / E5: a whole attempt's messages and tool results are
+    inserted one statement per table, however many rows, in order, and each tool result
+    has the size and digest ``save`` would give it."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tasks_app.runtime.models import content_digest
+
+    attempt = whole_attempt()
+    run_in = attempt.runs[0]
+    extra = [
+        run_in.tool_results[0].model_copy(
+            update={"content": f"{FACT} ({i})", "tool_call_id": f"c{i}"}
+        )
+        for i in range(2, 7)
+    ]
+    attempt.runs[0] = run_in.model_copy(update={"tool_results": [*run_in.tool_results, *extra]})
+    task = external_task(requester)
+    with CaptureQueriesContext(connection) as captured:
+        external_attempt_submit(task_id=task.pk, attempt=attempt)
+    inserts = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("INSERT")]
+    assert sum('"tasks_app_runmessage"' in sql for sql in inserts) == 1
+    assert sum('"evidence_app_toolevidence"' in sql for sql in inserts) == 1
+    stored = list(ToolEvidence.objects.filter(task=task).order_by("sequence"))
+    assert [e.sequence for e in stored] == list(range(6))
+    assert [e.content for e in stored] == [FACT] + [f"{FACT} ({i})" for i in range(2, 7)]
+    assert all(e.content_chars == len(e.content) > 0 for e in stored)
+    assert all(e.content_sha256 == content_digest(e.tool_name, e.content) for e in stored)
+    assert list(RunMessage.objects.filter(run__task=task).values_list("index", flat=True)) == [
+        0,
+        1,
+        2,
+        3,
+    ]
+
+
 def test_attempt_for_a_task_not_waiting_gets_refused_and_changes_nothing(
     requester: Any,
 ) -> None:
