@@ -50,6 +50,13 @@ from tasks_app.workflow.models import TaskAgent
 from tasks_app.workflow.states import TaskStatus
 
 OWNER = "bench_intake"
+# The production profile's processes: web, the validation workers, maintenance and beat
+# (the outbox relay and the OTLP sweep: what catches a job the broker lost).
+ALL_GROUPS = ("web", "validation", "maintenance", "beat")
+# The runs: "otlp-web" is the OTLP run with only the web processes on this machine (the
+# workers elsewhere, as at any scale that needs 1,000 traces/s): the acknowledgement path
+# alone, no assembly and no validation.
+KINDS = ("otlp", "otlp-web", "attempts")
 # Fewer verdicts than this after the last acknowledgement: the validation kept pace.
 MIN_BACKLOG = 100
 # How often a long wait says where it is.
@@ -80,7 +87,9 @@ class IntakeProfile(ProdProcesses):
         validation_concurrency: int,
         validation_processes: int,
         db_pool: int,
+        groups: tuple[str, ...] = ALL_GROUPS,
     ) -> None:
+        self.groups_started = groups
         self.port = free_port()
         self.prefix = f"bench-intake-{uuid.uuid4().hex[:8]}."
         env = {
@@ -116,8 +125,7 @@ class IntakeProfile(ProdProcesses):
         return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> IntakeProfile:
-        # The outbox relay and the OTLP sweep (beat): what catches a job the broker lost.
-        self.start(["web", "validation", "maintenance", "beat"])
+        self.start(list(self.groups_started))
         self._wait_ready()
         return self
 
@@ -398,10 +406,13 @@ def one_run(
     drain_timeout: float = 600.0,
     broker_url: str,
     label: str = "",
+    web_only: bool = False,
 ) -> dict[str, Any]:
     """One intake run (``otlp`` or ``attempts``) with its checks, as a details dict; the
     validation backlog is waited for at most ``drain_timeout`` seconds (what is left is
-    reported as unvalidated, with the jobs still waiting for it)."""
+    reported as unvalidated, with the jobs still waiting for it). ``web_only``: the
+    profile has no workers, so nothing is assembled or validated, and only the spans are
+    checked."""
     n_tasks = int(rate * seconds * 1.25) + clients * 4
     ids = external_tasks(user, n_tasks, kind)
     url = (
@@ -427,10 +438,15 @@ def one_run(
     intake_end = max(o["ended"] for o in outs)
     print(
         f"bench: intake {label or kind}: {len(used):,} traces sent in "
-        f"{intake_end - min(o['started'] for o in outs):.0f} s; waiting for their validations",
+        f"{intake_end - min(o['started'] for o in outs):.0f} s"
+        + ("" if web_only else "; waiting for their validations"),
         flush=True,
     )
-    settle_times = _wait_validated(used, profile, timeout=drain_timeout, label=label or kind)
+    settle_times = (
+        []
+        if web_only
+        else _wait_validated(used, profile, timeout=drain_timeout, label=label or kind)
+    )
     after_drain = _cpu_snapshot(profile)
     wal = _wal_bytes_since(wal_start)
     stored = _stored(kind, user, used)
@@ -448,6 +464,9 @@ def one_run(
         spans_per_trace=spans_per_trace,
         drain_window_s=drain_timeout,
     )
+    summary["web_only"] = web_only
+    if web_only:  # no workers: nothing was to be assembled or validated
+        summary.update(lost_attempts=0, duplicate_attempts=0, unvalidated=0)
     summary["wal_kb_per_trace"] = round(wal / 1024 / max(1, len(used)), 1)
     return summary
 
@@ -539,6 +558,8 @@ def _summarise(
 
 
 def _label(d: dict[str, Any]) -> str:
+    if d.get("web_only"):
+        return "OTLP exporter, web only"
     return "OTLP exporter" if d["kind"] == "otlp" else "attempts API"
 
 
@@ -546,7 +567,7 @@ def _figures(d: dict[str, Any], target_rate: float) -> list[Figure]:
     label = _label(d)
     cpu = d["cpu_per_trace_ms"]
     statuses = ", ".join(f"{k}: {v}" for k, v in sorted(d["http_statuses"].items()))
-    return [
+    figures = [
         Figure(
             "intake",
             f"{label}: sustained traces/s ({d['clients']} clients)",
@@ -596,6 +617,7 @@ def _figures(d: dict[str, Any], target_rate: float) -> list[Figure]:
             f"{d['traces_per_s']} traces/s",
         ),
     ]
+    return figures[:-1] if d.get("web_only") else figures
 
 
 def _targets(d: dict[str, Any], target_rate: float) -> list[Target]:
@@ -610,7 +632,7 @@ def _targets(d: dict[str, Any], target_rate: float) -> list[Target]:
         if backlog and rate
         else ""
     )
-    return [
+    targets = [
         Target(
             "intake",
             f"{label}: >= {target_rate:,.0f} traces/s sustained",
@@ -647,13 +669,14 @@ def _targets(d: dict[str, Any], target_rate: float) -> list[Target]:
             backlog == 0,
         ),
     ]
+    return targets[:3] if d.get("web_only") else targets
 
 
 def run(
     *,
     clients: int = 8,
     seconds: float = 60.0,
-    rate: float = 1000.0,
+    rate: float = 1100.0,
     target_rate: float = 1000.0,
     spans_per_trace: int = 10,
     web_workers: int = 2,
@@ -662,7 +685,7 @@ def run(
     validation_processes: int = 2,
     db_pool: int = 10,
     drain_timeout: float = 600.0,
-    kinds: tuple[str, ...] = ("otlp", "attempts"),
+    kinds: tuple[str, ...] = KINDS,
     broker_url: str,
     database_url: str,
     log_dir: Path,
@@ -671,8 +694,8 @@ def run(
         raise RuntimeError("the intake benchmark needs a Redis broker (CELERY_BROKER_URL)")
     if not database_url.startswith(("postgres://", "postgresql://")):
         raise RuntimeError("the intake benchmark needs PostgreSQL (DATABASE_URL)")
-    if not kinds or set(kinds) - {"otlp", "attempts"}:
-        raise ValueError(f"intake runs are otlp and attempts, not {kinds!r}")
+    if not kinds or set(kinds) - set(KINDS):
+        raise ValueError(f"intake runs are {', '.join(KINDS)}, not {kinds!r}")
     cleanup()
     user = _owner()
     _, token = api_token_create(user=user, name="bench-intake")
@@ -691,34 +714,36 @@ def run(
         "rate": 2.0 * clients,
         "drain_timeout": min(drain_timeout, WARM_DRAIN_TIMEOUT),
     }
-    for kind in kinds:
+    for name in kinds:
+        kind = "attempts" if name == "attempts" else "otlp"
+        web_only = name == "otlp-web"
         # Each run on a profile of its own, started on an empty database and fresh
         # queues: a backlog the run before left does not take the CPU of the next.
         profile = IntakeProfile(
             broker_url=broker_url,
             database_url=database_url,
-            log_path=log_dir / f"bench-intake-{kind}.log",
+            log_path=log_dir / f"bench-intake-{name}.log",
             web_workers=web_workers,
             web_threads=web_threads,
             validation_concurrency=validation_concurrency,
             validation_processes=validation_processes,
             db_pool=db_pool,
+            groups=("web",) if web_only else ALL_GROUPS,
         )
+        each = {"profile": profile, "user": user, "token": token, "web_only": web_only}
         try:
             with profile:
                 # A light run first: every web process has served a request (lazy setup
                 # done), and its acknowledgement p50 is the unloaded baseline.
-                light = one_run(
-                    kind, profile=profile, user=user, token=token, label=f"{kind} warm-up", **warm
-                )
+                light = one_run(kind, label=f"{name} warm-up", **each, **warm)
                 cleanup_run(user)
-                runs[kind] = one_run(kind, profile=profile, user=user, token=token, **args)
-                runs[kind]["light_ack_p50_ms"] = light["ack_p50_ms"]
+                runs[name] = one_run(kind, label=name, **each, **args)
+                runs[name]["light_ack_p50_ms"] = light["ack_p50_ms"]
         finally:
             _forget_queues(broker_url, profile.prefix)
             t0 = time.monotonic()
             cleanup()
-            print(f"bench: intake {kind}: cleaned up in {time.monotonic() - t0:.0f} s", flush=True)
+            print(f"bench: intake {name}: cleaned up in {time.monotonic() - t0:.0f} s", flush=True)
     figures = [f for kind in runs for f in _figures(runs[kind], target_rate)]
     targets = [t for kind in runs for t in _targets(runs[kind], target_rate)]
     details = {

@@ -154,16 +154,24 @@ def test_intake_benchmark_runs_small(tmp_path: Path) -> None:
         database_url=db_url,
         log_dir=tmp_path,
     )
-    check_shape(result, targets=10)
+    # OTLP and the attempts API on the whole profile (5 targets each), then OTLP on the
+    # web processes alone (rate, latency, nothing lost: 3).
+    check_shape(result, targets=13)
     for kind in ("otlp", "attempts"):
         details = result["details"][kind]
         assert details["traces_acked"] == details["tasks_used"] > 0
         assert {"web", "workers", "postgres"} == set(details["cpu_per_trace_ms"])
         assert details["unvalidated"] == 0 and details["stored"]["pending_jobs"] == 0
         assert details["lost_attempts"] == details["duplicate_attempts"] == 0
-    otlp = result["details"]["otlp"]
-    assert otlp["stored"]["distinct_spans"] == otlp["spans_acked"] == 10 * otlp["traces_acked"]
-    assert otlp["lost_spans"] == otlp["duplicate_spans"] == 0
+    for name in ("otlp", "otlp-web"):
+        otlp = result["details"][name]
+        assert otlp["stored"]["distinct_spans"] == otlp["spans_acked"] == 10 * otlp["traces_acked"]
+        assert otlp["lost_spans"] == otlp["duplicate_spans"] == 0
+    # With no workers nothing is assembled: the web-only run measures the acknowledgement.
+    web = result["details"]["otlp-web"]
+    assert web["web_only"] and web["traces_acked"] > 0
+    assert web["stored"]["tasks_with_attempt"] == web["stored"]["validations"] == 0
+    assert web["cpu_per_trace_ms"]["workers"] == 0
 
 
 @pytest.mark.celery_worker
