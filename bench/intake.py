@@ -327,26 +327,36 @@ def _wait_validated(
 
 
 def _pending_jobs(profile: IntakeProfile, broker_url: str, ids: list[int]) -> int:
-    """Jobs still waiting for the profile's workers: messages in its queues (every
-    priority list of each), messages its workers hold unacknowledged, and outbox rows
-    for these tasks not yet published. With the profile's queues its own, a task not
-    validated at the end of the drain is pending, not lost, when this covers it."""
+    """How many of the run's tasks still in ``validating`` have their validation job
+    waiting: in the profile's validation queue (each priority list), held unacknowledged
+    by one of its workers, or recorded in the outbox and not yet published. A task not
+    validated at the end of the drain window whose job is waiting is pending, not lost.
+    The profile's broker is read directly: it need not be this process's."""
     import redis
 
+    from project.broker import _job_id
     from tasks_app.workflow.models import OutboxJob
 
+    waiting = set(
+        Task.objects.filter(pk__in=ids, status=TaskStatus.VALIDATING)
+        .exclude(job_id="")
+        .values_list("job_id", flat=True)
+    )
+    if not waiting:
+        return 0
     client = redis.Redis.from_url(broker_url)
     try:
-        queued = sum(
-            int(client.llen(key))
-            for key in client.scan_iter(match=profile.prefix + "*")
-            if client.type(key) == b"list"
-        )
-        unacked = int(client.hlen("unacked"))
+        raw: list[bytes] = list(client.hgetall("unacked").values())
+        for key in client.scan_iter(match=profile.prefix + "validation*"):
+            if client.type(key) == b"list":
+                raw += client.lrange(key, 0, -1)
     finally:
         client.close()
-    outbox = OutboxJob.objects.unpublished().filter(task_ref__in=ids).count()
-    return queued + unacked + outbox
+    held = {job_id for job_id in map(_job_id, raw) if job_id}
+    held |= set(
+        OutboxJob.objects.unpublished().filter(task_ref__in=ids).values_list("job_id", flat=True)
+    )
+    return len(waiting & held)
 
 
 def _stored(kind: str, user: Any, ids: list[int]) -> dict[str, int]:
@@ -627,7 +637,8 @@ def _targets(d: dict[str, Any], target_rate: float) -> list[Target]:
     backlog = d["unvalidated"]
     rate = d["drain_per_s"] or d["validated_per_s"] or 0.0
     still = (
-        f"; {backlog:,} still to validate ({d['stored'].get('pending_jobs', 0):,} jobs queued), "
+        f"; {backlog:,} still to validate ({d['stored'].get('pending_jobs', 0):,} with their "
+        f"validation job waiting), "
         f"about {backlog / rate / 60:.0f} min more at {rate}/s"
         if backlog and rate
         else ""

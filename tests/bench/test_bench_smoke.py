@@ -232,3 +232,50 @@ def test_intake_profile_covers_both_acknowledgement_paths() -> None:
     assert "attempt" in texts["intake-attempts"].split("\n", 1)[1]
     assert not Task.objects.filter(owner__username="bench-intake-profile").exists()
     assert not OtlpTrace.objects.filter(owner__username="bench-intake-profile").exists()
+
+
+@pytest.mark.django_db
+def test_intake_counts_a_task_pending_only_when_its_validation_job_waits(
+    requester: Any, tmp_path: Path
+) -> None:
+    """Issue 28: after the drain window a task still validating is pending, not lost,
+    only when its own validation job waits in the profile's validation queue (or
+    unacknowledged with a worker); other jobs in the queues (heartbeats, sweeps) and
+    tasks already validated do not count."""
+    import json
+    import uuid
+
+    import redis as redis_client
+
+    from tasks_app.models import Task
+
+    url = _redis_url()
+    if url is None:
+        pytest.skip("needs a Redis broker (REDIS_URL or CELERY_BROKER_URL)")
+    profile = intake.IntakeProfile(
+        broker_url=url,
+        database_url="postgres://unused/unused",
+        log_path=tmp_path / "unused.log",
+        web_workers=1,
+        web_threads=1,
+        validation_concurrency=1,
+        validation_processes=1,
+        db_pool=1,
+    )
+    queued, lost, done = (str(uuid.uuid4()) for _ in range(3))
+    ids = intake.external_tasks(requester, 3, "pending")
+    for pk, job_id, status in zip(
+        ids, (queued, lost, done), ("validating", "validating", "awaiting_feedback"), strict=True
+    ):
+        Task.objects.filter(pk=pk).update(status=status, job_id=job_id)
+    client = redis_client.Redis.from_url(url)
+    queue = profile.prefix + "validation"
+    try:
+        for job_id in (queued, done, str(uuid.uuid4())):
+            client.lpush(queue, json.dumps({"headers": {"id": job_id}, "properties": {}}))
+        assert intake._pending_jobs(profile, url, ids) == 1
+        client.delete(queue)
+        assert intake._pending_jobs(profile, url, ids) == 0
+    finally:
+        client.delete(queue)
+        client.close()
