@@ -196,8 +196,17 @@ class ToolEvidence(models.Model):
     def set_content_fields(self) -> None:
         """The size and digest of ``content`` (E5): ``save`` sets them, and a caller that
         inserts rows in bulk (``bulk_create`` calls no ``save``) calls this first."""
-        self.content_chars = len(self.content)
-        self.content_sha256 = content_digest(self.tool_name, self.content)
+        for name, value in self.content_fields(self.tool_name, self.content).items():
+            setattr(self, name, value)
+
+    @staticmethod
+    def content_fields(tool_name: str, content: str) -> dict[str, Any]:
+        """The columns computed from a result's content, for a writer without a model
+        instance (the recorder inserts column values)."""
+        return {
+            "content_chars": len(content),
+            "content_sha256": content_digest(tool_name, content),
+        }
 
 
 class ServiceHeartbeat(models.Model):

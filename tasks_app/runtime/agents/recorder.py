@@ -42,7 +42,6 @@ from tasks_app.runtime.models import (
     RunMessage,
     RunStatus,
     ToolEvidence,
-    content_digest,
 )
 from tasks_app.workflow.fence import Fence, fenced_insert, unfenced_write
 
@@ -208,8 +207,7 @@ class RunRecorder:
             "arguments": _safe_args(call),
             "content": output.content,
             # Computed columns that ToolEvidence.save() would fill (no save() here).
-            "content_chars": len(output.content),
-            "content_sha256": content_digest(call.tool_name, output.content),
+            **ToolEvidence.content_fields(call.tool_name, output.content),
             "is_error": output.is_error,
             "url": output.url[:2000],
             "title": output.title[:500],
