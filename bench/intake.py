@@ -472,7 +472,8 @@ def one_run(
         cpu_drain=_cpu_split(after_intake, after_drain),
         stored=stored,
         spans_per_trace=spans_per_trace,
-        drain_window_s=drain_timeout,
+        # The web-only profile validates nothing: no backlog to drain, no window.
+        drain_window_s=0.0 if web_only else drain_timeout,
     )
     summary["web_only"] = web_only
     if web_only:  # no workers: nothing was to be assembled or validated
@@ -508,10 +509,14 @@ def _summarise(
     http = sum(statuses.values())
     retries = sum(o.get("retries", 0) for o in outs) if kind == "attempts" else http - calls
     after_intake = [t for t in settle_times if t > intake_end]
-    # A drain rate needs a backlog: a few verdicts after the last acknowledgement mean
-    # the validation kept pace with the intake.
-    backlog_left = len(after_intake) >= MIN_BACKLOG
-    drain_s = (settle_times[-1] - intake_end) if backlog_left else 0.0
+    # A drain rate needs a backlog: a few tasks unvalidated at the last acknowledgement
+    # mean the validation kept pace with the intake. A backlog with no verdict after it
+    # drained at 0/s over the whole window.
+    left_at_intake_end = len(used) - (len(settle_times) - len(after_intake))
+    backlog_left = left_at_intake_end >= MIN_BACKLOG
+    drain_s = 0.0
+    if backlog_left:
+        drain_s = (settle_times[-1] - intake_end) if after_intake else drain_window_s
     drain_cpu = cpu_drain.get("workers", 0.0) + cpu_drain.get("postgres", 0.0)
     validated_s = (settle_times[-1] - started) if settle_times else float("nan")
     latencies = [s for s, _, _ in acks]
@@ -541,6 +546,7 @@ def _summarise(
         "tasks_used": len(used),
         "validated_settled": len(settle_times),
         "settled_after_intake": len(after_intake),
+        "left_at_intake_end": left_at_intake_end,
         "drain_s": round(drain_s, 2),
         "drain_window_s": drain_window_s,
         "drain_per_s": round(len(after_intake) / drain_s, 1) if drain_s > 0 else None,
@@ -548,7 +554,7 @@ def _summarise(
         # each verdict of the drain cost them (the latency benchmark's bound): the rate
         # over it is the share of the cores the drain kept busy.
         "drain_cpu_bound_per_s": round((os.cpu_count() or 1) * len(after_intake) / drain_cpu, 1)
-        if drain_s > 0 and drain_cpu > 0
+        if after_intake and drain_s > 0 and drain_cpu > 0
         else None,
         "drain_cpu_s": {k: round(v, 2) for k, v in cpu_drain.items()},
         "validated_per_s": round(len(settle_times) / validated_s, 1) if validated_s else None,
@@ -667,8 +673,8 @@ def _targets(d: dict[str, Any], target_rate: float) -> list[Target]:
             "intake",
             f"{label}: the backlog drains at >= 80 % of the CPU bound",
             f"{d['drain_per_s']}/s against {d['drain_cpu_bound_per_s']}/s"
-            if d["drain_per_s"]
-            else f"no backlog: {d['settled_after_intake']} verdicts after the intake",
+            if d["drain_per_s"] is not None
+            else f"no backlog: {d['left_at_intake_end']} tasks unvalidated at the end of intake",
             d["drain_per_s"] is None
             or d["drain_per_s"] >= 0.8 * (d["drain_cpu_bound_per_s"] or float("inf")),
         ),

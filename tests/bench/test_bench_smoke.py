@@ -279,3 +279,70 @@ def test_intake_counts_a_task_pending_only_when_its_validation_job_waits(
     finally:
         client.delete(queue)
         client.close()
+
+
+def _intake_summary(*, used: int, settled_before_end: int, settled_after_end: int) -> Any:
+    """The intake's summary of one OTLP run of ``used`` traces, all acknowledged, with
+    the given verdicts before and after the last acknowledgement (at t = 100)."""
+    outs = [
+        {
+            "started": 40.0,
+            "ended": 100.0,
+            "acks": [(0.05, 10 * used, True)],
+            "statuses": {"200": 1},
+            "traces": used,
+            "cpu_s": 1.0,
+            "flushed": True,
+        }
+    ]
+    settled = [50.0] * settled_before_end + [100.0 + i for i in range(1, settled_after_end + 1)]
+    validated = settled_before_end + settled_after_end
+    stored = {
+        "tasks_with_attempt": used,
+        "attempts": used,
+        "main_runs": used,
+        "validations": validated,
+        "validated_tasks": validated,
+        "failed": 0,
+        "spans": 10 * used,
+        "distinct_spans": 10 * used,
+        "traces": used,
+        "pending_jobs": used - validated,
+    }
+    cpu = {"web": 1.0, "workers": 10.0, "postgres": 10.0}
+    return intake._summarise(
+        "otlp",
+        outs=outs,
+        used=list(range(used)),
+        intake_end=100.0,
+        settle_times=settled,
+        cpu_intake=cpu,
+        cpu_all=cpu,
+        cpu_drain=cpu,
+        stored=stored,
+        spans_per_trace=10,
+        drain_window_s=600.0,
+    )
+
+
+def test_intake_drain_target_reads_the_backlog_left_at_the_end_of_intake() -> None:
+    """Issue 28: the drain is judged on the tasks still unvalidated when the intake
+    ended. A stalled drain (a backlog, no verdict after it) is 0/s and MISSED, not
+    'no backlog'; a run whose validation kept pace has none to drain (MET)."""
+    target = "OTLP exporter: the backlog drains at >= 80 % of the CPU bound"
+
+    def drain_target(summary: Any) -> Any:
+        (found,) = [t for t in intake._targets(summary, 1000.0) if t.target == target]
+        return found
+
+    stalled = _intake_summary(used=500, settled_before_end=100, settled_after_end=0)
+    assert stalled["left_at_intake_end"] == 400 and stalled["drain_per_s"] == 0.0
+    assert not drain_target(stalled).met
+    assert "no backlog" not in drain_target(stalled).measured
+
+    kept_pace = _intake_summary(used=500, settled_before_end=450, settled_after_end=50)
+    assert kept_pace["drain_per_s"] is None
+    assert drain_target(kept_pace).met
+    assert (
+        drain_target(kept_pace).measured == "no backlog: 50 tasks unvalidated at the end of intake"
+    )
