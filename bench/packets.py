@@ -18,8 +18,8 @@ from django.contrib.auth import get_user_model
 
 from bench import data
 from bench.common import Figure, Target, result
-from evidence_app.packets import build_packet
-from evidence_app.render import render_packet
+from evidence_app.packets.packet_text import render_packet
+from evidence_app.packets.task_packet import build_packet
 from tasks_app.models import Task
 from tasks_app.models import ToolEvidence as EvidenceRow
 

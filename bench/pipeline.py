@@ -222,7 +222,7 @@ def in_process(n: int) -> dict[str, Any]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext, override_settings
 
-    from evidence_app.services import validation_run
+    from evidence_app.validation.services import validation_run
     from tasks_app.runtime.attempts import attempt_run
 
     user = owner()

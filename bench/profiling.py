@@ -84,8 +84,8 @@ def _ui(quick: bool, details: dict[str, Any], missed: list[str]) -> dict[str, st
 
 def _packets(quick: bool, details: dict[str, Any]) -> dict[str, str]:
     from bench import data
-    from evidence_app.packets import build_packet
-    from evidence_app.render import render_packet
+    from evidence_app.packets.packet_text import render_packet
+    from evidence_app.packets.task_packet import build_packet
     from tasks_app.models import Task
 
     owner = data.user("bench_packets")

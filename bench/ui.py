@@ -26,8 +26,8 @@ from django.urls import reverse
 
 from bench import data
 from bench.common import Figure, Target, result, summary_ms
-from evidence_app.packets import build_packet
-from evidence_app.render import render_packet
+from evidence_app.packets.packet_text import render_packet
+from evidence_app.packets.task_packet import build_packet
 from tasks_app.models import Task
 
 MB = 1_000_000

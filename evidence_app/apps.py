@@ -8,7 +8,7 @@ class EvidenceAppConfig(AppConfig):
     verbose_name = "Evidence and validation"
 
     def ready(self) -> None:
-        from evidence_app import operations
+        from evidence_app import registrations
         from evidence_app.validator.offline_judge import (
             CORROBORATING_MODEL_NAME,
             corroborating_judge_model,
@@ -18,4 +18,4 @@ class EvidenceAppConfig(AppConfig):
 
         register_offline_model("offline:judge", offline_judge_model)
         register_offline_model(CORROBORATING_MODEL_NAME, corroborating_judge_model)
-        operations.register()
+        registrations.register()

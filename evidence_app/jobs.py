@@ -15,9 +15,9 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
-from evidence_app.judge_gate import COMPARISON_JOB, comparison_run, shadow_verdict_run
-from evidence_app.judges import SHADOW_JOB
-from evidence_app.services import REPLAY_JOB, replay_request_run, validation_attempt
+from evidence_app.judges.gate import COMPARISON_JOB, comparison_run, shadow_verdict_run
+from evidence_app.validation.current_judge import SHADOW_JOB
+from evidence_app.validation.services import REPLAY_JOB, replay_request_run, validation_attempt
 from project.errors import first_line
 
 log = logging.getLogger(__name__)

@@ -347,7 +347,7 @@ class ClaimLabel(models.Model):
 
 class JudgeDefault(models.Model):
     """The team's validator: the latest row is the judge of every verdict made after it
-    (``evidence_app.judges.current_judge``); with no row, DEFAULT_TEMPLATE and
+    (``evidence_app.validation.current_judge.current_judge``); with no row, DEFAULT_TEMPLATE and
     VALIDATOR_MODEL. Append-only: the rows are the history of changes."""
 
     template = models.CharField(max_length=100)
@@ -382,7 +382,7 @@ class ComparisonState(models.TextChoices):
 
 class JudgeComparison(models.Model):
     """A candidate template and model judged beside the current judge on the same
-    labelled cases (``evidence_app.judge_gate.gate_cases``): each case's paired outcome
+    labelled cases (``evidence_app.judges.gate.gate_cases``): each case's paired outcome
     and the figures of both, with McNemar's exact test on the pairs."""
 
     template = models.CharField(max_length=100)

@@ -11,7 +11,7 @@ from typing import Any
 from django.test import override_settings
 
 from evidence_app.models import Audit
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from project.llm.registry import register_model, unregister_model
 from tests.evidence_app.validation_helpers import (
     DEFAULT_QUOTE,

@@ -17,7 +17,7 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from project.logs import ContextFilter, JsonFormatter, bound
 from tasks_app.models import ServiceHeartbeat
 from tasks_app.runtime.runs import heartbeat_record

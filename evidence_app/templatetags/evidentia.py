@@ -12,8 +12,8 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from evidence_app import rows
 from evidence_app.models import FailureCategory, SnapshotKind, ValidationStatus
+from evidence_app.review import rows
 from project.costs import CostTotal, format_cost
 from project.llm.registry import display_model_name
 from tasks_app.models import FeedbackAction, RunKind, RunStatus
@@ -164,7 +164,7 @@ _STATUS_LABELS: dict[str, str] = {}
 
 @register.filter
 def rerun_note(count: int | None) -> str:
-    """``evidence_app.rows.rerun_note`` as a filter (the progress line)."""
+    """``evidence_app.review.rows.rerun_note`` as a filter (the progress line)."""
     return rows.rerun_note(count)
 
 
@@ -199,7 +199,7 @@ def template_label(version: str | None) -> str:
 
 @register.filter
 def attempt_label(task: Any) -> str:
-    """``evidence_app.rows.attempt_label`` as a filter (the progress line)."""
+    """``evidence_app.review.rows.attempt_label`` as a filter (the progress line)."""
     return rows.attempt_label(task.attempt_count, task.max_attempts)
 
 
@@ -247,13 +247,13 @@ def claim_counts(claims: Any) -> dict[str, int]:
 
 @register.simple_tag
 def queue_rows(tasks: Any, **options: Any) -> SafeString:
-    """The review queue's rows (``evidence_app.rows``: rendered by Jinja2, issue 16)."""
+    """The review queue's rows (``evidence_app.review.rows``: rendered by Jinja2, issue 16)."""
     return rows.queue_rows(tasks, **options)
 
 
 @register.simple_tag
 def task_rows(tasks: Any, *, user: Any, scope: str) -> SafeString:
-    """The task list's rows (``evidence_app.rows``: rendered by Jinja2, issue 16)."""
+    """The task list's rows (``evidence_app.review.rows``: rendered by Jinja2, issue 16)."""
     return rows.task_rows(tasks, user=user, scope=scope)
 
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evidence_app.packets import TaskEvidencePacket
-from evidence_app.render import evidence_labels
+from evidence_app.packets.packet_text import evidence_labels
+from evidence_app.packets.task_packet import TaskEvidencePacket
 from evidence_app.validator.schema import Citation, ValidationResult
 from project.untrusted import OPENERS
 

@@ -1,7 +1,7 @@
 """Run the validator model over one attempt's prompt (single request or V11 parts).
 
 No database writes here: ``judge_prompt`` returns a ``Judgement`` that
-``evidence_app.services`` stores as a ``ValidationSnapshot``.
+``evidence_app.validation.services`` stores as a ``ValidationSnapshot``.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evidence_app.claim_agreement import claim_agreement_stats
 from evidence_app.models import ClaimLabel, ValidationSnapshot
+from evidence_app.trust.claim_agreement import claim_agreement_stats
 from tasks_app.models import Feedback, Task
 from tasks_app.workflow.states import TaskStatus as S
 from tests.api.test_tasks_api import post

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from tasks_app.models import ToolEvidence
 from tests.evidence_app.validation_helpers import validating_task
 

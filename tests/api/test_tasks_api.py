@@ -16,7 +16,7 @@ from django.utils import timezone
 from ninja.responses import NinjaJSONEncoder
 
 from evidence_app.models import ValidationSnapshot
-from evidence_app.selectors import latest_original, validation_summary
+from evidence_app.validation.selectors import latest_original, validation_summary
 from tasks_app.api.schemas import ValidationSummaryOut
 from tasks_app.models import Feedback, Task, TaskEvent
 from tasks_app.workflow.states import TaskStatus as S

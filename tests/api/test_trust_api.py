@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from evidence_app.stats import clopper_pearson
+from evidence_app.trust.stats import clopper_pearson
 from tests.evidence_app.trust_helpers import MODEL, TEMPLATE, verdicts
 
 pytestmark = pytest.mark.django_db

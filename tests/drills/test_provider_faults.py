@@ -21,7 +21,7 @@ import pytest
 from celery import Celery
 
 from evidence_app.models import ValidationSnapshot
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from project.celery import app as celery_app
 from tasks_app.models import Run, Task, TaskEvent, ToolEvidence
 from tasks_app.runtime.attempts import attempt_run

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from evidence_app.models import Audit, ValidationSnapshot
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from tests.evidence_app.validation_helpers import ScriptedJudge, validating_task, verdict
 
 pytestmark = pytest.mark.django_db

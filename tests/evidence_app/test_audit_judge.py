@@ -12,8 +12,8 @@ import pytest
 from django.contrib.auth.models import Group
 from django.db import connection
 
-from evidence_app.audits import audit_judge
 from evidence_app.models import Audit, ClaimLabel
+from evidence_app.trust.audits import audit_judge
 from project.errors import Forbidden, InvalidInput, StaleAction
 from tasks_app.models import WebhookDelivery
 from tasks_app.notifications.webhooks import webhook_endpoint_create, webhook_send_pending

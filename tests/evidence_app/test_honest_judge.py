@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from evidence_app.validator import grounding
 from evidence_app.validator.offline_judge import content_words, split_sentences
 from tests.evidence_app.validation_helpers import validating_task

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from evidence_app.jobs import judge_comparison_job, shadow_validation_job
-from evidence_app.judge_figures import (
+from evidence_app.judges.figures import (
     BETTER,
     NO_DIFFERENCE,
     WORSE,
@@ -16,7 +16,7 @@ from evidence_app.judge_figures import (
     gate_verdict,
     shadow_figures,
 )
-from evidence_app.judge_gate import (
+from evidence_app.judges.gate import (
     COMPARISON_JOB,
     comparison_request,
     comparison_run,
@@ -25,7 +25,6 @@ from evidence_app.judge_gate import (
     shadow_start,
     shadow_stop,
 )
-from evidence_app.judges import SHADOW_JOB, current_judge
 from evidence_app.models import (
     Audit,
     JudgeComparison,
@@ -34,8 +33,9 @@ from evidence_app.models import (
     ShadowVerdict,
     ValidationSnapshot,
 )
-from evidence_app.selectors import task_cost
-from evidence_app.services import validation_run
+from evidence_app.validation.current_judge import SHADOW_JOB, current_judge
+from evidence_app.validation.selectors import task_cost
+from evidence_app.validation.services import validation_run
 from project.errors import StaleAction
 from tasks_app.models import OutboxJob, TaskEvent, WebhookDelivery
 from tasks_app.notifications.webhooks import webhook_endpoint_create

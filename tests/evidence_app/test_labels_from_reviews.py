@@ -14,12 +14,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from evidence_app.claim_agreement import claim_agreement_stats
-from evidence_app.claim_labels import claim_labels_record, task_decide_with_claim_labels
 from evidence_app.judge_bench import load_cases
 from evidence_app.judge_bench.from_reviews import labelled_cases, team_split
 from evidence_app.models import Audit, ClaimLabel, ValidationSnapshot
-from evidence_app.services import validation_run
+from evidence_app.trust.claim_agreement import claim_agreement_stats
+from evidence_app.trust.claim_labels import claim_labels_record, task_decide_with_claim_labels
+from evidence_app.validation.services import validation_run
 from project.errors import InvalidInput, StaleAction
 from tasks_app.models import Feedback, Task, ToolEvidence
 from tasks_app.workflow.services import decision_undo
@@ -358,7 +358,7 @@ def test_per_claim_kappa_equals_the_hand_computed_value() -> None:
 def test_the_judge_gate_compares_on_the_teams_held_out_cases_too(offline: None) -> None:
     """Issue 27, items 4 and 5: a decided task becomes a gate case when its stable split
     is the held-out half; a dev-half one stays out (a candidate may be tuned on it)."""
-    from evidence_app.judge_gate import gate_cases
+    from evidence_app.judges.gate import gate_cases
 
     decided: list[int] = []
     # Decide tasks until both halves hold one (the split is a hash of the task id).

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from evidence_app.validator.chunking import combine, split_evidence
 from evidence_app.validator.schema import ValidationResult
 from project.untrusted import count_blocks, wrap_external

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evidence_app.packets import build_packet
-from evidence_app.render import render_packet
+from evidence_app.packets.packet_text import render_packet
+from evidence_app.packets.task_packet import build_packet
 from project.untrusted import count_blocks, neutralise, wrap_external
 from tests.factories import RunFactory, RunMessageFactory, TaskFactory, ToolEvidenceFactory
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from evidence_app import services as evidence_services
 from evidence_app.jobs import validate_attempt_job
 from evidence_app.models import ValidationFailure, ValidationSnapshot
+from evidence_app.validation import services as evidence_services
 from tasks_app.models import OutboxJob, TaskEvent
 from tests.evidence_app.validation_helpers import ScriptedJudge, validating_task, verdict
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 
-from evidence_app.render import ANSWER_POINTER
-from evidence_app.services import validation_run
+from evidence_app.packets.packet_text import ANSWER_POINTER
+from evidence_app.validation.services import validation_run
 from tests.evidence_app.validation_helpers import ScriptedJudge, validating_task, verdict
 from tests.factories import RunMessageFactory
 

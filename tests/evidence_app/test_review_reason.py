@@ -3,7 +3,7 @@ a disputed claim names its sources."""
 
 from __future__ import annotations
 
-from evidence_app.claims import dispute, review_reason, shown_claims
+from evidence_app.validation.claims import dispute, review_reason, shown_claims
 
 
 def _claim(cid: str, verdict: str, *citations: tuple[str, str, str]) -> dict[str, object]:

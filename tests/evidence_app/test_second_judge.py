@@ -12,10 +12,10 @@ from django.urls import reverse
 from pydantic_ai.messages import ModelMessage, SystemPromptPart, UserPromptPart
 from pydantic_ai.models.function import FunctionModel
 
-from evidence_app.agreement import judge_pair_stats
 from evidence_app.models import Audit, ValidationSnapshot
-from evidence_app.selectors import daily_costs, task_cost
-from evidence_app.services import second_model_name, validation_run
+from evidence_app.trust.agreement import judge_pair_stats
+from evidence_app.validation.selectors import daily_costs, task_cost
+from evidence_app.validation.services import second_model_name, validation_run
 from project.costs import format_cost
 from project.llm.registry import register_model, unregister_model
 from tasks_app.models import Task, TaskEvent

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evidence_app.stats import clopper_pearson, mcnemar_exact
+from evidence_app.trust.stats import clopper_pearson, mcnemar_exact
 
 
 def test_clopper_pearson_matches_published_values() -> None:

@@ -14,9 +14,9 @@ from django.urls import reverse
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from evidence_app import team as team_module
 from evidence_app.models import Audit, AuditState, VerdictRoute
-from evidence_app.team import team_figures
+from evidence_app.trust import team as team_module
+from evidence_app.trust.team import team_figures
 from tasks_app.models import Feedback, ReviewVisit, Task, TaskEvent
 from tasks_app.workflow.states import TaskStatus as S
 from tests.api.conftest import bearer_client

@@ -11,7 +11,8 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from evidence_app.models import ValidationSnapshot
-from evidence_app.stats import (
+from evidence_app.trust.rates import GroupTrust, RateTrust, trust_report, trust_window
+from evidence_app.trust.stats import (
     PredictionStratum,
     Stratum,
     audits_needed,
@@ -19,7 +20,6 @@ from evidence_app.stats import (
     ppi_interval,
     stratified_interval,
 )
-from evidence_app.trust import GroupTrust, RateTrust, trust_report, trust_window
 from tests.evidence_app.trust_helpers import MODEL, TEMPLATE, verdicts
 from tests.factories import TaskFactory
 

@@ -2,8 +2,8 @@
 
 Each test simulates 200 periods of 10,000 auto-accepted verdicts with a known false-accept
 rate, draws each verdict for an audit with a known probability (Bernoulli sampling, as
-``evidence_app.audits`` does), computes the interval with the functions of
-``evidence_app.stats`` that the operator page uses, and counts how often it contains the
+``evidence_app.trust.audits`` does), computes the interval with the functions of
+``evidence_app.trust.stats`` that the operator page uses, and counts how often it contains the
 true rate. Seeded, vectorised with numpy: a few seconds at most."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evidence_app.stats import (
+from evidence_app.trust.stats import (
     Interval,
     PredictionStratum,
     Stratum,

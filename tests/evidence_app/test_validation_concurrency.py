@@ -12,7 +12,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from evidence_app.models import ValidationSnapshot
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from project.llm.registry import register_model, unregister_model
 from tasks_app.models import TaskEvent
 from tests.evidence_app.validation_helpers import JUDGE, validating_task, verdict

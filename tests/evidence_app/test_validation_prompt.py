@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from evidence_app.packets import build_packet
+from evidence_app.packets.task_packet import build_packet
 from evidence_app.validator.prompt import (
     SECTION_ANSWER,
     SECTION_EVIDENCE,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from evidence_app.agreement import agreement_stats
+from evidence_app.trust.agreement import agreement_stats
 from project.errors import Forbidden, StaleAction
 from tasks_app.jobs import apply_decision_job
 from tasks_app.models import (

@@ -11,8 +11,8 @@ import pytest
 from django.utils import timezone
 
 from evidence_app.models import ValidationSnapshot
-from evidence_app.packets import build_packet
-from evidence_app.render import render_packet
+from evidence_app.packets.packet_text import render_packet
+from evidence_app.packets.task_packet import build_packet
 from tasks_app.intake.external import (
     AttemptIn,
     AttemptNotExpected,

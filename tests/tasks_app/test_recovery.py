@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from evidence_app.jobs import validate_attempt_job
 from evidence_app.models import ValidationSnapshot
-from evidence_app.packets import build_packet
+from evidence_app.packets.task_packet import build_packet
 from project.celery import app as celery_app
 from tasks_app.jobs import run_attempt_job
 from tasks_app.models import Run, RunStatus, Task, TaskEvent, ToolEvidence

@@ -13,7 +13,7 @@ from pydantic_ai.exceptions import ModelHTTPError
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo
 
-from evidence_app.packets import build_packet
+from evidence_app.packets.task_packet import build_packet
 from project.errors import InvalidInput
 from tasks_app.models import Run, ToolEvidence
 from tasks_app.runtime.agents.plans import TeamPlan, parse_plan

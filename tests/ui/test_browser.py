@@ -214,7 +214,7 @@ def test_requester_submits_a_task_and_watches_it_progress(
     status, then give feedback, all without a full reload after submitting."""
     from playwright.sync_api import expect
 
-    from evidence_app.services import validation_run
+    from evidence_app.validation.services import validation_run
     from tasks_app.runtime.attempts import attempt_run
 
     KnowledgeDocumentFactory(

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from tests.evidence_app.validation_helpers import validating_task
 from tests.ui.test_browser import browser, login, page, screenshot  # noqa: F401
 

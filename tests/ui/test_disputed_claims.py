@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from evidence_app.validator.reconcile import reconcile
 from evidence_app.validator.schema import ValidationResult
 from tests.evidence_app.validation_helpers import validating_task

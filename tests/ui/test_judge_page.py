@@ -9,9 +9,9 @@ import pytest
 from django.urls import reverse
 
 from evidence_app.jobs import judge_comparison_job, shadow_validation_job
-from evidence_app.judge_figures import comparison_figures
+from evidence_app.judges.figures import comparison_figures
 from evidence_app.models import JudgeComparison, JudgeDefault, ShadowJudge, ShadowVerdict
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from tasks_app.workflow import services
 from tests.evidence_app.conftest import scripted_judge  # noqa: F401
 from tests.evidence_app.validation_helpers import ScriptedJudge, validating_task, verdict

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from evidence_app.judge_figures import comparison_figures
+from evidence_app.judges.figures import comparison_figures
 from evidence_app.models import JudgeComparison, JudgeDefault, ShadowJudge, ShadowVerdict
 from tests.factories import ValidationSnapshotFactory
 from tests.ui.conftest import make_reviewable_task

@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from tasks_app.models import LLMRequestSnapshot
 from tests.evidence_app.validation_helpers import validating_task
 

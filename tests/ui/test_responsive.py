@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from tasks_app.models import Task
 from tests.evidence_app.validation_helpers import validating_task
 from tests.ui.conftest import make_reviewable_task

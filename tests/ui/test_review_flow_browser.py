@@ -16,7 +16,7 @@ import pytest
 from django.conf import settings
 from django.urls import reverse
 
-from evidence_app.audits import audit_judge
+from evidence_app.trust.audits import audit_judge
 from tasks_app.models import Task
 from tasks_app.workflow.states import TaskStatus as S
 from tests.audit_helpers import drawn_audit
@@ -73,7 +73,7 @@ def page(browser: Any, live_server: Any, monkeypatch: Any) -> Iterator[Any]:
 def build_demo_queue(owner: Any) -> None:
     """The demo handbook and demo tasks, each run through the real offline pipeline
     (agent, validator, automatic retries) the way the workers would."""
-    from evidence_app.services import validation_run
+    from evidence_app.validation.services import validation_run
     from tasks_app.knowledge.importer import import_folder
     from tasks_app.runtime.attempts import attempt_run
     from tasks_app.workflow import services

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from evidence_app.services import validation_run
+from evidence_app.validation.services import validation_run
 from project.llm.registry import register_model, unregister_model
 from tests.evidence_app.validation_helpers import ScriptedJudge, validating_task, verdict
 from tests.ui.test_browser import CHROMIUM, browser, login  # noqa: F401

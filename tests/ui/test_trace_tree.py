@@ -14,8 +14,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from bench.trace_tree import build_trace_task
-from evidence_app import task_page, trace_tree
-from evidence_app.selectors import evidence_labels_for_task, evidence_labels_of
+from evidence_app.review import task_page, trace_tree
+from evidence_app.validation.selectors import evidence_labels_for_task, evidence_labels_of
 from tasks_app.models import LLMRequestSnapshot, Run, RunMessage
 from tests.factories import RunFactory, TaskFactory, ToolEvidenceFactory
 from tests.ui.conftest import make_reviewable_task

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from evidence_app.agreement import agreement_stats
+from evidence_app.trust.agreement import agreement_stats
 from tasks_app.models import DecisionState, Feedback, WebhookDelivery
 from tasks_app.notifications.webhooks import webhook_endpoint_create
 from tasks_app.workflow import services

@@ -20,8 +20,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from evidence_app.audits import audit_judge
 from evidence_app.models import Audit, AuditState
+from evidence_app.trust.audits import audit_judge
 from tasks_app.models import Task
 from tasks_app.workflow.states import TaskStatus
 

@@ -37,7 +37,7 @@ from evidence_app.judge_bench import (
     summarise,
 )
 from evidence_app.judge_bench.from_reviews import QUEUES, labelled_cases
-from evidence_app.judges import current_judge
+from evidence_app.validation.current_judge import current_judge
 from evidence_app.validator.templates import get_template
 from project.errors import DomainError
 from project.llm.registry import resolve_model

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
-from evidence_app.judge_gate import shadow_start
+from evidence_app.judges.gate import shadow_start
 from evidence_app.models import ShadowJudge
 from evidence_app.validator.offline_judge import CORROBORATING_MODEL_NAME
 from project.roles import OPERATORS, REVIEWERS

@@ -1,0 +1,1 @@
+"""Certifying a confidence threshold for accepting without review, from labelled verdicts."""

@@ -1,0 +1,190 @@
+"""What evidence_app registers when Django starts (``EvidenceAppConfig.ready``): the
+validator tasks_app sends answers to (``tasks_app.workflow.verdicts``), and the validator's
+families on /metrics."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models import Count, Q, Sum
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+
+from evidence_app.models import ValidationSnapshot
+from evidence_app.trust.rates import WINDOW_DAYS, trust_window
+from evidence_app.trust.team import audit_queue, decisions_by_role, queue_age
+from evidence_app.validation.stored_verdicts import StoredVerdicts
+from project.metrics import (
+    PREFIX,
+    MetricSource,
+    Tally,
+    histogram,
+    latency_aggregates,
+    register_source,
+    usage_families,
+)
+from tasks_app.workflow.verdicts import register_validator
+
+
+def _tallies() -> dict[str, Tally]:
+    return {
+        "validations": Tally(
+            ValidationSnapshot,
+            "created_at",
+            ("kind", "status", "model_name"),
+            {
+                "n": Count("pk"),
+                "retries": Sum("schema_retry_count"),
+                "chunked": Count("pk", filter=~Q(chunk_verdicts=[])),
+                "tokens_in": Sum("input_tokens"),
+                "tokens_out": Sum("output_tokens"),
+                "cost_usd": Sum("cost"),
+                "unpriced": Count("pk", filter=Q(cost__isnull=True)),
+                **latency_aggregates("latency_ms"),
+            },
+        ),
+    }
+
+
+def _families(tallies: dict[str, Tally]) -> Iterable[Metric]:
+    yield from _validations(tallies["validations"].refresh())
+
+
+def _validations(totals: dict[tuple[Any, ...], dict[str, Any]]) -> Iterable[Metric]:
+    verdicts = CounterMetricFamily(
+        f"{PREFIX}_validations",
+        "Validator verdicts by kind (validation/replay), status and model.",
+        labels=["kind", "status", "model"],
+    )
+    retries = CounterMetricFamily(
+        f"{PREFIX}_validation_schema_retries", "Schema retries (O1) by model.", labels=["model"]
+    )
+    chunked = CounterMetricFamily(
+        f"{PREFIX}_validations_chunked",
+        "Validations judged in evidence parts (V11) by model.",
+        labels=["model"],
+    )
+    latency = HistogramMetricFamily(
+        f"{PREFIX}_validation_latency_seconds",
+        "Model time of a whole validation (all its requests) by model.",
+        labels=["model"],
+    )
+    by_model: dict[str, dict[str, Any]] = {}
+    for (kind, status, model), values in sorted(totals.items()):
+        verdicts.add_metric([kind, status, model], values["n"])
+        merged = by_model.setdefault(model, {})
+        for name, value in values.items():
+            merged[name] = merged.get(name, 0) + (value or 0)
+    for model, values in sorted(by_model.items()):
+        retries.add_metric([model], values.get("retries", 0))
+        chunked.add_metric([model], values.get("chunked", 0))
+        histogram(latency, [model], values)
+    yield verdicts
+    yield retries
+    yield chunked
+    yield latency
+    yield from usage_families("validator", by_model)
+
+
+# --- The review team ------------------------------------------------------------------------
+
+
+def _review_team(_: dict[str, Tally]) -> Iterable[Metric]:
+    """Read afresh on each scrape: the queue's ages (one indexed subquery per waiting
+    task), two grouped counts over the last 24 hours, the open audits."""
+    queue = queue_age()
+    age = GaugeMetricFamily(
+        f"{PREFIX}_review_queue_age_seconds",
+        "Age of the tasks waiting for review since they entered it: median, 95th "
+        "percentile and oldest (quantile 1); no sample when the queue is empty.",
+        labels=["quantile"],
+    )
+    for quantile, value in (("0.5", queue.p50), ("0.95", queue.p95), ("1", queue.oldest)):
+        if value is not None:
+            age.add_metric([quantile], value)
+    waiting = GaugeMetricFamily(
+        f"{PREFIX}_review_queue_tasks", "Tasks waiting for review (needs_review) now."
+    )
+    waiting.add_metric([], queue.count)
+    by_role = decisions_by_role()
+    decisions = GaugeMetricFamily(
+        f"{PREFIX}_review_decisions_24h",
+        "People's decisions in the last 24 hours: tasks moved out of needs_review by a "
+        "person, and audits judged.",
+    )
+    decisions.add_metric([], sum(by_role.values()))
+    per_role = GaugeMetricFamily(
+        f"{PREFIX}_review_decisions_24h_by_role",
+        "The same decisions by the person's role (reviewer, operator, requester, removed).",
+        labels=["role"],
+    )
+    for role, n in by_role.items():
+        per_role.add_metric([role], n)
+    audits = audit_queue()
+    audits_open = GaugeMetricFamily(f"{PREFIX}_audit_queue_open", "Audits waiting for a person.")
+    audits_open.add_metric([], audits.count)
+    audits_oldest = GaugeMetricFamily(
+        f"{PREFIX}_audit_queue_oldest_seconds",
+        "Age of the oldest audit waiting for a person (0 when none is open).",
+    )
+    audits_oldest.add_metric([], audits.oldest or 0.0)
+    yield from (age, waiting, decisions, per_role, audits_open, audits_oldest)
+
+
+def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
+    """The certified false-accept rate of the last 30 days per template version and model,
+    and the audits behind it, read afresh on each scrape (one aggregate query)."""
+    window = f"the last {WINDOW_DAYS} days"
+    labels = ["template_version", "model"]
+    rate = GaugeMetricFamily(
+        f"{PREFIX}_false_accept_rate",
+        f"Estimated share of auto-accepted answers judged not correct on audits, {window}.",
+        labels=labels,
+    )
+    upper = GaugeMetricFamily(
+        f"{PREFIX}_false_accept_rate_upper",
+        f"Upper bound of the 95 % interval of the false-accept rate, {window}.",
+        labels=labels,
+    )
+    lower = GaugeMetricFamily(
+        f"{PREFIX}_false_accept_rate_lower",
+        f"Lower bound of the 95 % interval of the false-accept rate, {window}.",
+        labels=labels,
+    )
+    judged = GaugeMetricFamily(
+        f"{PREFIX}_audits_judged_total",
+        f"Audits judged by a person on verdicts of {window}, by route.",
+        labels=[*labels, "route"],
+    )
+    outstanding = GaugeMetricFamily(
+        f"{PREFIX}_audits_outstanding",
+        f"Audits drawn on verdicts of {window} and not judged yet, by route.",
+        labels=[*labels, "route"],
+    )
+    for group in trust_window():
+        names = [group.template_version, group.model_name]
+        for figures in (group.window.false_accepts, group.window.false_rejects):
+            if figures is None:
+                continue
+            judged.add_metric([*names, figures.route], figures.judged)
+            outstanding.add_metric([*names, figures.route], figures.outstanding)
+        accepts = group.window.false_accepts
+        if accepts is None or accepts.interval.high is None:
+            continue  # nothing judged: the rate is unknown, not zero
+        if accepts.interval.estimate is not None:
+            rate.add_metric(names, accepts.interval.estimate)
+        upper.add_metric(names, accepts.interval.high)
+        lower.add_metric(names, accepts.interval.low or 0.0)
+    yield from (rate, upper, lower, judged, outstanding)
+
+
+def register() -> None:
+    register_validator(StoredVerdicts())
+    register_source(MetricSource("evidence_app", _families, _tallies))
+    register_source(MetricSource("review_team", _review_team))
+    register_source(MetricSource("evidence_app_trust", _trust_families))

@@ -1,0 +1,184 @@
+"""The audit stream (issue 27): a random share of the verdicts that moved a task without
+a person is drawn, when the verdict is stored, for a blind audit.
+
+Every eligible verdict records its route and the probability it was drawn with, drawn
+or not: the certified rates (``evidence_app.trust.rates``) weigh each audit by it, so the
+estimate over all automatic verdicts stays unbiased when the rates change."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from evidence_app.models import (
+    Audit,
+    AuditState,
+    ValidationSnapshot,
+    ValidationStatus,
+    VerdictRoute,
+)
+from evidence_app.trust.claim_labels import claim_labels_record
+from project.errors import Forbidden, InvalidInput, StaleAction
+from project.roles import is_reviewer
+from tasks_app.models import Task
+from tasks_app.notifications.models import WebhookEvent
+from tasks_app.notifications.webhooks import webhook_events_for_audit
+from tasks_app.workflow.states import TaskStatus
+
+__all__ = [
+    "AUDIT_COMMENT_MAX",
+    "audit_draw",
+    "audit_judge",
+    "audit_mark_viewed",
+    "audit_probability",
+    "audit_reveal",
+    "verdict_route",
+]
+
+AUDIT_COMMENT_MAX = 20_000
+
+_draw = random.SystemRandom()
+
+
+def verdict_route(status: str, to_status: str) -> str:
+    """Where a verdict sent the task: accepted straight to the requester, rejected back
+    for another attempt (or to failed with no usable answer), or to a person."""
+    if status == ValidationStatus.ACCEPTED and to_status == TaskStatus.AWAITING_FEEDBACK:
+        return VerdictRoute.AUTO_ACCEPTED
+    if status == ValidationStatus.REJECTED and to_status in (
+        TaskStatus.NEEDS_REVISION,
+        TaskStatus.FAILED,
+    ):
+        return VerdictRoute.AUTO_REJECTED
+    return VerdictRoute.TO_PERSON
+
+
+def audit_probability(task: Task, route: str) -> float | None:
+    """The share of this route's verdicts drawn for an audit: the task's own rate, else
+    the setting; None for a verdict a person sees anyway."""
+    if route == VerdictRoute.AUTO_ACCEPTED:
+        rate = task.audit_rate if task.audit_rate is not None else settings.AUDIT_RATE
+    elif route == VerdictRoute.AUTO_REJECTED:
+        rate = (
+            task.audit_reject_rate
+            if task.audit_reject_rate is not None
+            else settings.AUDIT_REJECT_RATE
+        )
+    else:
+        return None
+    return min(1.0, max(0.0, float(rate)))
+
+
+def audit_draw(snapshot: ValidationSnapshot) -> Audit | None:
+    """Draw ``snapshot`` (stored, with its route and probability) for an audit, in the
+    caller's transaction: the audit exists exactly when the verdict does."""
+    probability = snapshot.audit_probability
+    if not probability or _draw.random() >= probability:
+        return None
+    audit = Audit.objects.create(
+        snapshot=snapshot,
+        task_id=snapshot.task_id,
+        attempt_index=snapshot.attempt_index,
+        route=snapshot.route,
+        probability=probability,
+        template_version=snapshot.template_version,
+        model_name=snapshot.model_name,
+    )
+    # Blind: the event says an audit is waiting, not which verdict it audits.
+    webhook_events_for_audit(
+        task=snapshot.task,
+        event_type=WebhookEvent.AUDIT_OPENED,
+        audit={
+            "id": audit.pk,
+            "state": audit.state,
+            "attempt_index": audit.attempt_index,
+            "validation_id": snapshot.pk,
+            "created_at": audit.created_at,
+            "url": f"/api/v1/audits/{audit.pk}",
+        },
+    )
+    return audit
+
+
+def audit_mark_viewed(*, audit_id: int) -> None:
+    """Record when a person first opened the audit (time per item); later views keep it."""
+    Audit.objects.filter(pk=audit_id, first_viewed_at__isnull=True).update(
+        first_viewed_at=timezone.now()
+    )
+
+
+def _judgement_input(correct: Any, comment: str) -> str:
+    if not isinstance(correct, bool):
+        raise InvalidInput("correct: say whether the answer is correct (true or false)")
+    comment = (comment or "").strip()
+    if not correct and not comment:
+        raise InvalidInput("comment: say what is wrong with the answer")
+    if len(comment) > AUDIT_COMMENT_MAX:
+        raise InvalidInput(f"comment: at most {AUDIT_COMMENT_MAX} characters")
+    return comment
+
+
+@transaction.atomic
+def audit_judge(
+    audit_id: int,
+    *,
+    user: Any,
+    correct: bool,
+    comment: str = "",
+    claim_labels: Iterable[Mapping[str, Any]] = (),
+) -> Audit:
+    """A person's blind judgement of an audit: correct or not (a comment is required when
+    not), and optional per-claim verdicts, stored together or not at all. Raises
+    ``Audit.DoesNotExist``, Forbidden (not a reviewer), InvalidInput (422: a bad call,
+    comment or claim label) and StaleAction (409: already judged)."""
+    if not is_reviewer(user):
+        raise Forbidden("Only reviewers judge audits.")
+    comment = _judgement_input(correct, comment)
+    audit = Audit.objects.select_related("snapshot", "task").get(pk=audit_id)
+    now = timezone.now()
+    # Conditional update on the state: of two people judging the same audit at once (or a
+    # second submit of the same form), exactly one moves it out of open; the other
+    # finds nothing to update and is refused with nothing written.
+    claimed = Audit.objects.filter(pk=audit_id, state=AuditState.OPEN).update(
+        state=AuditState.DONE,
+        reviewer=user,
+        correct=correct,
+        comment=comment,
+        decided_at=now,
+        first_viewed_at=audit.first_viewed_at or now,
+    )
+    if not claimed:
+        raise StaleAction(f"Audit {audit_id} is already judged.")
+    audit.refresh_from_db()
+    # A bad label raises here and the whole transaction, the judgement too, rolls back.
+    claim_labels_record(
+        snapshot=audit.snapshot, labels=list(claim_labels), author=user, audit=audit
+    )
+    webhook_events_for_audit(
+        task=audit.task, event_type=WebhookEvent.AUDIT_JUDGED, audit=audit_reveal(audit)
+    )
+    return audit
+
+
+def audit_reveal(audit: Audit) -> dict[str, Any]:
+    """What a judged audit says: the person's call beside the validator's verdict."""
+    snapshot = audit.snapshot
+    return {
+        "id": audit.pk,
+        "state": audit.state,
+        "attempt_index": audit.attempt_index,
+        "validation_id": snapshot.pk,
+        "correct": audit.correct,
+        "comment": audit.comment,
+        "verdict": snapshot.status,
+        "route": audit.route,
+        "false_verdict": audit.false_verdict,
+        "reviewer": audit.reviewer.get_username() if audit.reviewer else None,
+        "decided_at": audit.decided_at,
+        "url": f"/api/v1/audits/{audit.pk}",
+    }
