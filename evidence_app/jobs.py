@@ -17,13 +17,18 @@ from django.db import InterfaceError, OperationalError, connection
 
 from evidence_app.judges.gate import COMPARISON_JOB, comparison_run, shadow_verdict_run
 from evidence_app.validation.current_judge import SHADOW_JOB
-from evidence_app.validation.services import REPLAY_JOB, replay_request_run, validation_attempt
+from evidence_app.validation.services import (
+    REPLAY_JOB,
+    VALIDATE_JOB,
+    replay_request_run,
+    validation_attempt,
+)
 from project.errors import first_line
 
 log = logging.getLogger(__name__)
 
 
-@shared_task(name="evidence_app.validate_attempt")
+@shared_task(name=VALIDATE_JOB)
 def validate_attempt_job(task_id: int, attempt_index: int) -> str:
     """Validate ``attempt_index`` of ``task_id`` and apply the V2 transition. Returns the
     verdict's status, ``no validation``, ``duplicate`` (a redelivery: nothing stored) or

@@ -37,7 +37,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from evidence_app.validation.claims import judges_disagree
+from evidence_app.trust.agreement import judges_disagree
 from evidence_app.validation.services import attempt_judge, attempt_judge_pair
 from evidence_app.validator.citations import normalised
 from evidence_app.validator.schema import STATUSES

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app.models import ReplayState, SnapshotKind, ValidationSnapshot, ValidationStatus
 from evidence_app.operator import llm_requests
-from evidence_app.review.forms import BulkReplayForm, ReplayForm
+from evidence_app.operator.forms import BulkReplayForm, ReplayForm
 from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
 from evidence_app.trust.claim_agreement import STANCES, claim_agreement_stats
 from evidence_app.trust.team import audit_queue, queue_age

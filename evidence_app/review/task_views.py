@@ -29,10 +29,10 @@ from evidence_app.review.queue_views import (
     queue_response,
     reviewer_choices,
 )
+from evidence_app.trust.agreement import judges_disagree
 from evidence_app.trust.claim_labels import task_decide_with_claim_labels
 from evidence_app.validation.claims import (
     disagreement_reason,
-    judges_disagree,
     review_reason,
     shown_claims,
     shown_counts,
@@ -129,8 +129,8 @@ def _task_list(request: HttpRequest, base: Any, *, scope: str) -> HttpResponse:
         "list_url": request.get_full_path(),
     }
     if wants_fragment(request, "task-list"):
-        return render_fragment(request, "tasks_app/task_list.html#task_list", context)
-    return render_page(request, "tasks_app/task_list.html", context)
+        return render_fragment(request, "evidence_app/task_list.html#task_list", context)
+    return render_page(request, "evidence_app/task_list.html", context)
 
 
 # --- New task ------------------------------------------------------------------------------
@@ -160,7 +160,7 @@ def task_new(request: HttpRequest) -> HttpResponse:
             messages.success(request, f"Task #{task.pk} created; the agent will start shortly.")
             return redirect("task_detail", task_id=task.pk)
     status = 422 if request.method == "POST" else 200
-    return render_page(request, "tasks_app/task_new.html", {"form": form}, status=status)
+    return render_page(request, "evidence_app/task_new.html", {"form": form}, status=status)
 
 
 # --- Task detail ---------------------------------------------------------------------------
@@ -533,7 +533,7 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
         # The team page's time per item counts from a reviewer's first view of the
         # attempt; a requester looking at their own task is not review work.
         services.review_visit_record(task=context["task"], reviewer=request.user)
-    return render_page(request, "tasks_app/task_detail.html", context)
+    return render_page(request, "evidence_app/task_detail.html", context)
 
 
 # --- Lazy sections -------------------------------------------------------------------------
@@ -554,7 +554,7 @@ def task_section(request: HttpRequest, task_id: int, section: str) -> HttpRespon
     task = visible_task(request, task_id)
     text = Task.objects.filter(pk=task.pk).values_list(field, flat=True).get()
     return render_fragment(
-        request, "tasks_app/_text_block.html", {"text": text, "block_id": f"{section}-{task.pk}"}
+        request, "evidence_app/_text_block.html", {"text": text, "block_id": f"{section}-{task.pk}"}
     )
 
 
@@ -568,7 +568,7 @@ def _evidence_rest(request: HttpRequest, task_id: int) -> HttpResponse:
     )
     return render_fragment(
         request,
-        "tasks_app/_evidence_items.html",
+        "evidence_app/_evidence_items.html",
         {"items": items, "task": task, "evidence_labels": evidence_labels_for_task(task.pk)},
     )
 
@@ -604,7 +604,7 @@ def snapshot_section(
         snap = _visible_snapshot(request, task_id, snapshot_id, "rendered_input")
         return render_fragment(
             request,
-            "tasks_app/_viewer.html",
+            "evidence_app/_viewer.html",
             {
                 "text": snap.rendered_input,
                 "viewer_id": "validator-input",
@@ -616,7 +616,7 @@ def snapshot_section(
         snap = _visible_snapshot(request, task_id, snapshot_id, "system_prompt")
         return render_fragment(
             request,
-            "tasks_app/_viewer.html",
+            "evidence_app/_viewer.html",
             {
                 "text": snap.system_prompt,
                 "viewer_id": "system-viewer",
@@ -628,7 +628,7 @@ def snapshot_section(
     if section == "raw":
         snap = _visible_snapshot(request, task_id, snapshot_id, "raw_responses", "schema_errors")
         return render_fragment(
-            request, "tasks_app/_raw_responses.html", {"raw": snap.raw_responses, "snapshot": snap}
+            request, "evidence_app/_raw_responses.html", {"raw": snap.raw_responses, "snapshot": snap}
         )
     raise Http404("No such section")
 
@@ -660,7 +660,7 @@ def evidence_content(request: HttpRequest, task_id: int, evidence_id: int) -> Ht
     if context["marked"]:
         context["label"] = evidence_labels_for_task(task.pk).get(item.pk, "")
         context["claim_id"] = request.GET.get("claim", "")
-    return render_fragment(request, "tasks_app/_evidence_content.html", context)
+    return render_fragment(request, "evidence_app/_evidence_content.html", context)
 
 
 def marked_span(query: QueryDict, content: str) -> dict[str, Any] | None:
@@ -706,7 +706,7 @@ def claim_evidence(
     shown = shown_claims([claim])[0]
     return render_fragment(
         request,
-        "tasks_app/_claim_evidence.html",
+        "evidence_app/_claim_evidence.html",
         {
             "task": task,
             "claim": shown,
@@ -723,7 +723,7 @@ def run_transcript(request: HttpRequest, task_id: int, run_id: int) -> HttpRespo
     run = get_object_or_404(Run, pk=run_id, task=task)
     transcript = list(RunMessage.objects.filter(run=run).order_by("index").defer("payload"))
     return render_fragment(
-        request, "tasks_app/_transcript.html", {"run": run, "transcript": transcript}
+        request, "evidence_app/_transcript.html", {"run": run, "transcript": transcript}
     )
 
 
@@ -756,7 +756,7 @@ def task_progress(request: HttpRequest, task_id: int) -> HttpResponse:
     )
     return render_fragment(
         request,
-        "tasks_app/_progress.html",
+        "evidence_app/_progress.html",
         {"task": task, "progress_runs": runs, "progress_calls": calls, "polling": is_polling(task)},
     )
 
@@ -789,7 +789,7 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
         context.update(
             revise_error=form.errors["comment"][0], revise_comment=form.data.get("comment", "")
         )
-        return render_page(request, "tasks_app/task_detail.html", context, status=422)
+        return render_page(request, "evidence_app/task_detail.html", context, status=422)
     if not form.is_valid():
         messages.error(request, _form_refusal(form))
         status = 422
@@ -865,7 +865,7 @@ def decision_undo(request: HtmxHttpRequest, task_id: int, feedback_id: int) -> H
         )
     if request.htmx:
         return render_page(
-            request, "tasks_app/task_detail.html", detail_context(request, task.pk), status=status
+            request, "evidence_app/task_detail.html", detail_context(request, task.pk), status=status
         )
     return redirect("task_detail", task_id=task.pk)
 
@@ -914,7 +914,7 @@ def _after_action(
         return redirect(path)
     if request.htmx:
         return render_page(
-            request, "tasks_app/task_detail.html", detail_context(request, task_id), status=status
+            request, "evidence_app/task_detail.html", detail_context(request, task_id), status=status
         )
     return redirect("task_detail", task_id=task_id)
 

@@ -33,8 +33,9 @@ from evidence_app.models import (
     ValidationStatus,
 )
 from evidence_app.packets.task_packet import TaskEvidencePacket, build_packet
+from evidence_app.trust.agreement import judges_disagree
 from evidence_app.trust.audits import audit_draw, audit_probability, verdict_route
-from evidence_app.validation.claims import disagreement_reason, judges_disagree
+from evidence_app.validation.claims import disagreement_reason
 from evidence_app.validation.current_judge import current_judge, shadow_enqueue
 from evidence_app.validator.judging import Judgement, judge_prompt
 from evidence_app.validator.prompt import (
@@ -85,7 +86,12 @@ __all__ = [
     "validation_applies",
     "validation_attempt",
     "validation_run",
+    "VALIDATE_JOB",
 ]
+
+# The validation job's name (evidence_app.jobs registers it under this name; the verdicts
+# handed to tasks_app queue it by name).
+VALIDATE_JOB = "evidence_app.validate_attempt"
 
 
 def validation_applies(task: Task) -> bool:
