@@ -8,7 +8,7 @@ from django.urls import path
 from evidence_app.judges import views as judge_views
 from evidence_app.operator import team_views, trust_views
 from evidence_app.operator import views as ops_views
-from evidence_app.review import audit_views, queue_views, task_views, trace_views
+from evidence_app.review import audit_views, list_views, queue_views, task_views, trace_views
 
 ops_pages = [
     path("ops/", ops_views.ops_index, name="ops_index"),
@@ -59,6 +59,7 @@ task_pages = [
         task_views.task_section,
         name="task_section",
     ),
+    path("tasks/<int:task_id>/evidence/", list_views.evidence_list, name="evidence_list"),
     path(
         "tasks/<int:task_id>/validations/<int:snapshot_id>/<slug:section>/",
         task_views.snapshot_section,
@@ -81,7 +82,7 @@ task_pages = [
     ),
     path(
         "tasks/<int:task_id>/runs/<int:run_id>/transcript/",
-        task_views.run_transcript,
+        list_views.run_transcript,
         name="run_transcript",
     ),
     path(

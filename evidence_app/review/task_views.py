@@ -13,7 +13,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import F
 from django.db.models.functions import Length
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
@@ -21,7 +20,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app.models import SnapshotKind, ValidationSnapshot
-from evidence_app.review import task_page, trace_tree
+from evidence_app.review import lists, task_page, trace_tree
 from evidence_app.review.forms import FeedbackForm, NoteForm, TaskCreateForm, claim_labels_from_post
 from evidence_app.review.queue_views import (
     queue_filters,
@@ -63,7 +62,6 @@ from tasks_app.models import (
     FeedbackAction,
     Run,
     RunKind,
-    RunMessage,
     Task,
     TaskEvent,
     ToolEvidence,
@@ -318,15 +316,14 @@ def _pair_reason(latest: ValidationSnapshot, second: ValidationSnapshot) -> str:
 
 
 def _evidence_context(task: Task, runs: Sequence[Run]) -> dict[str, Any]:
-    """The first ``EVIDENCE_INLINE_ITEMS`` tool results; the totals come from the runs'
-    counts, so an attempt with 20,000 results reads 50 rows here (issue 26)."""
-    count = sum(r.evidence_count for r in runs)  # type: ignore[attr-defined]
-    head = task_page.evidence(task, limit=EVIDENCE_INLINE_ITEMS)
+    """The Evidence list's first page (``EVIDENCE_INLINE_ITEMS`` tool results); the
+    totals come from the runs' counts, so an attempt with 20,000 results reads a page of
+    rows here (issue 26) and the list pages on from there (issue 39)."""
+    page, labels = lists.evidence_page(task, runs, offset=0, size=EVIDENCE_INLINE_ITEMS)
     return {
-        "evidence_labels": evidence_labels_of(head, runs),
-        "evidence_count": count,
-        "evidence_head": head,
-        "evidence_rest": max(0, count - EVIDENCE_INLINE_ITEMS),
+        "evidence_labels": labels,
+        "evidence_count": page.total,
+        "evidence_page": page,
         "evidence_chars": sum(r.evidence_chars for r in runs),  # type: ignore[attr-defined]
     }
 
@@ -544,10 +541,7 @@ TEXT_SECTIONS = {"request": "request", "rules": "rules", "answer": "final_answer
 @login_required
 @require_GET
 def task_section(request: HttpRequest, task_id: int, section: str) -> HttpResponse:
-    """One big text column of the task, or the tool results after the first
-    ``EVIDENCE_INLINE_ITEMS`` of the evidence list, loaded on demand."""
-    if section == "evidence":
-        return _evidence_rest(request, task_id)
+    """One big text column of the task, loaded on demand."""
     field = TEXT_SECTIONS.get(section)
     if field is None:
         raise Http404("No such section")
@@ -555,21 +549,6 @@ def task_section(request: HttpRequest, task_id: int, section: str) -> HttpRespon
     text = Task.objects.filter(pk=task.pk).values_list(field, flat=True).get()
     return render_fragment(
         request, "evidence_app/_text_block.html", {"text": text, "block_id": f"{section}-{task.pk}"}
-    )
-
-
-def _evidence_rest(request: HttpRequest, task_id: int) -> HttpResponse:
-    task = visible_task(request, task_id)
-    items = list(
-        ToolEvidence.objects.filter(task=task)
-        .without_content()
-        .annotate(size=F("content_chars"))
-        .order_by("attempt_index", "run_id", "sequence")[EVIDENCE_INLINE_ITEMS:]
-    )
-    return render_fragment(
-        request,
-        "evidence_app/_evidence_items.html",
-        {"items": items, "task": task, "evidence_labels": evidence_labels_for_task(task.pk)},
     )
 
 
@@ -712,18 +691,6 @@ def claim_evidence(
             "claim": shown,
             "excerpts": citation_excerpts(task.pk, shown["citations"]),
         },
-    )
-
-
-@login_required
-@require_GET
-def run_transcript(request: HttpRequest, task_id: int, run_id: int) -> HttpResponse:
-    task = visible_task(request, task_id)
-    _require_staff_for_internals(request)
-    run = get_object_or_404(Run, pk=run_id, task=task)
-    transcript = list(RunMessage.objects.filter(run=run).order_by("index").defer("payload"))
-    return render_fragment(
-        request, "evidence_app/_transcript.html", {"run": run, "transcript": transcript}
     )
 
 

@@ -43,12 +43,14 @@ TOOL_CALL = "tool"
 @dataclass(frozen=True)
 class TreePage:
     """One page of a node's children: ``items``, where the next page starts (None when
-    this is the last) and how many children there are in all."""
+    this is the last), how many children there are in all and how many rows the next
+    pages hold."""
 
     items: list[Any]
     offset: int
     total: int
     next_offset: int | None
+    size: int = PAGE_SIZE
 
     @property
     def remaining(self) -> int:
@@ -56,7 +58,12 @@ class TreePage:
 
     @property
     def next_count(self) -> int:
-        return min(PAGE_SIZE, self.remaining)
+        return min(self.size, self.remaining)
+
+    @property
+    def last_number(self) -> int:
+        """The position in the whole list of this page's last row (1-based)."""
+        return self.offset + len(self.items)
 
 
 @dataclass

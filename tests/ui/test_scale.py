@@ -102,7 +102,7 @@ def test_detail_with_200_evidence_items_makes_a_bounded_number_of_queries(
         response = client.get(reverse("task_detail", args=[task.pk]))
     assert response.status_code == 200
     assert response.context["evidence_count"] == 202
-    assert len(response.context["evidence_head"]) == 50
+    assert len(response.context["evidence_page"].items) == 50
 
 
 def test_first_response_stays_small_for_a_10_mb_task(
