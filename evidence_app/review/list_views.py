@@ -27,7 +27,7 @@ def evidence_list(request: HttpRequest, task_id: int) -> HttpResponse:
     task = visible_task(request, task_id)
     query = lists.search_words(request.GET.get("q"))
     page, labels = lists.evidence_page(
-        task, task_page.runs(task), offset=offset_of(request), query=query
+        task, task_page.evidence_runs(task), offset=offset_of(request), query=query
     )
     return render_fragment(
         request,

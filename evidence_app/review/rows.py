@@ -13,6 +13,7 @@ markup they replaced.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -33,6 +34,24 @@ TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
     auto_reload=False,
 )
+
+
+def compact_json(value: Any) -> str:
+    """A JSON value on one line (tool arguments in a list row)."""
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def chars(value: int | None) -> str:
+    """A size in characters as a list shows it: 950 chars, 12 k chars, 1.2 M chars."""
+    n = int(value or 0)
+    if n >= 1_000_000:
+        return f"{n / 1_000_000:.1f} M chars"
+    if n >= 10_000:
+        return f"{n / 1000:.0f} k chars"
+    return f"{n:,} chars"
 
 
 def _truncate(text: Any, length: int) -> str:
@@ -226,3 +245,27 @@ def task_rows(tasks: Iterable[Any], *, user: Any, scope: str) -> SafeString:
         for t in tasks
     ]
     return _render("rows/task_rows.html", rows=rows, all=scope == "all")
+
+
+def evidence_rows(items: Iterable[Any], *, task_id: int, labels: Mapping[int, str]) -> SafeString:
+    """The ``<li>`` of each tool result of a page of the Evidence list (without their
+    content, with ``size``), with its ``R<n>`` label from ``labels``."""
+    content_url = reverse("evidence_content", args=[task_id, 0]).rsplit("0/", 1)
+    rows = [
+        {
+            "pk": e.pk,
+            "url": f"{content_url[0]}{e.pk}/{content_url[1]}",
+            "attempt": e.attempt_index,
+            "run": e.run_id,
+            "sequence": e.sequence,
+            "label": labels.get(e.pk, ""),
+            "tool": e.tool_name,
+            "error": e.is_error,
+            "args": _truncate(compact_json(e.arguments), 140),
+            "title": e.title,
+            "web": e.url,
+            "size": chars(e.size),
+        }
+        for e in items
+    ]
+    return _render("rows/evidence_rows.html", rows=rows)

@@ -117,6 +117,17 @@ def runs(task: Task) -> list[Run]:
     )
 
 
+def evidence_runs(task: Task) -> list[Run]:
+    """The task's runs as the Evidence list needs them: attempt, kind and number of tool
+    results (its total and its R labels come from these counts)."""
+    return list(
+        Run.objects.filter(task=task)
+        .only("id", "task_id", "attempt_index", "kind", "graph_index")
+        .annotate(evidence_count=trace_tree.step_counts()["evidence_count"])
+        .order_by("attempt_index", "graph_index", "id")
+    )
+
+
 def events(task: Task) -> list[TaskEvent]:
     return list(TaskEvent.objects.filter(task=task).select_related("actor"))
 

@@ -55,20 +55,12 @@ def pretty_json(value: Any) -> str:
 
 @register.filter
 def compact_json(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    except (TypeError, ValueError):
-        return str(value)
+    return rows.compact_json(value)
 
 
 @register.filter
 def chars(value: int | None) -> str:
-    n = int(value or 0)
-    if n >= 1_000_000:
-        return f"{n / 1_000_000:.1f} M chars"
-    if n >= 10_000:
-        return f"{n / 1000:.0f} k chars"
-    return f"{n:,} chars"
+    return rows.chars(value)
 
 
 @register.filter
@@ -249,6 +241,12 @@ def claim_counts(claims: Any) -> dict[str, int]:
 def queue_rows(tasks: Any, **options: Any) -> SafeString:
     """The review queue's rows (``evidence_app.review.rows``: rendered by Jinja2, issue 16)."""
     return rows.queue_rows(tasks, **options)
+
+
+@register.simple_tag
+def evidence_rows(items: Any, task_id: int, labels: Any) -> SafeString:
+    """A page of the Evidence list's rows (``evidence_app.review.rows``, issue 39)."""
+    return rows.evidence_rows(items, task_id=task_id, labels=labels or {})
 
 
 @register.simple_tag

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import pytest
+from django.db.models import F
 from django.urls import reverse
 
 from evidence_app.review.lists import PAGE_SIZE, TRANSCRIPT_PAGE_SIZE
@@ -113,7 +115,9 @@ def test_transcript_is_paged_and_searchable(client: Any, reviewer: Any, requeste
     total = TRANSCRIPT_PAGE_SIZE * 2 + 2
     assert f"{total} messages" in first
     assert f"?offset={TRANSCRIPT_PAGE_SIZE}" in first
-    rest = client.get(url, {"offset": TRANSCRIPT_PAGE_SIZE}, HTTP_HX_REQUEST="true").content.decode()
+    rest = client.get(
+        url, {"offset": TRANSCRIPT_PAGE_SIZE}, HTTP_HX_REQUEST="true"
+    ).content.decode()
     assert 'name="q"' not in rest
     assert rest.count("<li>") == TRANSCRIPT_PAGE_SIZE
     found = client.get(url, {"q": "message 123"}, HTTP_HX_REQUEST="true").content.decode()
@@ -121,3 +125,38 @@ def test_transcript_is_paged_and_searchable(client: Any, reviewer: Any, requeste
     assert "1 message contains “message 123”" in found
     client.force_login(requester)
     assert client.get(url).status_code == 403
+
+
+def test_evidence_rows_give_the_markup_of_the_django_template(requester: Any) -> None:
+    """Issue 39: the Evidence list's rows, rendered by Jinja2 for speed, give the markup
+    of evidence_app/_evidence_items.html (labels, errors, titles, URLs, markup escaped)."""
+    from django.template.loader import render_to_string
+    from django.test.html import parse_html
+
+    from evidence_app.review.rows import evidence_rows
+
+    task = make_reviewable_task(requester)
+    run = task.runs.get()
+    ToolEvidence.objects.create(
+        run=run,
+        task=task,
+        attempt_index=1,
+        sequence=9,
+        tool_name="fetch_url",
+        arguments={"url": "https://x.test/<b>"},
+        url="https://x.test/<b>",
+        title='A "title" <i>',
+        is_error=True,
+        content="<script>1</script>" * 900,
+    )
+    items = list(
+        task.tool_evidence.without_content().annotate(size=F("content_chars")).order_by("sequence")
+    )
+    labels = {items[0].pk: "R1"}
+    django = render_to_string(
+        "evidence_app/_evidence_items.html",
+        {"items": items, "task": task, "evidence_labels": labels},
+    )
+    jinja = str(evidence_rows(items, task_id=task.pk, labels=labels))
+    assert parse_html(html.unescape(jinja)) == parse_html(html.unescape(django))
+    assert "<script>" not in jinja and "&lt;i&gt;" in jinja
