@@ -22,10 +22,12 @@ from typing import Any
 import jinja2
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 from django.utils.timesince import TIME_STRINGS, timesince
 
+from evidence_app.validation.claims import CLAIM_STATES
 from tasks_app.workflow.states import TaskStatus
 
 TEMPLATES = jinja2.Environment(
@@ -34,6 +36,39 @@ TEMPLATES = jinja2.Environment(
     undefined=jinja2.StrictUndefined,
     auto_reload=False,
 )
+
+
+_STATES = {state: (sign, words) for state, sign, words in CLAIM_STATES}
+
+
+def claim_badge(state: str) -> SafeString:
+    """A claim's state as a badge: its sign and its words (``CLAIM_STATES``)."""
+    sign, words = _STATES.get(state, ("", state))
+    return format_html(
+        '<span class="badge claim-badge claim-{}"><span class="claim-icon" aria-hidden="true">'
+        "{}</span> {}</span>",
+        state,
+        sign,
+        words,
+    )
+
+
+def claim_counts(counts: Mapping[str, Any]) -> SafeString:
+    """The one count of a verdict's claims by state, in the order and words of
+    ``CLAIM_STATES`` ("✓ 2 supported · ⚠ 1 disputed · ✗ 0 contradicted · ? 1 without
+    support")."""
+    parts = [
+        format_html(
+            '<span class="claim-count claim-count-{}"><span class="claim-icon" '
+            'aria-hidden="true">{}</span> {} {}</span>',
+            state,
+            sign,
+            counts.get(state) or 0,
+            words,
+        )
+        for state, sign, words in CLAIM_STATES
+    ]
+    return format_html('<span class="claim-counts">{}</span>', mark_safe(" · ".join(parts)))  # noqa: S308
 
 
 def compact_json(value: Any) -> str:
@@ -174,7 +209,10 @@ def _queue_row(
         "rerun": rerun_note(t.requeue_count),
         "issue": _truncate(t.v_issue, 110) if t.v_issue else "",
         "problem": (
-            {"verdict": problem.get("verdict", ""), "text": _truncate(problem.get("text", ""), 140)}
+            {
+                "badge": claim_badge(str(problem.get("verdict", ""))),
+                "text": _truncate(problem.get("text", ""), 140),
+            }
             if problem
             else None
         ),
@@ -182,6 +220,7 @@ def _queue_row(
         "verdict_label": (vstatuses.get(t.v_status) or t.v_status) if t.v_status else "",
         "category": (categories.get(t.v_category) or t.v_category) if t.v_category else "",
         "claims": _claim_counts(claims),
+        "claim_counts": claim_counts(_claim_counts(claims)) if claims.get("total") else "",
         "assigned_to_me": bool(t.assigned_to_id and t.assigned_to_id == me),
         "assigned": t.assigned_to if t.assigned_to_id else "",
         "holder": ("you" if t.claimed_by_id == me else t.claimed_by) if live_claim else "",

@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from evidence_app.models import FailureCategory, SnapshotKind, ValidationStatus
 from evidence_app.review import rows
+from evidence_app.validation.claims import CLAIM_STATES
 from project.costs import CostTotal, format_cost
 from project.llm.registry import display_model_name
 from tasks_app.models import FeedbackAction, RunKind, RunStatus
@@ -241,6 +242,30 @@ def claim_counts(claims: Any) -> dict[str, int]:
 def queue_rows(tasks: Any, **options: Any) -> SafeString:
     """The review queue's rows (``evidence_app.review.rows``: rendered by Jinja2, issue 16)."""
     return rows.queue_rows(tasks, **options)
+
+
+@register.simple_tag
+def claim_state_badge(state: str) -> SafeString:
+    """A claim's state as a badge, sign and words (one vocabulary, issue 39)."""
+    return rows.claim_badge(state)
+
+
+@register.simple_tag
+def claim_state_counts(counts: Any) -> SafeString:
+    """The one count of a verdict's claims by state (issue 39)."""
+    return rows.claim_counts(counts if isinstance(counts, dict) else {})
+
+
+@register.filter
+def claim_sign(state: str) -> str:
+    """The sign of a claim's state (✓ ⚠ ✗ ?), beside its highlight in the answer."""
+    return next((sign for s, sign, _ in CLAIM_STATES if s == state), "")
+
+
+@register.filter
+def claim_words(state: str) -> str:
+    """The words of a claim's state ("without support" for unsupported)."""
+    return next((words for s, _, words in CLAIM_STATES if s == state), state)
 
 
 @register.simple_tag

@@ -17,6 +17,15 @@ _FIGURE_WITH_UNIT_RE = re.compile(
     r"(?:\d[\d,.]*\d|\d)(?:\s?(?:%|€|\$|[A-Z]{3}\b|percent\b|per cent\b|days?\b|weeks?\b"
     r"|months?\b|years?\b|hours?\b|minutes?\b))?"
 )
+# How every page shows a claim's state (issue 39): the answer's highlight, the claim list,
+# the counts and the queue rows use these, in this order. The sign makes the state legible
+# without colour; the words are what a screen reader reads.
+CLAIM_STATES = (
+    ("supported", "✓", "supported"),
+    ("disputed", "⚠", "disputed"),
+    ("contradicted", "✗", "contradicted"),
+    ("unsupported", "?", "without support"),
+)
 QUOTE_CHARS = 90
 ERROR_CHARS = 160
 

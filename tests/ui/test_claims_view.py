@@ -114,7 +114,7 @@ def test_queue_shows_claim_summary_and_first_problem_claim(
     html = client.get("/review/").content.decode()
 
     assert 'class="queue-claims"' in html
-    assert "1 supported" in html and "1 unsupported" in html
+    assert "1 supported" in html and "1 without support" in html
     assert "Training days count as working time at 100 percent pay." in html
 
 

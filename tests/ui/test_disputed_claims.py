@@ -61,11 +61,19 @@ def test_disputed_claim_names_both_sources_and_is_never_two_ticks(
         r'<li class="claim-item claim-disputed-item" id="claim-item-1">.*?</li>', html, re.S
     )
     assert item, "claim 1 is not shown as disputed"
-    assert '<span class="badge claim-badge claim-disputed">disputed</span>' in item.group(0)
+    assert (
+        '<span class="badge claim-badge claim-disputed"><span class="claim-icon" '
+        'aria-hidden="true">⚠</span> disputed</span>'
+    ) in item.group(0)
     assert "<strong>Disputed:</strong> R1: 46 EUR; R2 says 38 EUR" in item.group(0)
     assert "R1 ✓" in item.group(0)
     assert "R2 ✓" not in item.group(0) and "R2 ≠ says otherwise" in item.group(0)
-    assert "1 disputed · 0 supported · 0 contradicted · 1 unsupported" in html
+    # One count on the page, in the states' one order and words (issue 39).
+    counts = re.sub(
+        r"<[^>]+>", "", re.search(r'<span class="claim-counts">.*?</span></span>', html).group(0)
+    )
+    assert counts == "✓ 0 supported · ⚠ 1 disputed · ✗ 0 contradicted · ? 1 without support"
+    assert html.count('class="claim-counts"') == 1 and 'id="claims-summary"' not in html
     reason = re.search(r'<p id="verdict-reason"[^>]*>(.*?)</p>', html, re.S)
     assert reason
     assert (
@@ -155,7 +163,7 @@ def test_reviewer_sees_the_dispute_and_opens_the_contradicting_source_at_its_quo
         "Sources disagree about the figure (R1: 46 EUR; R2 says 38 EUR)"
     )
     claim = page.locator("#claim-item-1")
-    expect(claim.locator(".claim-badge")).to_have_text("disputed")
+    expect(claim.locator(".claim-badge")).to_have_text("⚠ disputed")
     expect(claim.locator(".dispute")).to_have_text("Disputed: R1: 46 EUR; R2 says 38 EUR")
     expect(claim.locator(".cite")).to_have_text(["R1 ✓", "R2 ≠ says otherwise"])
     expect(page.locator("#claim-status")).to_have_attribute("aria-live", "polite")
@@ -169,7 +177,7 @@ def test_reviewer_sees_the_dispute_and_opens_the_contradicting_source_at_its_quo
     expect(claim).to_have_attribute("aria-current", "true")
 
     page.click('#answer-claims a.claim[data-claim="2"]')
-    expect(page.locator("#claim-status")).to_contain_text("Claim 2 selected, unsupported")
+    expect(page.locator("#claim-status")).to_contain_text("Claim 2 selected, without support")
     expect(page.locator('#answer-claims a.claim[data-claim="2"]')).to_have_attribute(
         "aria-current", "true"
     )
@@ -178,3 +186,47 @@ def test_reviewer_sees_the_dispute_and_opens_the_contradicting_source_at_its_quo
     if AXE.exists():  # axe-core comes from `npm ci`; the sweep test says when it is missing
         serious = [v for v in axe_violations(page) if v["impact"] in ("serious", "critical")]
         assert not serious, serious
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width", [390, 1280])
+def test_claim_states_read_the_same_in_the_answer_the_list_and_the_count_without_colour(
+    page: Any,  # noqa: F811
+    live_server: Any,
+    reviewer: Any,
+    requester: Any,
+    settings: Any,
+    width: int,
+) -> None:
+    """Issue 39 item 2: a disputed claim is marked disputed in the answer (not as a
+    supported one), in the list and in the one count of the page; each state carries
+    its sign and a line style of its own, so it reads without colour (greyscale)."""
+    from playwright.sync_api import expect
+
+    task, _ = _disputed_task(settings, requester)
+    page.set_viewport_size({"width": width, "height": 900})
+    login(page, live_server, "rita", f"/tasks/{task.pk}/")
+    page.add_style_tag(content="html { filter: grayscale(1); }")
+    marks = page.locator("#answer-claims a.claim")
+    expect(marks).to_have_count(2)
+    states = marks.evaluate_all(
+        """els => els.map(a => ({
+          state: a.dataset.state,
+          sign: a.querySelector('.claim-icon').textContent,
+          words: a.querySelector('.sr-only').textContent.trim(),
+          line: getComputedStyle(a).textDecorationStyle,
+        }))"""
+    )
+    assert states == [
+        {"state": "disputed", "sign": "⚠", "words": "(disputed)", "line": "wavy"},
+        {"state": "unsupported", "sign": "?", "words": "(without support)", "line": "dotted"},
+    ]
+    expect(page.locator("#claim-item-1 .claim-badge")).to_have_text("⚠ disputed")
+    expect(page.locator("#claim-item-2 .claim-badge")).to_have_text("? without support")
+    expect(page.locator(".claim-counts")).to_have_count(1)
+    expect(page.locator(".claim-counts")).to_have_text(
+        "✓ 0 supported · ⚠ 1 disputed · ✗ 0 contradicted · ? 1 without support"
+    )
+    page.locator("#answer-panel").screenshot(path=f"test-artifacts/claim-states-{width}.png")
+    assert not page.errors

@@ -9,6 +9,7 @@ where Django spells it &quot;)."""
 from __future__ import annotations
 
 import html
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -31,10 +32,10 @@ QUEUE_LOOP = """{% load evidentia %}{% for t in tasks %}
         <td class="mono">{{ t.pk }}</td>
         <td class="title"><a class="open" tabindex="-1" href="{% url 'task_detail' t.pk %}{% if query %}?{{ query }}{% endif %}" hx-get="{% url 'task_detail' t.pk %}{% if query %}?{{ query }}{% endif %}" hx-target="#main" hx-swap="innerHTML" hx-push-url="true"><span hx-disable>{{ t.title }}</span></a>
           <div class="small muted">{{ t.owner }} · <span class="attempts">attempt {{ t.attempt_count }} of {{ t.max_attempts }}{% if t.requeue_count %}, {{ t.requeue_count|rerun_note }}{% endif %}</span>{% if t.v_issue %} · <span class="issue" hx-disable>{{ t.v_issue|truncatechars:110 }}</span>{% endif %}</div>
-          {% if t.v_claims.first_problem %}<div class="small first-problem" hx-disable><span class="badge claim-badge claim-{{ t.v_claims.first_problem.verdict }}">{{ t.v_claims.first_problem.verdict }}</span> {{ t.v_claims.first_problem.text|truncatechars:140 }}</div>{% endif %}</td>
+          {% if t.v_claims.first_problem %}<div class="small first-problem" hx-disable>{% claim_state_badge t.v_claims.first_problem.verdict %} {{ t.v_claims.first_problem.text|truncatechars:140 }}</div>{% endif %}</td>
         <td>{% if t.v_status %}<span class="badge v-{{ t.v_status }}">{{ vstatuses|get_item:t.v_status|default:t.v_status }}</span>{% else %}<span class="muted">none</span>{% endif %}</td>
         <td>{% if t.v_category %}<span class="badge cat">{{ categories|get_item:t.v_category|default:t.v_category }}</span>{% else %}<span class="muted">–</span>{% endif %}</td>
-        <td class="small">{% if t.v_claims.total %}<span class="queue-claims" title="claims of the answer by verdict">{{ t.v_claims.supported }} supported · {{ t.v_claims.contradicted }} contradicted · {{ t.v_claims.unsupported }} unsupported</span>{% if t.v_claims.unverified_citations %} <span class="badge v-rejected">{{ t.v_claims.unverified_citations }} unverified</span>{% endif %}{% else %}<span class="muted">–</span>{% endif %}</td>
+        <td class="small">{% if t.v_claims.total %}<span class="queue-claims" title="claims of the answer by state">{% claim_state_counts t.v_claims %}</span>{% if t.v_claims.unverified_citations %} <span class="badge v-rejected">{{ t.v_claims.unverified_citations }} unverified</span>{% endif %}{% else %}<span class="muted">–</span>{% endif %}</td>
         <td>{% if t.assigned_to_id %}{% if t.assigned_to_id == user.pk %}<span class="badge">you</span>{% else %}{{ t.assigned_to }}{% endif %}{% else %}<span class="muted">–</span>{% endif %}</td>
         <td>{% if t.claimed_by and t.claim_is_live %}<span class="badge">{% if t.claimed_by_id == user.pk %}you{% else %}{{ t.claimed_by }}{% endif %}</span>{% else %}<span class="muted">–</span>{% endif %}</td>
         <td class="nowrap" title="{{ t.created_at|date:'Y-m-d H:i' }}">{{ t.created_at|timesince:now }}</td>
@@ -235,6 +236,9 @@ def test_rows_say_a_revision_past_the_budget_and_count_disputed_claims_apart(
     client.force_login(reviewer)
     queue = tbody(client.get(reverse("review_queue")).content.decode())
     assert "attempt 3 (budget 2, revision)" in queue and "3 of 2" not in queue
-    assert "1 supported · 1 disputed · 1 contradicted · 1 unsupported" in queue
+    cell = re.search(r'<span class="claim-counts">.*?</td>', queue)
+    assert cell, "no claim counts in the row"
+    counts = re.sub(r"<[^>]+>", "", cell.group(0)).strip()
+    assert counts == "✓ 1 supported · ⚠ 1 disputed · ✗ 1 contradicted · ? 1 without support"
     listing = tbody(client.get(reverse("task_list_all")).content.decode())
     assert '<td class="attempts">3 (budget 2)' in listing and "3/2" not in listing
