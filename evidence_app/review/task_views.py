@@ -810,7 +810,9 @@ def _decision_message(request: HttpRequest, decision: Feedback) -> None:
 @require_POST
 def decision_undo(request: HtmxHttpRequest, task_id: int, feedback_id: int) -> HttpResponse:
     """Undo a decision inside its window (issue 26): the task is as it was, and the
-    timeline says who undid it. Too late, or someone else's: refused with the reason."""
+    timeline says who undid it. Too late, or someone else's: refused with the reason.
+    Sent from the review queue (``return_to=queue``), the answer is the queue in the
+    filters it was in (issue 39)."""
     task = visible_task(request, task_id)
     status = 200
     try:
@@ -830,6 +832,12 @@ def decision_undo(request: HtmxHttpRequest, task_id: int, feedback_id: int) -> H
             f"Undone: your {undone.get_action_display().lower()} decision on #{task.pk} "
             "was not applied.",
         )
+    if request.POST.get("return_to") == "queue" and is_staff_role(request.user):
+        # Undone from the queue: back to the queue as it was (filters, page), not the task.
+        filters = QueryDict(request.POST.get("filters", ""))
+        if request.htmx:
+            return queue_response(request, filters, status=status)
+        return redirect(reverse("review_queue") + ("?" + filters.urlencode() if filters else ""))
     if request.htmx:
         return render_page(
             request, "evidence_app/task_detail.html", detail_context(request, task.pk), status=status

@@ -376,6 +376,19 @@
     (el || row).focus();
   }
 
+  /* Undo from the review queue (issue 39): the undo goes back to the queue with the
+     filters and page in the address bar, and the undone task's row is selected again
+     (its place in the queue), instead of swapping the task's page in. */
+  document.addEventListener("htmx:configRequest", function (event) {
+    var elt = event.detail && event.detail.elt;
+    var toast = elt && elt.closest && elt.closest("#undo-toast");
+    if (!toast || !document.getElementById("queue-list")) return;
+    event.detail.parameters["return_to"] = "queue";
+    event.detail.parameters["filters"] = window.location.search.replace(/^\?/, "");
+    selectedTaskId = toast.getAttribute("data-task-id");
+    focusQueueAfterSwap = true;
+  });
+
   var lastQueueCount = null;
   document.addEventListener("htmx:afterSettle", function (event) {
     var target = event.detail && event.detail.target;

@@ -40,7 +40,8 @@ def test_s_then_u_on_the_task_page_undoes_the_decision(
 ) -> None:
     """Issue 26 item 1: ``s`` shows the toast (role=status, a countdown that moves, an
     Undo button reachable by keyboard); ``u`` typed into the note box is text; ``u`` on
-    the page undoes: the task is back in needs_review with its decision buttons, no
+    the page undoes: the task is back in the queue (complete-and-next went there) and in
+    needs_review with its decision buttons, no
     webhook delivery, nothing in the agreement figures, and "Decision undone" in the
     timeline."""
     from playwright.sync_api import expect
@@ -83,6 +84,9 @@ def test_s_then_u_on_the_task_page_undoes_the_decision(
     page.locator("#main").focus()
     page.keyboard.press("u")
     expect(toast).to_have_count(0)
+    # Undone from the queue it was sent to: the task is back in it, selected (issue 39).
+    expect(page.locator(f'tr[data-task-id="{task.pk}"]')).to_have_attribute("aria-selected", "true")
+    page.keyboard.press("Enter")
     expect(page.locator("#act-satisfied")).to_be_visible()
     expect(page.locator("#timeline-panel")).to_contain_text("Decision undone by rita")
     task.refresh_from_db()
@@ -138,31 +142,43 @@ def satisfied_first_in_queue(page: Any, live_server: Any, requester: Any) -> Any
     return first
 
 
+@pytest.mark.parametrize("width", [390, 1280])
 def test_s_in_the_queue_then_u_brings_the_task_back(
-    page: Any, live_server: Any, reviewer: Any, requester: Any, settings: Any
+    page: Any, live_server: Any, reviewer: Any, requester: Any, settings: Any, width: int
 ) -> None:
-    """Issue 26 item 1: ``j`` then ``s`` in the queue (without opening the task) leaves a
-    pending decision: the row leaves the list and the toast appears; ``u`` undoes it and
-    the task is in needs_review with its decision buttons."""
+    """Issue 26 item 1 and issue 39 item 3: ``j`` then ``s`` in the queue (without
+    opening the task) leaves a pending decision: the row leaves the list and the toast
+    appears; ``u`` undoes it and the reviewer stays in the queue, at /review/, with the
+    task's row back and selected (its place), not on the task's page."""
     from playwright.sync_api import expect
 
     settings.DECISION_UNDO_SECONDS = 30
+    page.set_viewport_size({"width": width, "height": 900})
     first = satisfied_first_in_queue(page, live_server, requester)
-    expect(page.locator(f'tr[data-task-id="{first.pk}"]')).to_have_count(0)
+    row = page.locator(f'tr[data-task-id="{first.pk}"]')
+    expect(row).to_have_count(0)
     assert Feedback.objects.get(task=first).state == DecisionState.PENDING
 
     page.keyboard.press("u")
     expect(page.locator("#undo-toast")).to_have_count(0)
-    expect(page.locator("#act-satisfied")).to_be_visible()
+    expect(row).to_have_attribute("aria-selected", "true")
+    expect(page.locator("#act-satisfied")).to_have_count(0)
+    assert page.url == live_server.url + reverse("review_queue")
+    assert page.evaluate("document.activeElement.getAttribute('data-task-id')") == str(first.pk)
     first.refresh_from_db()
     assert first.status == S.NEEDS_REVIEW
     assert Feedback.objects.get(task=first).state == DecisionState.UNDONE
+    # The keys go on working in the queue: j moves to the next row.
+    page.keyboard.press("j")
+    expect(row).to_have_attribute("aria-selected", "false")
+    assert not page.errors
 
 
 def test_filtering_the_queue_keeps_the_undo_toast_and_u_still_undoes(
     page: Any, live_server: Any, reviewer: Any, requester: Any, settings: Any
 ) -> None:
-    """Issue 26 item 1: a filter pushes a URL, and htmx snapshots the page for Back just
+    """Issue 26 item 1 (and 39 item 3: the undo keeps the filter): a filter pushes a URL,
+    and htmx snapshots the page for Back just
     before; the messages leave the snapshot, not the page. The toast stays, keeps
     counting down, and ``u`` still undoes (the toast used to vanish with the first
     filter, and ``u`` then did nothing: seen when a loaded machine let the search box's
@@ -185,7 +201,12 @@ def test_filtering_the_queue_keeps_the_undo_toast_and_u_still_undoes(
     page.locator("#main").focus()
     page.keyboard.press("u")
     expect(toast).to_have_count(0)
-    expect(page.locator("#act-satisfied")).to_be_visible()
+    # Issue 39: back in the queue with the same filter (the undone task does not match it).
+    expect(page).to_have_url(re.compile(r"/review/\?q=Second(&|$)"))
+    expect(page.locator("#id_q")).to_have_value("Second")
+    expect(page.locator("#queue-list tr[data-task-id]")).to_have_count(1)
+    expect(page.locator("#queue-list")).to_contain_text("Second in queue")
+    expect(page.locator("#act-satisfied")).to_have_count(0)
     assert Feedback.objects.get(task=first).state == DecisionState.UNDONE
     first.refresh_from_db()
     assert first.status == S.NEEDS_REVIEW
