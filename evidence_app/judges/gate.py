@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -21,7 +22,7 @@ from django.utils import timezone
 
 from evidence_app.judge_bench import DEFAULT_CASE_FILES, load_cases, run_case
 from evidence_app.judge_bench.from_reviews import labelled_cases
-from evidence_app.judges.figures import comparison_figures
+from evidence_app.judges.figures import BETTER, comparison_figures
 from evidence_app.models import (
     ComparisonState,
     JudgeComparison,
@@ -41,6 +42,10 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "COMPARISON_JOB",
+    "MIN_COMPARED_CASES",
+    "MIN_REASON_CHARS",
+    "DefaultChange",
+    "comparison_is_stale",
     "comparison_request",
     "comparison_run",
     "gate_cases",
@@ -49,6 +54,16 @@ __all__ = [
     "shadow_stop",
     "shadow_verdict_run",
 ]
+
+# The fewest compared cases a comparison needs before its candidate can become the
+# judge. McNemar's exact test can call a difference significant (p < 0.05) only when the
+# judges disagree on at least 6 cases (two-sided p = 2 * 0.5**6 = 0.031); two judges agree
+# on most cases, so fewer than 30 rarely hold 6 disagreements, and on 30 cases an
+# accuracy of 90 % still has a 95 % interval of 73-98 %. docs/validator.md says so.
+MIN_COMPARED_CASES = 30
+# A candidate the comparison did not find better becomes the judge only with a reason
+# of at least this many characters, written on the page, and a second confirmation.
+MIN_REASON_CHARS = 20
 
 # The comparison job's name (evidence_app.jobs registers it under this name).
 COMPARISON_JOB = "evidence_app.judge_comparison"
@@ -185,11 +200,55 @@ def _comparison_finished(comparison: JudgeComparison, *, error: str = "") -> Non
     comparison.save(update_fields=["state", "error", "finished_at", "figures"])
 
 
+def comparison_is_stale(comparison: JudgeComparison, current: tuple[str, str]) -> bool:
+    """The comparison was made against a judge that is no longer the current one: its
+    figures say nothing about a change from the judge of today."""
+    return (comparison.baseline_template, comparison.baseline_model) != tuple(current)
+
+
+@dataclass(frozen=True)
+class DefaultChange:
+    """A change of the default judge and what it did to shadow mode: ``shadow_stopped``
+    (the candidate in shadow is now the judge), ``shadow_restarted`` (its figures start
+    afresh against the new judge), or neither (no shadow was running)."""
+
+    default: JudgeDefault
+    shadow_stopped: ShadowJudge | None = None
+    shadow_restarted: ShadowJudge | None = None
+
+
+def _default_refusal(comparison: JudgeComparison, *, note: str, override: bool) -> str | None:
+    """Why the comparison's candidate cannot become the judge now, or None."""
+    if comparison_is_stale(comparison, current_judge()):
+        return (
+            f"comparison #{comparison.pk} was made against {comparison.baseline_template} on "
+            f"{comparison.baseline_model}, which is no longer the judge: compare again."
+        )
+    if comparison.done < MIN_COMPARED_CASES:
+        return (
+            f"comparison #{comparison.pk} judged {comparison.done} cases; a new judge needs "
+            f"at least {MIN_COMPARED_CASES} compared cases."
+        )
+    verdict = (comparison.figures or {}).get("verdict")
+    if verdict != BETTER and (len(note.strip()) < MIN_REASON_CHARS or not override):
+        return (
+            f"the comparison found the candidate {verdict or 'not better'}: making it the "
+            f"judge needs a written reason (at least {MIN_REASON_CHARS} characters) and "
+            "the second confirmation."
+        )
+    return None
+
+
 @transaction.atomic
-def judge_default_make(*, comparison_id: int, chosen_by: Any, note: str = "") -> JudgeDefault:
+def judge_default_make(
+    *, comparison_id: int, chosen_by: Any, note: str = "", override: bool = False
+) -> DefaultChange:
     """Make a finished comparison's candidate the team's judge from now on, recorded
     with who chose it and the comparison. Refused (nothing changes) unless the
-    comparison succeeded."""
+    comparison succeeded on at least ``MIN_COMPARED_CASES`` cases against the current
+    judge; a candidate it did not find better also needs a written reason (``note``) and
+    ``override`` (the second confirmation). A candidate in shadow is stopped when it is
+    the new judge, else restarted so that its figures compare it with the new judge."""
     # Row lock: a delivery finishing or failing it meanwhile is seen as it ends.
     comparison = JudgeComparison.objects.select_for_update().filter(pk=comparison_id).first()
     if comparison is None:
@@ -199,14 +258,29 @@ def judge_default_make(*, comparison_id: int, chosen_by: Any, note: str = "") ->
             f"Comparison #{comparison.pk} is {comparison.get_state_display().lower()}: only "
             "a finished comparison can make its candidate the default."
         )
+    refusal = _default_refusal(comparison, note=note, override=override)
+    if refusal:
+        raise InvalidInput(refusal[0].upper() + refusal[1:])
     get_template(comparison.template)  # a template file removed since: refused
-    return JudgeDefault.objects.create(
+    default = JudgeDefault.objects.create(
         template=comparison.template,
         model=comparison.model,
         chosen_by=chosen_by if getattr(chosen_by, "is_authenticated", False) else None,
         comparison=comparison,
         note=note,
     )
+    return _shadow_after_change(default, chosen_by)
+
+
+def _shadow_after_change(default: JudgeDefault, chosen_by: Any) -> DefaultChange:
+    shadow = ShadowJudge.objects.select_for_update().filter(active=True).first()
+    if shadow is None:
+        return DefaultChange(default=default)
+    stopped = shadow_stop(stopped_by=chosen_by)
+    if (shadow.template, shadow.model) == (default.template, default.model):
+        return DefaultChange(default=default, shadow_stopped=stopped)
+    restarted = shadow_start(template=shadow.template, model=shadow.model, started_by=chosen_by)
+    return DefaultChange(default=default, shadow_stopped=stopped, shadow_restarted=restarted)
 
 
 def shadow_start(*, template: str, model: str, started_by: Any) -> ShadowJudge:

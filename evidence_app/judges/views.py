@@ -13,6 +13,7 @@ from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from evidence_app.judges.figures import (
+    BETTER,
     judge_history,
     latest_shadow,
     recent_comparisons,
@@ -20,6 +21,9 @@ from evidence_app.judges.figures import (
 )
 from evidence_app.judges.forms import JudgeCandidateForm
 from evidence_app.judges.gate import (
+    MIN_COMPARED_CASES,
+    MIN_REASON_CHARS,
+    comparison_is_stale,
     comparison_request,
     judge_default_make,
     shadow_start,
@@ -62,11 +66,29 @@ def figure_rows(figures: dict[str, Any]) -> list[tuple[str, str, str]]:
     ]
 
 
-def _comparison_items(comparisons: list[JudgeComparison]) -> list[dict[str, Any]]:
-    return [
-        {"c": c, "rows": figure_rows(c.figures) if c.finished and c.figures else []}
-        for c in comparisons
-    ]
+def _comparison_items(
+    comparisons: list[JudgeComparison], current: tuple[str, str]
+) -> list[dict[str, Any]]:
+    """Each comparison with its figure rows and what the page may offer: ``stale`` (made
+    against a judge that is no longer current: no action), ``too_few`` (fewer than
+    MIN_COMPARED_CASES cases: no action), ``needs_reason`` (not found better: a reason
+    and a second confirmation)."""
+    items = []
+    for c in comparisons:
+        finished = c.finished and bool(c.figures)
+        stale = comparison_is_stale(c, current)
+        too_few = c.done < MIN_COMPARED_CASES
+        items.append(
+            {
+                "c": c,
+                "rows": figure_rows(c.figures) if finished else [],
+                "stale": stale,
+                "too_few": too_few,
+                "can_default": finished and not stale and not too_few,
+                "needs_reason": finished and c.figures.get("verdict") != BETTER,
+            }
+        )
+    return items
 
 
 def _context(
@@ -84,7 +106,9 @@ def _context(
         or JudgeCandidateForm(template_names=names, initial_model=model),
         "shadow_form": shadow_form
         or JudgeCandidateForm(template_names=names, initial_model=model, prefix="shadow"),
-        "comparisons": _comparison_items(comparisons),
+        "comparisons": _comparison_items(comparisons, (template, model)),
+        "min_cases": MIN_COMPARED_CASES,
+        "min_reason": MIN_REASON_CHARS,
         "comparisons_pending": any(c.pending for c in comparisons),
         "shadow": shadow,
         "shadow_figures": shadow_figures(shadow) if shadow is not None else None,
@@ -136,25 +160,43 @@ def _compare(request: HttpRequest) -> HttpResponse:
 @operator_required
 @require_POST
 def ops_judge_default(request: HttpRequest, comparison_id: int) -> HttpResponse:
-    """Make a finished comparison's candidate the default judge (confirmed on the page);
-    refused, with nothing changed, for any other comparison."""
+    """Make a finished comparison's candidate the default judge (confirmed on the page;
+    a candidate not found better also with a reason and a second confirmation);
+    refused, with nothing changed, otherwise. Says what happened to shadow mode."""
     if request.POST.get("confirm") != "yes":
         messages.error(request, "Nothing changed: confirm to make the candidate the default.")
         return redirect("ops_judge")
     try:
-        chosen = judge_default_make(
+        change = judge_default_make(
             comparison_id=comparison_id,
             chosen_by=request.user,
             note=request.POST.get("note", "").strip()[:2000],
+            override=request.POST.get("override") == "yes",
         )
     except DomainError as exc:
         messages.error(request, f"Nothing changed: {exc.message}")
         return redirect("ops_judge")
+    chosen = change.default
     messages.success(
         request,
         f"{chosen.template} on {chosen.model} is now the judge of every new verdict "
         f"(from comparison #{comparison_id}).",
     )
+    if change.shadow_restarted is not None:
+        shadow = change.shadow_restarted
+        messages.warning(
+            request,
+            f"Shadow mode restarted: {shadow.template} on {shadow.model} is now compared "
+            "with the new judge; its figures start afresh.",
+        )
+    elif change.shadow_stopped is not None:
+        shadow = change.shadow_stopped
+        messages.warning(
+            request,
+            f"Shadow mode stopped: {shadow.template} on {shadow.model} is now the current "
+            "judge, so there is nothing to compare it with. Start another candidate to "
+            "compare again.",
+        )
     return redirect("ops_judge")
 
 

@@ -18,6 +18,8 @@ from evidence_app.judges.figures import (
 )
 from evidence_app.judges.gate import (
     COMPARISON_JOB,
+    MIN_COMPARED_CASES,
+    comparison_is_stale,
     comparison_request,
     comparison_run,
     gate_cases,
@@ -36,7 +38,7 @@ from evidence_app.models import (
 from evidence_app.validation.current_judge import SHADOW_JOB, current_judge
 from evidence_app.validation.selectors import task_cost
 from evidence_app.validation.services import validation_run
-from project.errors import StaleAction
+from project.errors import InvalidInput, StaleAction
 from tasks_app.models import OutboxJob, TaskEvent, WebhookDelivery
 from tasks_app.notifications.webhooks import webhook_endpoint_create
 from tests.evidence_app.validation_helpers import JUDGE, ScriptedJudge, validating_task, verdict
@@ -185,18 +187,28 @@ def test_a_comparison_that_crashes_or_never_finishes_says_failed_with_its_reason
     assert "stopped after 2 tries" in stuck.error
 
 
-def _finished_comparison(template: str, model: str, state: str = "succeeded") -> JudgeComparison:
+def _finished_comparison(
+    template: str,
+    model: str,
+    state: str = "succeeded",
+    *,
+    outcomes: list[dict[str, Any]] | None = None,
+    baseline: tuple[str, str] | None = None,
+) -> JudgeComparison:
+    """A comparison against ``baseline`` (default: the default template on ``model``);
+    its outcomes default to 30 cases both judges got right and 8 only the candidate did
+    (better: p = 0.0078)."""
+    outcomes = outcomes or _outcomes(both_right=30, candidate_only=8, baseline_only=0, both_wrong=0)
+    baseline_template, baseline_model = baseline or ("default", model)
     return JudgeComparison.objects.create(
         template=template,
         model=model,
-        baseline_template="default",
-        baseline_model=model,
+        baseline_template=baseline_template,
+        baseline_model=baseline_model,
         state=state,
-        done=4,
-        total=4,
-        figures=comparison_figures(
-            _outcomes(both_right=2, candidate_only=1, baseline_only=1, both_wrong=0)
-        ),
+        done=len(outcomes),
+        total=len(outcomes),
+        figures=comparison_figures(outcomes),
     )
 
 
@@ -212,7 +224,9 @@ def test_making_a_default_records_it_and_the_next_validation_uses_it(
     assert current_judge() == ("default", JUDGE)
 
     comparison = _finished_comparison("terse", JUDGE)
-    chosen = judge_default_make(comparison_id=comparison.pk, chosen_by=operator, note="better")
+    chosen = judge_default_make(
+        comparison_id=comparison.pk, chosen_by=operator, note="better"
+    ).default
     assert (chosen.template, chosen.model, chosen.comparison, chosen.chosen_by) == (
         "terse",
         JUDGE,
@@ -362,3 +376,94 @@ def test_gate_cases_are_the_shipped_held_out_cases() -> None:
     assert cases and {c["split"] for c in cases} == {"heldout"}
     assert {c["dataset"] for c in cases} == {"handbook", "fever", "halueval"}
     assert [c["id"] for c in gate_cases(FEW_CASES)] == FEW_CASES
+
+
+def test_a_comparison_of_fewer_than_the_minimum_cases_cannot_change_the_judge(
+    operator: Any, settings: Any
+) -> None:
+    """Issue 39 item 4: a better candidate on 2 cases (or on MIN_COMPARED_CASES - 1) is
+    refused with the minimum named; nothing changes."""
+    settings.VALIDATOR_MODEL = "offline:judge"
+    few = _outcomes(
+        both_right=MIN_COMPARED_CASES - 9, candidate_only=8, baseline_only=0, both_wrong=0
+    )
+    comparison = _finished_comparison("terse", "offline:judge", outcomes=few)
+    assert comparison.figures["verdict"] == BETTER and comparison.done == MIN_COMPARED_CASES - 1
+    with pytest.raises(InvalidInput, match=f"at least {MIN_COMPARED_CASES} compared cases"):
+        judge_default_make(
+            comparison_id=comparison.pk, chosen_by=operator, note="x" * 40, override=True
+        )
+    assert not JudgeDefault.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("candidate_only", "baseline_only", "verdict"), [(0, 8, WORSE), (4, 3, NO_DIFFERENCE)]
+)
+def test_a_candidate_not_found_better_needs_a_reason_and_a_second_confirmation(
+    operator: Any, settings: Any, candidate_only: int, baseline_only: int, verdict: str
+) -> None:
+    """Issue 39 item 4: a worse candidate (p = 0.0078) or one with no significant
+    difference is refused with a short note, or without the second confirmation; with a
+    reason and the confirmation it becomes the judge, the reason in the history."""
+    settings.VALIDATOR_MODEL = "offline:judge"
+    outcomes = _outcomes(
+        both_right=30, candidate_only=candidate_only, baseline_only=baseline_only, both_wrong=0
+    )
+    comparison = _finished_comparison("terse", "offline:judge", outcomes=outcomes)
+    assert comparison.figures["verdict"] == verdict
+    reason = "Cheaper model; the three failures are all on the injection cases."
+    for note, override in (("", False), ("too short", True), (reason, False)):
+        with pytest.raises(InvalidInput, match="written reason"):
+            judge_default_make(
+                comparison_id=comparison.pk, chosen_by=operator, note=note, override=override
+            )
+    assert not JudgeDefault.objects.exists()
+    change = judge_default_make(
+        comparison_id=comparison.pk, chosen_by=operator, note=reason, override=True
+    )
+    assert (change.default.template, change.default.note) == ("terse", reason)
+    assert current_judge() == ("terse", "offline:judge")
+
+
+def test_a_comparison_against_a_judge_no_longer_current_is_stale_and_refused(
+    operator: Any, settings: Any
+) -> None:
+    """Issue 39 item 4: after the judge changed, an older comparison (made against the
+    previous judge) cannot make its candidate the default: nothing changes."""
+    settings.VALIDATOR_MODEL = "offline:judge"
+    first = _finished_comparison("terse", "offline:judge")
+    older = _finished_comparison("terse", "offline:judge-b", baseline=("default", "offline:judge"))
+    judge_default_make(comparison_id=first.pk, chosen_by=operator)
+    assert comparison_is_stale(older, current_judge())
+    with pytest.raises(InvalidInput, match="no longer the judge"):
+        judge_default_make(comparison_id=older.pk, chosen_by=operator)
+    assert JudgeDefault.objects.count() == 1 and current_judge() == ("terse", "offline:judge")
+
+
+def test_a_default_change_stops_or_restarts_shadow_mode_with_fresh_figures(
+    operator: Any, settings: Any
+) -> None:
+    """Issue 39 item 4: the candidate in shadow becoming the judge stops shadow mode; any
+    other change restarts it (a new shadow row, so its figures start afresh against the
+    new judge; the old row is stopped with its figures kept)."""
+    settings.VALIDATOR_MODEL = "offline:judge"
+    other = shadow_start(template="default", model="offline:judge-b", started_by=operator)
+    change = judge_default_make(
+        comparison_id=_finished_comparison("terse", "offline:judge").pk, chosen_by=operator
+    )
+    assert change.shadow_stopped == other and change.shadow_restarted is not None
+    other.refresh_from_db()
+    assert not other.active
+    restarted = ShadowJudge.objects.get(active=True)
+    assert (restarted.pk, restarted.model) == (change.shadow_restarted.pk, "offline:judge-b")
+    assert restarted.pk != other.pk and not restarted.verdicts.exists()
+
+    same = judge_default_make(
+        comparison_id=_finished_comparison(
+            "default", "offline:judge-b", baseline=("terse", "offline:judge")
+        ).pk,
+        chosen_by=operator,
+    )
+    assert same.shadow_stopped == restarted and same.shadow_restarted is None
+    assert not ShadowJudge.objects.filter(active=True).exists()
+    assert current_judge() == ("default", "offline:judge-b")

@@ -90,8 +90,8 @@ def test_a_candidate_is_compared_from_the_page_and_made_the_default_once_finishe
 ) -> None:
     """Issue 27, item 5: the form queues a comparison (an unknown model is refused
     before anything is queued); an unfinished one cannot be made the default (nothing
-    changes); a finished one can, after the confirmation, and the history says who and
-    from which comparison."""
+    changes), nor one of 2 cases (issue 39); a finished one of enough cases can, after
+    the confirmation, and the history says who and from which comparison."""
     settings.VALIDATOR_MODEL = "offline:judge"
     client.force_login(operator)
     url = reverse("ops_judge")
@@ -118,6 +118,16 @@ def test_a_candidate_is_compared_from_the_page_and_made_the_default_once_finishe
     assert not JudgeDefault.objects.exists()
 
     assert judge_comparison_job(comparison.pk) == "succeeded"
+    # Two cases are too few to change the judge (issue 39): no form, and a post is refused.
+    html = client.get(url).content.decode()
+    assert "Too few cases to change the judge: 2 compared, at least 30 needed" in html
+    assert make_default not in html
+    two = client.post(make_default, {"confirm": "yes"}, follow=True).content.decode()
+    assert "Nothing changed: Comparison" in two and "at least 30 compared cases" in two
+    assert not JudgeDefault.objects.exists()
+
+    comparison = _comparison("succeeded", figures=_figures(12, 2))
+    make_default = reverse("ops_judge_default", args=[comparison.pk])
     unconfirmed = client.post(make_default, {}, follow=True).content.decode()
     assert "Nothing changed: confirm" in unconfirmed and not JudgeDefault.objects.exists()
     done = client.post(make_default, {"confirm": "yes", "note": "after the gate"}, follow=True)

@@ -131,3 +131,67 @@ def test_the_judge_page_on_a_phone_polls_progress_and_confirms_a_new_default(
     )
     assert page_overflow(page) == ""
     assert page.errors == []
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_worse_candidate_needs_a_reason_and_a_second_confirmation_and_the_rest_goes_stale(
+    page: Any, live_server: Any, operator: Any, width: int
+) -> None:
+    """Issue 39 item 4: a candidate the comparison found worse (p = 0.0078) is made the
+    default only with a written reason and the second box ticked (the browser refuses
+    the form without them, nothing changes); the change restarts shadow mode with a
+    notice; the other comparison, made against the previous judge, is then marked stale
+    and offers no action; the wording names the verdict in a sentence."""
+    from playwright.sync_api import expect
+
+    worse = [_outcome(True, True, "correct")] * 30 + [_outcome(False, True, "wrong")] * 8
+    even = (
+        [_outcome(True, True, "correct")] * 30
+        + [_outcome(True, False, "wrong")] * 4
+        + [_outcome(False, True, "wrong")] * 3
+    )
+    bad = _comparison("succeeded", done=38, total=38, figures=comparison_figures(worse))
+    other = _comparison(
+        "succeeded", model="offline:judge-b", done=37, total=37, figures=comparison_figures(even)
+    )
+    ShadowJudge.objects.create(template="default", model="offline:judge-b", started_by=operator)
+    page.set_viewport_size({"width": width, "height": 900})
+    login(page, live_server, "otto", reverse("ops_judge"))
+    expect(page.locator(f"#comparison-{bad.pk} .gate-verdict")).to_have_text(
+        "The candidate is worse than the current judge (p < 0.05)."
+    )
+    expect(page.locator(f"#comparison-{other.pk} .gate-verdict")).to_have_text(
+        "The comparison found no significant difference between the candidate and the "
+        "current judge (p ≥ 0.05)."
+    )
+    page.locator(f"#make-default-{bad.pk} summary").click()
+    form = page.locator(f"#make-default-{bad.pk} form")
+    expect(form).to_contain_text("The comparison found it worse than the current judge.")
+    expect(form).to_contain_text("Shadow mode restarts against the new judge")
+    confirm = form.locator("button[name=confirm]")
+    confirm.click()  # no reason, no second box: the browser keeps the form
+    page.wait_for_timeout(300)
+    assert not JudgeDefault.objects.exists()
+    form.locator("textarea[name=note]").fill("Cheaper; its misses are all injection cases.")
+    confirm.click()  # the reason alone is not enough
+    page.wait_for_timeout(300)
+    assert not JudgeDefault.objects.exists()
+    form.locator("input[name=override]").check()
+    confirm.click()
+    expect(page.locator("#messages")).to_contain_text("is now the judge of every new verdict")
+    expect(page.locator("#messages")).to_contain_text("Shadow mode restarted")
+    chosen = JudgeDefault.objects.get()
+    assert chosen.note == "Cheaper; its misses are all injection cases."
+    assert ShadowJudge.objects.filter(active=True).count() == 1
+
+    stale = page.locator(f"#comparison-{other.pk}")
+    expect(stale.locator(".comparison-stale")).to_contain_text("Stale:")
+    expect(stale.locator(".make-default")).to_have_count(0)
+    expect(stale.locator("thead").first).to_contain_text("Judge compared with (no longer current)")
+    expect(page.locator(f"#comparison-{bad.pk} .make-default")).to_have_count(0)
+    assert page_overflow(page) == ""
+    if AXE.exists():
+        serious = [v for v in axe_violations(page) if v["impact"] in ("serious", "critical")]
+        assert serious == [], serious
+    page.screenshot(path=f"test-artifacts/judge-stale-{width}.png", full_page=True)
+    assert page.errors == []
