@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import include, path, re_path
+from django.views.defaults import page_not_found
 from django.views.generic import RedirectView
 
 from project.api import api, api_not_found_view
@@ -19,3 +22,14 @@ urlpatterns = [
     path("", include("evidence_app.urls")),
     path("", include("tasks_app.knowledge.urls")),
 ]
+
+
+def app_not_found(request: HttpRequest) -> HttpResponse:
+    """The app's own 404 page for an address that matches nothing."""
+    return page_not_found(request, Http404("No page at this address"))
+
+
+if settings.DEBUG:
+    # With DEBUG on (``make run``) Django answers an unknown address with its technical
+    # 404 page, which lists the URL patterns; a person trying the app gets the app's page.
+    urlpatterns.append(re_path(r"^(?!static/|media/)", app_not_found))

@@ -101,10 +101,36 @@ class TrustQueryForm(forms.Form):
         required=False,
         label="Rows per",
     )
-    target = forms.FloatField(
+    target = forms.CharField(
         required=False,
-        min_value=0.0001,
-        max_value=0.9999,
+        max_length=20,
         label="Target rate",
-        help_text="as a share: 0.02 is 2 %",
+        help_text="a share (0.02) or a percentage with its sign (2 %)",
     )
+
+    def clean_target(self) -> float | None:
+        """The target as a share: ``0.02`` or ``2 %``; a bare ``2`` is refused with both
+        ways to write 2 % (it would be 200 %)."""
+        raw = (self.cleaned_data.get("target") or "").strip().replace(",", ".")
+        if not raw:
+            return None
+        percent = raw.endswith("%")
+        try:
+            value = float(raw.rstrip("%").strip())
+        except ValueError:
+            raise forms.ValidationError(
+                f"“{raw}” is not a rate: write a share such as 0.02, or 2 % with its sign."
+            ) from None
+        if percent:
+            value /= 100
+        elif value >= 1:
+            raise forms.ValidationError(
+                f"{raw:s} would be {value * 100:g} %: write the target as a share "
+                f"({value / 100:g} for {value:g} %) or as a percentage with its sign "
+                f"({value:g} %)."
+            )
+        if not 0.0001 <= value <= 0.9999:
+            raise forms.ValidationError(
+                "A target rate lies between 0.01 % and 99.99 % (0.0001 to 0.9999)."
+            )
+        return value

@@ -274,7 +274,10 @@ def task_rows(tasks: Iterable[Any], *, user: Any, scope: str) -> SafeString:
             "status": t.status,
             "active": t.is_execution_active,
             "status_label": STATUS_LABELS.get(t.status, t.status),
-            "your_turn": t.requires_user_action and t.owner_id == me,
+            # A task waiting in review is the reviewers' turn, not its requester's.
+            "your_turn": t.requires_user_action
+            and t.owner_id == me
+            and t.status != TaskStatus.NEEDS_REVIEW,
             "attempts": _attempts_short(t.attempt_count, t.max_attempts),
             "rerun": rerun_note(t.requeue_count),
             "outcome": t.get_validation_outcome_display() if t.validation_outcome else "",

@@ -17,6 +17,7 @@ from django.db.models.functions import Length
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app.models import SnapshotKind, ValidationSnapshot
@@ -800,7 +801,12 @@ def _decision_message(request: HttpRequest, decision: Feedback) -> None:
     label = decision.get_action_display().lower()
     if decision.is_pending:
         # The undo toast beside this message names the decision and counts down.
-        messages.info(request, f"#{task.pk} {task.title}: {label}, applying in a moment.")
+        messages.info(
+            request,
+            f"#{task.pk} {task.title}: {label}, applies at "
+            f"{timezone.localtime(decision.applies_at):%H:%M:%S} unless you undo it "
+            "(the countdown below).",
+        )
         return
     target = TaskStatus(services.FEEDBACK_TARGETS[FeedbackAction(decision.action)])
     messages.success(request, f"#{task.pk} {task.title}: {label} → {target.label}.")

@@ -67,3 +67,52 @@ def test_trust_page_is_for_operators_and_empty_without_eligible_verdicts(
     page = client.get(reverse("ops_trust")).content.decode()
     assert "set AUDIT_RATE to start the audit stream" in page
     assert f'href="{reverse("ops_trust")}"' in client.get(reverse("ops_agreement")).content.decode()
+
+
+def test_trust_page_says_certified_or_not_in_plain_words_at_the_top(
+    client: Any, operator: Any
+) -> None:
+    """Issue 39 item 5: the first panel says, per judge, "not certified yet: N more judged
+    audits" or "certified: at most X % … wrong", before any table."""
+    verdicts(1000, probability=0.1, audits=[True] * 100 + [None] * 4)
+    client.force_login(operator)
+    html = client.get(reverse("ops_trust")).content.decode()
+    assert html.index('id="trust-summary"') < html.index("<table")
+    summary = text_of(
+        re.search(r'<section[^>]*id="trust-summary".*?</section>', html, re.S).group(0)
+    )
+    assert "not certified yet 83 more judged audits (about 830 verdicts" in summary
+    assert "under 2.00 %" in summary
+    certified = client.get(reverse("ops_trust"), {"target": "5 %"}).content.decode()
+    summary = text_of(
+        re.search(r'<section[^>]*id="trust-summary".*?</section>', certified, re.S).group(0)
+    )
+    assert "certified at most 3.62 % of its acceptances without a person are wrong" in summary
+    assert "from 100 judged audits" in summary and "target of 5.00 %" in summary
+
+
+@pytest.mark.parametrize(
+    ("typed", "error"),
+    [
+        (
+            "2",
+            "2 would be 200 %: write the target as a share (0.02 for 2 %) or as a "
+            "percentage with its sign (2 %).",
+        ),
+        ("two", "“two” is not a rate"),
+        ("0", "A target rate lies between 0.01 % and 99.99 %"),
+    ],
+)
+def test_a_target_typed_as_a_bare_percentage_gets_an_error_that_says_how_to_write_it(
+    client: Any, operator: Any, typed: str, error: str
+) -> None:
+    """Issue 39 item 5: a target typed as 2 (meaning 2 %) is refused with both ways to
+    write it, not "less than or equal to 0.9999"; "2 %" and "0.02" are the same target."""
+    client.force_login(operator)
+    response = client.get(reverse("ops_trust"), {"target": typed})
+    assert response.status_code == 422
+    page = text_of(response.content.decode())
+    assert error in page and "0.9999" not in page.replace("(0.0001 to 0.9999)", "")
+    for same in ("2 %", "2%", "0.02"):
+        ok = client.get(reverse("ops_trust"), {"target": same})
+        assert ok.status_code == 200 and ok.context["target_value"] == pytest.approx(0.02)
