@@ -65,6 +65,13 @@ def queue_queryset(user: Any, filters: dict[str, Any]) -> QuerySet[Task]:
             # The first issue the validator named: enough to triage without opening.
             v_issue=Subquery(latest.values("result__issues__0")[:1]),
             v_claims=Subquery(latest.values("claim_summary")[:1], output_field=JSONField()),
+            # Why the task waits for a person: the reason of its move into the queue
+            # ("judges disagree …" on an accepted verdict; issue 39).
+            v_why=Subquery(
+                TaskEvent.objects.filter(task=OuterRef("pk"), to_status=TaskStatus.NEEDS_REVIEW)
+                .order_by("-at", "-id")
+                .values("reason")[:1]
+            ),
         )
         # A task whose decision waits in its undo window (issue 26) is decided: it leaves
         # the queue now, and comes back if the decision is undone.

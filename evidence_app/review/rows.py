@@ -217,6 +217,12 @@ def _queue_row(
             else None
         ),
         "verdict": t.v_status,
+        # Why it is here, where the verdict alone does not say (an accepted one, or none).
+        "why": (
+            _truncate(t.v_why, 110)
+            if t.v_why and (t.v_status == "accepted" or not t.v_issue)
+            else ""
+        ),
         "verdict_label": (vstatuses.get(t.v_status) or t.v_status) if t.v_status else "",
         "category": (categories.get(t.v_category) or t.v_category) if t.v_category else "",
         "claims": _claim_counts(claims),
