@@ -385,7 +385,7 @@
     if (!toast || !document.getElementById("queue-list")) return;
     event.detail.parameters["return_to"] = "queue";
     event.detail.parameters["filters"] = window.location.search.replace(/^\?/, "");
-    selectedTaskId = toast.getAttribute("data-task-id");
+    selectedTaskId = toast.getAttribute("data-undo-task");
     focusQueueAfterSwap = true;
   });
 
