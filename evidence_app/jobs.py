@@ -17,12 +17,8 @@ from django.db import InterfaceError, OperationalError, connection
 
 from evidence_app.judges.gate import COMPARISON_JOB, comparison_run, shadow_verdict_run
 from evidence_app.validation.current_judge import SHADOW_JOB
-from evidence_app.validation.services import (
-    REPLAY_JOB,
-    VALIDATE_JOB,
-    replay_request_run,
-    validation_attempt,
-)
+from evidence_app.validation.replay import REPLAY_JOB, replay_request_run
+from evidence_app.validation.services import VALIDATE_JOB, validation_attempt
 from project.errors import first_line
 
 log = logging.getLogger(__name__)

@@ -42,7 +42,7 @@ from evidence_app.trust.audits import audit_judge
 from evidence_app.trust.claim_labels import decision_claim_labels_add
 from evidence_app.trust.rates import trust_report
 from evidence_app.trust.team import Durations, TeamFigures, team_figures
-from evidence_app.validation.services import replay_request
+from evidence_app.validation.replay import replay_request
 from evidence_app.validator.templates import get_template
 from project import roles
 from project.downloads import set_attachment

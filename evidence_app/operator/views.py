@@ -26,17 +26,17 @@ from evidence_app.operator.forms import BulkReplayForm, ReplayForm
 from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
 from evidence_app.trust.claim_agreement import STANCES, claim_agreement_stats
 from evidence_app.trust.team import audit_queue, queue_age
+from evidence_app.validation.replay import (
+    ReplayEstimate,
+    replay_candidates,
+    replay_estimate,
+    replay_request,
+)
 from evidence_app.validation.selectors import (
     cost_per_accepted_answer,
     daily_costs,
     latest_replay_request,
     recent_replay_requests,
-)
-from evidence_app.validation.services import (
-    ReplayEstimate,
-    replay_candidates,
-    replay_estimate,
-    replay_request,
 )
 from evidence_app.validator.templates import list_templates
 from project.diffs import DIFF_MAX_LINES, diff_lines

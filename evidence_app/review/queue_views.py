@@ -243,7 +243,9 @@ def queue_response(
         "progress": queue_progress(request.user),
     }
     if fragment:
-        return render_fragment(request, f"evidence_app/queue.html#{fragment}", context, status=status)
+        return render_fragment(
+            request, f"evidence_app/queue.html#{fragment}", context, status=status
+        )
     # The page's head links to the audits with their number (one indexed count; the
     # list's refresh does not repeat it).
     context["open_audits"] = open_audit_count()

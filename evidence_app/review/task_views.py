@@ -628,7 +628,9 @@ def snapshot_section(
     if section == "raw":
         snap = _visible_snapshot(request, task_id, snapshot_id, "raw_responses", "schema_errors")
         return render_fragment(
-            request, "evidence_app/_raw_responses.html", {"raw": snap.raw_responses, "snapshot": snap}
+            request,
+            "evidence_app/_raw_responses.html",
+            {"raw": snap.raw_responses, "snapshot": snap},
         )
     raise Http404("No such section")
 
@@ -865,7 +867,10 @@ def decision_undo(request: HtmxHttpRequest, task_id: int, feedback_id: int) -> H
         )
     if request.htmx:
         return render_page(
-            request, "evidence_app/task_detail.html", detail_context(request, task.pk), status=status
+            request,
+            "evidence_app/task_detail.html",
+            detail_context(request, task.pk),
+            status=status,
         )
     return redirect("task_detail", task_id=task.pk)
 
@@ -914,7 +919,10 @@ def _after_action(
         return redirect(path)
     if request.htmx:
         return render_page(
-            request, "evidence_app/task_detail.html", detail_context(request, task_id), status=status
+            request,
+            "evidence_app/task_detail.html",
+            detail_context(request, task_id),
+            status=status,
         )
     return redirect("task_detail", task_id=task_id)
 
