@@ -16,9 +16,6 @@ from tasks_app.models import ValidationPolicy
 from tasks_app.runtime.agents.plans import parse_plan
 from tasks_app.workflow.services import second_model_checked
 
-# --- Task pages and the review queue ---------------------------------------------------
-
-
 FEEDBACK_CHOICES = [
     ("satisfied", "Satisfied"),
     ("revise", "Revise"),
