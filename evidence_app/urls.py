@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.urls import path
 
 from evidence_app.judges import views as judge_views
-from evidence_app.operator import team_views, trust_views
+from evidence_app.operator import charts, team_views, trust_views, validation_views
 from evidence_app.operator import views as ops_views
 from evidence_app.review import (
     audit_views,
@@ -28,11 +28,15 @@ ops_pages = [
         ops_views.ops_validator_requests,
         name="ops_validator_requests",
     ),
-    path("ops/validations/<int:snapshot_id>/", ops_views.ops_validation, name="ops_validation"),
-    path("ops/validations/<int:snapshot_id>/replay/", ops_views.ops_replay, name="ops_replay"),
-    path("ops/replay/", ops_views.ops_bulk_replay, name="ops_bulk_replay"),
+    path(
+        "ops/validations/<int:snapshot_id>/", validation_views.ops_validation, name="ops_validation"
+    ),
+    path(
+        "ops/validations/<int:snapshot_id>/replay/", validation_views.ops_replay, name="ops_replay"
+    ),
+    path("ops/replay/", validation_views.ops_bulk_replay, name="ops_bulk_replay"),
     path("ops/agreement/", ops_views.ops_agreement, name="ops_agreement"),
-    path("ops/charts/", ops_views.ops_charts, name="ops_charts"),
+    path("ops/charts/", charts.ops_charts, name="ops_charts"),
     # The review team's figures (decisions, time per item, queue age, audits waiting).
     path("ops/team/", team_views.ops_team, name="ops_team"),
     path("ops/trust/", trust_views.ops_trust, name="ops_trust"),
