@@ -17,10 +17,6 @@ from ninja.errors import AuthorizationError, ValidationError
 
 from evidence_app.api.schemas import (
     AgreementOut,
-    AuditJudgementIn,
-    AuditListOut,
-    AuditOut,
-    AuditStateQuery,
     ClaimLabelsIn,
     ClaimLabelsOut,
     EvidenceFormatQuery,
@@ -29,12 +25,18 @@ from evidence_app.api.schemas import (
     ReplayIn,
     ReplayQueuedOut,
     ReplayRequestOut,
+    ValidationListOut,
+    ValidationOut,
+)
+from evidence_app.api.trust_schemas import (
+    AuditJudgementIn,
+    AuditListOut,
+    AuditOut,
+    AuditStateQuery,
     TeamOut,
     TeamQuery,
     TrustOut,
     TrustQuery,
-    ValidationListOut,
-    ValidationOut,
 )
 from evidence_app.models import Audit, ReplayRequest, ValidationSnapshot
 from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
