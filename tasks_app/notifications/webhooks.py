@@ -202,7 +202,7 @@ def webhook_events_for_transition(
     *, task: Task, from_status: str, to_status: str, actor_kind: str, reason: str
 ) -> list[WebhookDelivery]:
     """Write the deliveries a status change causes, in the caller's transaction, and send
-    their jobs after commit. Connected to ``task_transitioned`` (tasks_app.operations)."""
+    their jobs after commit. Connected to ``task_transitioned`` (tasks_app.registrations)."""
     verdict = from_status == TaskStatus.VALIDATING and actor_kind == "validator"
     event_types = _event_types(to_status, verdict=verdict)
     if not event_types:
