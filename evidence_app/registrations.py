@@ -30,7 +30,7 @@ from project.metrics import (
     usage_families,
 )
 from project.queues import register_routes
-from tasks_app.workflow.verdicts import register_validator
+from tasks_app.actions import register_validator
 
 
 def _tallies() -> dict[str, Tally]:

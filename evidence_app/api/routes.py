@@ -53,11 +53,8 @@ from project.llm.registry import resolve_model
 from project.pagination import LimitOffset100, LimitOffsetCursor, paginate
 from project.roles import require_operator
 from project.schemas import error_responses
-from tasks_app.api.idempotency import idempotency_header, run_idempotent
-from tasks_app.api.tasks import require_can_decide
-from tasks_app.models import Feedback, ToolEvidence
-from tasks_app.runtime.selectors import get_visible_run
-from tasks_app.workflow.selectors import require_visible_task
+from tasks_app.actions import idempotency_header, require_can_decide, run_idempotent
+from tasks_app.records import Feedback, ToolEvidence, get_visible_run, require_visible_task
 
 router = Router(tags=["evidence"])
 

@@ -30,19 +30,16 @@ from evidence_app.validation.judge_calls import (
 from evidence_app.validation.routing import pair_target
 from evidence_app.validation.snapshots import snapshot_store
 from project.errors import StaleAction, first_line
-from tasks_app.models import Task, ValidationPolicy
-from tasks_app.workflow.services import (
+from tasks_app.actions import (
+    ClaimKeeper,
     attempt_enqueue,
     new_job_id,
     task_transition,
-    validation_enqueue,
-)
-from tasks_app.workflow.states import TaskStatus
-from tasks_app.workflow.validation_claims import (
-    ClaimKeeper,
     validation_claim_and_read,
     validation_claim_release,
+    validation_enqueue,
 )
+from tasks_app.records import Task, TaskStatus, ValidationPolicy
 
 log = logging.getLogger(__name__)
 
