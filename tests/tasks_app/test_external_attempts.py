@@ -149,7 +149,7 @@ def test_a_whole_run_is_two_inserts_with_the_size_and_digest_of_each_result(
         external_attempt_submit(task_id=task.pk, attempt=attempt)
     inserts = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("INSERT")]
     assert sum('"tasks_app_runmessage"' in sql for sql in inserts) == 1
-    assert sum('"evidence_app_toolevidence"' in sql for sql in inserts) == 1
+    assert sum('"tasks_app_toolevidence"' in sql for sql in inserts) == 1
     stored = list(ToolEvidence.objects.filter(task=task).order_by("sequence"))
     assert [e.sequence for e in stored] == list(range(6))
     assert [e.content for e in stored] == [FACT] + [f"{FACT} ({i})" for i in range(2, 7)]
