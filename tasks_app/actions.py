@@ -29,9 +29,9 @@ from tasks_app.workflow.services import (
     task_create,
     task_decide,
     task_release_claim,
-    task_transition,
     validation_enqueue,
 )
+from tasks_app.workflow.transitions import Transition, task_transition
 from tasks_app.workflow.validation_claims import (
     ClaimKeeper,
     validation_claim_and_read,
@@ -40,6 +40,7 @@ from tasks_app.workflow.validation_claims import (
 from tasks_app.workflow.verdicts import Verdict, register_validator
 
 __all__ = [
+    "Transition",
     "ClaimKeeper",
     "FEEDBACK_TARGETS",
     "NO_SECOND_JUDGE",

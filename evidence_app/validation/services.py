@@ -32,6 +32,7 @@ from evidence_app.validation.snapshots import snapshot_store
 from project.errors import StaleAction, first_line
 from tasks_app.actions import (
     ClaimKeeper,
+    Transition,
     attempt_enqueue,
     new_job_id,
     task_transition,
@@ -170,15 +171,15 @@ def _validation_crashed(task_id: int, attempt_index: int, exc: Exception) -> Val
         validation_enqueue(task_id, attempt_index, countdown=5 * tries)
         return ValidationOutcome(CRASHED)
     task_transition(
-        task_id=task_id,
-        to_status=TaskStatus.NEEDS_REVIEW,
-        actor_kind="system",
-        reason=(
-            f"the validation failed {tries} times in a row and was stopped; a person "
-            f"decides. Last error: {error}"
-        ),
-        expected_from=TaskStatus.VALIDATING,
-        expected_attempt=attempt_index,
+        Transition(
+            task_id=task_id,
+            to_status=TaskStatus.NEEDS_REVIEW,
+            actor_kind="system",
+            reason=f"the validation failed {tries} times in a row and was stopped; a person "
+            f"decides. Last error: {error}",
+            expected_from=TaskStatus.VALIDATING,
+            expected_attempt=attempt_index,
+        )
     )
     return ValidationOutcome(GAVE_UP)
 
@@ -220,12 +221,14 @@ def _validation_skipped(
     """Move the task on without a verdict (the policy, or an empty answer: V6)."""
     with transaction.atomic():
         task_transition(
-            task_id=task_id,
-            to_status=to_status,
-            actor_kind="validator",
-            reason=reason,
-            expected_from=TaskStatus.VALIDATING,
-            updates=updates,
+            Transition(
+                task_id=task_id,
+                to_status=to_status,
+                actor_kind="validator",
+                reason=reason,
+                expected_from=TaskStatus.VALIDATING,
+                updates=updates,
+            )
         )
     return ValidationOutcome(NO_VALIDATION)
 
@@ -265,15 +268,15 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
     )
     try:
         task_transition(
-            task_id=task_id,
-            to_status=to_status,
-            actor_kind="validator",
-            reason=reason,
-            expected_from=TaskStatus.VALIDATING,
-            expected_attempt=attempt_index,
-            updates=updates,
-            # In the transition's transaction, before the change is announced: the
-            # verdict, the second judge's verdict, the audit draw, the retry's job.
+            Transition(
+                task_id=task_id,
+                to_status=to_status,
+                actor_kind="validator",
+                reason=reason,
+                expected_from=TaskStatus.VALIDATING,
+                expected_attempt=attempt_index,
+                updates=updates,
+            ),
             on_applied=verdict.store_and_draw_audit,
         )
     except StaleAction as exc:
