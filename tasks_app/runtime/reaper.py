@@ -99,21 +99,7 @@ def _reap_one(attempt: _StaleAttempt, *, cutoff: datetime, now: datetime) -> str
         return ""
     if locked.heartbeat_at is not None and locked.heartbeat_at >= cutoff:
         return ""
-    # The dead worker's runs would otherwise show "running" forever.
-    for run in Run.objects.filter(
-        task_id=task_id, attempt_index=locked.attempt_count, status=RunStatus.RUNNING
-    ).only("pk"):
-        runs.run_finish(
-            run=run,
-            status=RunStatus.FAILED,
-            finish_reason=RUN_LEASE_EXPIRED,
-            error=(
-                f"The external agent stopped (last heartbeat: {seen}); the run is unfinished."
-                if attempt.external
-                else f"The worker stopped (last heartbeat: {seen}); the run was abandoned."
-            ),
-            finished_at=now,
-        )
+    _fail_dead_runs(attempt, attempt_index=locked.attempt_count, now=now)
     # An external attempt (issue 14) goes back to open (its agent may submit again; no
     # job is queued) or to failed, as EXTERNAL_ATTEMPT_STALE_ACTION says.
     back_to_open = requeue_count < settings.ATTEMPT_MAX_REQUEUES and (
@@ -156,6 +142,25 @@ def _reap_one(attempt: _StaleAttempt, *, cutoff: datetime, now: datetime) -> str
         )
     )
     return "failed"
+
+
+def _fail_dead_runs(attempt: _StaleAttempt, *, attempt_index: int, now: datetime) -> None:
+    """The dead worker's runs would otherwise show "running" forever."""
+    seen = attempt.seen
+    for run in Run.objects.filter(
+        task_id=attempt.task_id, attempt_index=attempt_index, status=RunStatus.RUNNING
+    ).only("pk"):
+        runs.run_finish(
+            run=run,
+            status=RunStatus.FAILED,
+            finish_reason=RUN_LEASE_EXPIRED,
+            error=(
+                f"The external agent stopped (last heartbeat: {seen}); the run is unfinished."
+                if attempt.external
+                else f"The worker stopped (last heartbeat: {seen}); the run was abandoned."
+            ),
+            finished_at=now,
+        )
 
 
 class _HeldJobs:
