@@ -15,8 +15,7 @@ from evidence_app.review import lists, task_page
 from evidence_app.review.trace_views import offset_of
 from project.roles import is_staff_role
 from project.views import render_fragment
-from tasks_app.models import Run
-from tasks_app.workflow.selectors import visible_task
+from tasks_app.records import Run, visible_task
 
 
 @login_required

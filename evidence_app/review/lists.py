@@ -15,7 +15,7 @@ from django.db.models import F, Q, QuerySet
 
 from evidence_app.review.trace_tree import PAGE_SIZE, TreePage
 from evidence_app.validation.selectors import evidence_labels_for_task, evidence_labels_of
-from tasks_app.models import Run, RunMessage, Task, ToolEvidence
+from tasks_app.records import Run, RunMessage, Task, ToolEvidence
 
 # A transcript message can be a whole tool result: half a page of the evidence list.
 TRANSCRIPT_PAGE_SIZE = PAGE_SIZE // 2

@@ -28,7 +28,7 @@ from django.utils.text import Truncator
 from django.utils.timesince import TIME_STRINGS, timesince
 
 from evidence_app.validation.claims import CLAIM_STATES
-from tasks_app.workflow.states import TaskStatus
+from tasks_app.records import TaskStatus
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).resolve().parent / "jinja2"),
@@ -244,7 +244,7 @@ def queue_rows(
     vstatuses: Mapping[str, str],
     categories: Mapping[str, str],
 ) -> SafeString:
-    """The ``<tr>`` of each queue task (``views_review.queue_queryset`` annotations)."""
+    """The ``<tr>`` of each queue task (``queue_views.queue_queryset`` annotations)."""
     urls = TaskUrls()
     strings = time_strings()
     suffix = f"?{query}" if query else ""

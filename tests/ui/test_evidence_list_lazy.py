@@ -10,7 +10,7 @@ from django.db.models import F
 from django.urls import reverse
 
 from evidence_app.review.lists import PAGE_SIZE, TRANSCRIPT_PAGE_SIZE
-from evidence_app.review.task_views import EVIDENCE_INLINE_ITEMS
+from evidence_app.review.task_detail import EVIDENCE_INLINE_ITEMS
 from tasks_app.models import RunMessage, ToolEvidence
 from tests.ui.conftest import make_reviewable_task
 

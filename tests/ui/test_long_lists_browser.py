@@ -13,7 +13,7 @@ import pytest
 
 from bench.trace_tree import build_trace_task
 from evidence_app.review.lists import PAGE_SIZE, TRANSCRIPT_PAGE_SIZE
-from evidence_app.review.task_views import EVIDENCE_INLINE_ITEMS
+from evidence_app.review.task_detail import EVIDENCE_INLINE_ITEMS
 from tests.ui.test_browser import ARTIFACTS, CHROMIUM, LAUNCH_ARGS, login
 
 pytestmark = [
