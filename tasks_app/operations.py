@@ -35,8 +35,9 @@ from project.metrics import (
     usage_families,
 )
 from project.queues import MAINTENANCE, consumed_queues, queue_name, worker_queues
+from tasks_app.intake.signals import trace_unusable
 from tasks_app.notifications.models import DeliveryStatus, WebhookDelivery, WebhookDeliveryAttempt
-from tasks_app.notifications.webhooks import webhook_events_for_transition
+from tasks_app.notifications.webhooks import webhook_events_for_trace, webhook_events_for_transition
 from tasks_app.runtime.attempts import attempt_reap
 from tasks_app.runtime.models import LLMRequestSnapshot, ServiceHeartbeat
 from tasks_app.runtime.runs import heartbeat_forget, heartbeat_record
@@ -312,6 +313,7 @@ def _webhook_events(
 
 def register() -> None:
     task_transitioned.connect(_webhook_events, dispatch_uid="evidentia-webhook-events")
+    trace_unusable.connect(webhook_events_for_trace, dispatch_uid="evidentia-trace-webhooks")
     register_source(MetricSource("tasks_app", _families, _tallies))
     health.register_check("workers", check_workers)
     health.register_check("beat", check_beat, when=lambda: settings.OPS_REQUIRE_BEAT)

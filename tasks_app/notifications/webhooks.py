@@ -286,6 +286,35 @@ def webhook_events_for_audit(
     return deliveries
 
 
+def webhook_events_for_trace(*, trace: Any, reason: str, **_: Any) -> list[WebhookDelivery]:
+    """``trace.unusable`` for an OTLP trace that names one of its owner's tasks and could
+    not become an attempt, with the reason, in the caller's transaction (connected to
+    ``tasks_app.intake.signals.trace_unusable``). A trace that names no task is listed by
+    ``GET /otlp/traces`` only: a delivery belongs to a task."""
+    task = trace.task
+    if task is None:
+        return []
+    endpoints = _subscribed(task, [WebhookEvent.TRACE_UNUSABLE])
+    if not endpoints:
+        return []
+    now = timezone.now()
+    body = {
+        "type": WebhookEvent.TRACE_UNUSABLE.value,
+        "timestamp": now.isoformat(),
+        "data": {
+            "task": task_summary(task),
+            "trace": {"trace_id": trace.trace_id, "state": "unusable", "error": reason},
+        },
+    }
+    payload = json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":"))
+    deliveries = [
+        _delivery(endpoint, task, WebhookEvent.TRACE_UNUSABLE, payload, now)
+        for endpoint in endpoints
+    ]
+    _store_and_send(deliveries)
+    return deliveries
+
+
 def _decision(task: Task) -> dict[str, Any] | None:
     decision = last_decision_on(task.pk)
     if decision is None:
