@@ -110,11 +110,10 @@ def export_traces(request: HttpRequest) -> HttpResponse:
     # The API's request guard has applied OTLP_MAX_BODY_BYTES (413) and undone gzip
     # (project.request_bodies) by the time the body is read here.
     try:
-        export = parse_request(request.body, content_type)
+        records, rejected = spans_of(parse_request(request.body, content_type))
     except UndecodableRequest as exc:
         body, ctype = encode_status(content_type, str(exc))
         return _reply(415 if "Content-Type" in str(exc) else 400, body, ctype)
-    records, rejected = spans_of(export)
     user = request.auth  # type: ignore[attr-defined]
     wait = _throttled(user.pk, len(records) + len(rejected))
     if wait is not None:
