@@ -87,6 +87,12 @@ def resolve_webhook_address(host: str, port: int) -> str:
         raise WebhookRefused(str(exc)) from None
 
 
+UNUSABLE_HOST = (
+    "url: the host '{host}' cannot receive webhooks: it must resolve, and to public "
+    "addresses only (an operator can allow private ones with WEBHOOK_ALLOW_PRIVATE=1)"
+)
+
+
 def webhook_url_check(url: str) -> str:
     """The URL, stripped, if it may receive webhooks; InvalidInput naming ``url`` if not."""
     url = (url or "").strip()
@@ -102,11 +108,10 @@ def webhook_url_check(url: str) -> str:
     try:
         resolve_webhook_address(parts.hostname, port)
     except WebhookRefused as exc:
-        message = str(exc)
-        raise InvalidInput(
-            f"url: {message}"
-            + ("; set WEBHOOK_ALLOW_PRIVATE=1 to allow it" if "refused" in message else "")
-        ) from None
+        # One answer whether the host does not resolve or resolves to a private address:
+        # telling them apart would let anyone map internal host names. The log says which.
+        log.info("webhook URL refused: %s", exc)
+        raise InvalidInput(UNUSABLE_HOST.format(host=parts.hostname)) from None
     return url
 
 

@@ -61,7 +61,8 @@ API_MATRIX: dict[str, dict[str, int]] = {
     "DELETE /api/v1/tasks/{task_id}/claim": row(401, 403, 404, 200, 403),
     "GET /api/v1/tasks/{task_id}/events": OWNED,
     "GET /api/v1/tasks/{task_id}/runs": OWNED,
-    "GET /api/v1/runs/{run_id}/messages": OWNED,
+    # Transcripts are reviewers' and operators' material, as on the pages (issue 34).
+    "GET /api/v1/runs/{run_id}/messages": row(401, 403, 404, 200, 200),
     "GET /api/v1/runs/{run_id}/evidence": OWNED,
     "GET /api/v1/evidence/{evidence_id}": OWNED,
     "GET /api/v1/tasks/{task_id}/validations": OWNED,
