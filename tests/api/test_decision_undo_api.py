@@ -155,3 +155,29 @@ def test_a_pending_decision_sends_no_webhook_until_it_applies(
     assert services.decision_apply(feedback_id=feedback.pk, now=later) == "applied"
     delivery = WebhookDelivery.objects.get(task=task, event_type="task.closed")
     assert json.loads(delivery.payload)["data"]["decision"]["comment"] == "Spot on."
+
+
+@pytest.mark.finding(34, 3)
+@pytest.mark.parametrize(
+    ("action", "status"),
+    [("satisfied", S.CLOSED), ("abandon", S.ABANDONED), ("revise", S.NEEDS_REVISION)],
+)
+def test_a_decision_through_the_api_applies_at_once_without_undo_seconds(
+    window: int, alice: Client, requester: Any, action: str, status: str
+) -> None:
+    """Issue 34 finding 3: before, a decision through the API waited the review pages'
+    30 s window by default, so a client's satisfied, abandon or revise left the status
+    unchanged. Now it applies at once unless the client asks for a window; the pages keep
+    theirs (tests/ui/test_undo_browser.py)."""
+    task = reviewable(requester)
+    response = post(
+        alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": action, "comment": "Why."}
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == status
+    assert body["pending_decision"] is None
+    assert body["last_decision"]["action"] == action
+    task.refresh_from_db()
+    assert task.status == status
+    assert Feedback.objects.get(task=task).state == DecisionState.APPLIED
