@@ -397,7 +397,7 @@ def _audit_or_404(audit_id: int) -> Audit:
 
 @router.get(
     "/audits",
-    response={200: AuditListOut, **error_responses(403)},
+    response={200: AuditListOut, **error_responses(403, 404)},
     summary="Audits, oldest first (reviewers and operators); an open one shows no verdict",
     tags=["audits"],
 )

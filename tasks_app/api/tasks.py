@@ -101,7 +101,7 @@ def create_task(
 
 @router.get(
     "/tasks",
-    response={200: TaskListOut, **error_responses()},
+    response={200: TaskListOut, **error_responses(404)},
     summary="List tasks (filters, ordering, limit/offset or cursor)",
 )
 @paginate(LimitOffsetCursor)
@@ -128,7 +128,7 @@ def get_tasks(
 
 @router.get(
     "/tasks/active",
-    response={200: TaskListOut, **error_responses()},
+    response={200: TaskListOut, **error_responses(404)},
     summary="Open tasks (not terminal; includes needs_review)",
 )
 @paginate(LimitOffsetCursor)
