@@ -173,8 +173,9 @@ def _locked_traces_postgresql(
         cursor.execute(
             f"""
             INSERT INTO {table} (trace_id, owner_id, state, root_span_id, root_ended, final,
-                span_count, late_span_count, first_span_at, last_span_at, error)
-            SELECT t, %s, %s, '', false, false, 0, 0, %s, %s, ''
+                span_count, late_span_count, first_span_at, last_span_at, error,
+                assembly_failures)
+            SELECT t, %s, %s, '', false, false, 0, 0, %s, %s, '', 0
             FROM unnest(%s::varchar[]) WITH ORDINALITY AS ids(t, n) ORDER BY n
             ON CONFLICT (owner_id, trace_id) DO NOTHING
             RETURNING id
