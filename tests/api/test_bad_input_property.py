@@ -120,7 +120,7 @@ def export_requests(draw: Any) -> ExportTraceServiceRequest:
         span.name = draw(st.text(max_size=20))
         start = draw(st.integers(0, 2**63))
         span.start_time_unix_nano = start
-        span.end_time_unix_nano = min(start + draw(st.integers(-(2**10), 2**40)), 2**64 - 1)
+        span.end_time_unix_nano = max(0, min(start + draw(st.integers(-(2**10), 2**40)), 2**64 - 1))
         span.attributes.extend(draw(st.lists(attribute, max_size=5)))
     return request
 
