@@ -244,6 +244,10 @@ def _other_figures(claim: list[Quantity], other: list[Quantity]) -> bool:
     ("150 EUR" against "120 EUR"; "$160 million" restates one of "$181 million on a
     budget of $160 million")."""
     stated = [q for q in claim if not q.compared]
+    if any(
+        _same_amount(q.value, t.value, q.kind) for q in stated for t in other if t.kind == q.kind
+    ):
+        return False  # it states the claim's amount too: the other is about something else
     for theirs in other:
         mine = [q for q in stated if q.kind == theirs.kind]
         if theirs.compared or not mine:
@@ -325,11 +329,12 @@ def _about_other_subject(other: _Words, other_toks: list[Token], claim: _Claim) 
     """The sentence's subject is the claim's, qualified by a name the claim does not hold
     ("Hotel stays in London" against "Hotel stays on business trips"). A claim whose
     subject has no content word ("It", "The film") may be about any name."""
-    subject = {t.norm for t in other_toks[: other.verb_at]}
-    claim_subject = {t.norm for t in claim.toks[: claim.words.verb_at]}
-    if not subject & claim_subject & claim.words.content:
+    claim_subject = {t.norm for t in claim.toks[: claim.words.verb_at]} & claim.words.content
+    if not claim_subject:
         return False
     # The first word is capitalised anyway ("Since March …"): only a later one qualifies.
+    # "The Leipzig office is at …" against "The headquarters address is …" too: another
+    # subject, naming someone or something the claim does not.
     return any(0 < at < other.verb_at and not _known(n, claim.known) for at, n in other.names)
 
 
