@@ -5,13 +5,10 @@ stored as a throw-away task with one attempt, judged through the full validation
 (``attempt_judge``: packet, rendering, prompt template, the configured model, V11 parts,
 citation check, reconciliation), then rolled back. Nothing stays in the database.
 
-Three case files ship: ``cases.json`` (dataset ``handbook``: written from the demo
-handbook by the team that wrote the offline judge), ``public_cases.json`` (datasets
-``fever`` and ``halueval``: public data with the datasets' own labels,
-``bench/judge_public_cases.py``) and ``conflict_cases.json`` (dataset ``conflict``: a
-quoted answer beside a second source that contradicts it or restates it, from FEVER,
-``bench/judge_conflict_cases.py``; targets in ``conflict.py``); sources and licences in
-``PUBLIC_DATA.md``. Every case
+Case files: ``cases.json`` (``handbook``: written from the demo handbook by the team
+that wrote the offline judge), ``public_cases.json`` (``fever``, ``halueval``: public
+labelled data) and ``conflict_cases.json`` (``conflict``: a quoted answer beside a source
+that contradicts or restates it, from FEVER; ``conflict.py``). Sources: PUBLIC_DATA.md. Every case
 belongs to a development half (``dev``) or a held-out half (``heldout``); the report is
 made on the held-out half unless asked otherwise.
 
