@@ -47,7 +47,8 @@ from tasks_app.models import Run, Task, ToolEvidence
 CASES_PATH = Path(__file__).resolve().parent / "cases.json"
 PUBLIC_CASES_PATH = Path(__file__).resolve().parent / "public_cases.json"
 CONFLICT_CASES_PATH = Path(__file__).resolve().parent / "conflict_cases.json"
-DEFAULT_CASE_FILES = (CASES_PATH, PUBLIC_CASES_PATH, CONFLICT_CASES_PATH)
+DEFAULT_CASE_FILES = (CASES_PATH, PUBLIC_CASES_PATH)
+BENCH_CASE_FILES = (*DEFAULT_CASE_FILES, CONFLICT_CASES_PATH)  # the gate's, and conflict
 SPLITS = ("dev", "heldout")
 # Targets on every dataset: a wrong or irrelevant answer is never accepted; at most this
 # share of correct answers is rejected.
@@ -98,8 +99,7 @@ class CaseResult:
     # With a second judge: its verdict, and the pair's outcome ("" without one).
     second_got: str = ""
     pair_got: str = ""
-    # A case judged also with its first tool result alone (``judge_alone``): that verdict.
-    alone_got: str = ""
+    alone_got: str = ""  # with ``judge_alone``: the verdict on its first tool result alone
 
 
 def case_kind(case: dict[str, Any]) -> str:

@@ -155,6 +155,21 @@ def judge_prompt(
     )
 
 
+def _overflow(prompt: ValidationPrompt, *, system: str, fixed: int, budget: int) -> Judgement:
+    reason = (
+        f"Context overflow: the request, rules, history and answer (and room for a "
+        f"retry) alone take {fixed} "
+        f"characters of the validator's {budget}-character budget, leaving no room to "
+        "judge the evidence even in parts. A person must review this answer."
+    )
+    return Judgement(
+        result=reconcile(ValidationResult.validator_error(reason)),
+        system_prompt=system,
+        rendered_input=prompt.user,
+        error=reason,
+    )
+
+
 def _judge_in_parts(
     prompt: ValidationPrompt, *, model: Model, model_name: str, budget: int, retries: int
 ) -> Judgement:
@@ -163,18 +178,7 @@ def _judge_in_parts(
     fixed = len(system) + len(prompt.user_with("")) + PART_OVERHEAD_CHARS + room
     capacity = budget - fixed
     if capacity < MIN_EVIDENCE_CHARS:
-        reason = (
-            f"Context overflow: the request, rules, history and answer (and room for a "
-            f"retry) alone take {fixed} "
-            f"characters of the validator's {budget}-character budget, leaving no room to "
-            "judge the evidence even in parts. A person must review this answer."
-        )
-        return Judgement(
-            result=reconcile(ValidationResult.validator_error(reason)),
-            system_prompt=system,
-            rendered_input=prompt.user,
-            error=reason,
-        )
+        return _overflow(prompt, system=system, fixed=fixed, budget=budget)
     parts = split_evidence(prompt.evidence, capacity)
     judgement = Judgement(
         result=ValidationResult.validator_error("not judged"),
