@@ -186,7 +186,10 @@ def _kind(words: list[str], i: int, end: int, value: float) -> str:
         return "year"
     if before in _MONTHS:
         return "day"
-    return _unit_after(words, end)
+    unit = _unit_after(words, end)
+    # A bare number counts what the word before it names ("number 6", "Article 5"); "one
+    # of" or "GLASSWING-2719" compare with nothing else.
+    return f"number:{before}" if unit == "number" else unit
 
 
 def _unit_after(words: list[str], end: int) -> str:
@@ -203,7 +206,7 @@ def _unit_after(words: list[str], end: int) -> str:
         return "day"
     if after and after not in _FUNCTION_WORDS and not after[:1].isdigit():
         return stem(after)
-    return "number"
+    return "number"  # refined by the word before it (``_kind``)
 
 
 def quantities(text: str) -> list[Quantity]:
@@ -213,7 +216,9 @@ def quantities(text: str) -> list[Quantity]:
     i = 0
     while i < len(words):
         if words[i] in ORDINAL_WORDS:
-            out.append(Quantity(float(ORDINAL_WORDS[words[i]]), "ordinal", False))
+            # An ordinal counts what follows it: "the first server" is no "third floor".
+            following = stem(words[i + 1]) if i + 1 < len(words) else ""
+            out.append(Quantity(float(ORDINAL_WORDS[words[i]]), f"ordinal:{following}", False))
             i += 1
             continue
         read = _read_number(words, i) if words[i] != "and" else None
@@ -505,9 +510,9 @@ def _reason(s: Sentence, claim: _Claim, vocabulary: set[str]) -> str:
         return "another figure or name in its place"
     if _polarity_disputes(other, s.toks, claim):
         return "the opposite"
-    if _word_swapped(claim.toks, s.toks, _mostly_known(other, claim)):
+    if _word_swapped(claim.toks, s.toks, other.statement and _mostly_known(other, claim)):
         return "other words in the claim's place"
-    if _other_kind(s.toks, other, claim):
+    if other.statement and _other_kind(s.toks, other, claim):
         return "that it is something else"
     return ""
 
