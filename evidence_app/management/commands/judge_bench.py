@@ -29,7 +29,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evidence_app.judge_bench import (
-    DEFAULT_CASE_FILES,
+    BENCH_CASE_FILES,
     SPLITS,
     format_report,
     load_cases,
@@ -129,7 +129,7 @@ class Command(BaseCommand):
             for flag in ("since", "until", "out"):
                 if options[flag]:
                     raise CommandError(f"--{flag} goes with --from-reviews")
-            cases = self._cases(options, split, default_files=DEFAULT_CASE_FILES)
+            cases = self._cases(options, split, default_files=BENCH_CASE_FILES)
         if not cases:
             raise CommandError("no case matches --case, --split and --dataset")
         results = []
