@@ -16,6 +16,7 @@ from prometheus_client.core import (
 )
 
 from evidence_app.models import ValidationSnapshot
+from evidence_app.trust.blinding import exposure_receiver
 from evidence_app.trust.rates import WINDOW_DAYS, trust_window
 from evidence_app.trust.team import audit_queue, decisions_by_role, queue_age
 from evidence_app.validation.stored_verdicts import StoredVerdicts
@@ -28,6 +29,7 @@ from project.metrics import (
     register_source,
     usage_families,
 )
+from tasks_app.workflow.signals import task_seen
 from tasks_app.workflow.verdicts import register_validator
 
 
@@ -185,6 +187,9 @@ def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
 
 def register() -> None:
     register_validator(StoredVerdicts())
+    # A read of a task's status or verdict makes a later judgement of its open audits
+    # not blind (issue 36).
+    task_seen.connect(exposure_receiver, dispatch_uid="evidence_app.audit_exposure")
     register_source(MetricSource("evidence_app", _families, _tallies))
     register_source(MetricSource("review_team", _review_team))
     register_source(MetricSource("evidence_app_trust", _trust_families))

@@ -152,6 +152,7 @@ def task_new(request: HttpRequest) -> HttpResponse:
                 validation_keywords=data["validation_keywords"],
                 audit_rate=data["audit_rate"],
                 audit_reject_rate=data["audit_reject_rate"],
+                audit_rate_reason=data["audit_rate_reason"],
                 second_model=data["second_model"],
             )
         except DomainError as exc:
