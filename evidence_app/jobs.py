@@ -17,13 +17,15 @@ from django.db import InterfaceError, OperationalError, connection
 
 from evidence_app.judges.gate import COMPARISON_JOB, comparison_run, shadow_verdict_run
 from evidence_app.validation.current_judge import SHADOW_JOB
-from evidence_app.validation.services import REPLAY_JOB, replay_request_run, validation_attempt
+from evidence_app.validation.replay import REPLAY_JOB, replay_request_run
+from evidence_app.validation.services import VALIDATE_JOB, validation_attempt
 from project.errors import first_line
+from project.queues import VALIDATION
 
 log = logging.getLogger(__name__)
 
 
-@shared_task(name="evidence_app.validate_attempt")
+@shared_task(name=VALIDATE_JOB)
 def validate_attempt_job(task_id: int, attempt_index: int) -> str:
     """Validate ``attempt_index`` of ``task_id`` and apply the V2 transition. Returns the
     verdict's status, ``no validation``, ``duplicate`` (a redelivery: nothing stored) or
@@ -89,3 +91,14 @@ def shadow_validation_job(self: Any, pending_id: int) -> str:
     return _state_or_retry(
         self, "shadow verdict", pending_id, lambda: shadow_verdict_run(pending_id=int(pending_id))
     )
+
+
+# Where each job goes (project.queues.register_routes, in EvidenceAppConfig.ready):
+# finishing work, never behind a backlog of attempts. Changing the judge: a candidate's
+# comparison (in slices) and its shadow verdicts.
+JOB_ROUTES = {
+    VALIDATE_JOB: VALIDATION,
+    REPLAY_JOB: VALIDATION,
+    COMPARISON_JOB: VALIDATION,
+    SHADOW_JOB: VALIDATION,
+}

@@ -1,6 +1,6 @@
-"""What evidence_app registers when Django starts (``EvidenceAppConfig.ready``): the
-validator tasks_app sends answers to (``tasks_app.workflow.verdicts``), and the validator's
-families on /metrics."""
+"""What evidence_app registers when Django starts (``EvidenceAppConfig.ready``): its jobs
+and the queues they go to (``jobs.JOB_ROUTES``), the validator tasks_app sends answers to
+(``tasks_app.workflow.verdicts``), and the validator's families on /metrics."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from prometheus_client.core import (
     Metric,
 )
 
+from evidence_app.jobs import JOB_ROUTES
 from evidence_app.models import ValidationSnapshot
 from evidence_app.trust.blinding import exposure_receiver
 from evidence_app.trust.rates import WINDOW_DAYS, trust_window
@@ -29,8 +30,9 @@ from project.metrics import (
     register_source,
     usage_families,
 )
-from tasks_app.workflow.signals import task_seen
-from tasks_app.workflow.verdicts import register_validator
+from project.queues import register_routes
+from tasks_app.actions import register_validator
+from tasks_app.records import task_seen
 
 
 def _tallies() -> dict[str, Tally]:
@@ -186,6 +188,7 @@ def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
 
 
 def register() -> None:
+    register_routes(JOB_ROUTES)
     register_validator(StoredVerdicts())
     # A read of a task's status or verdict makes a later judgement of its open audits
     # not blind (issue 36).

@@ -6,9 +6,16 @@ from __future__ import annotations
 from django.urls import path
 
 from evidence_app.judges import views as judge_views
-from evidence_app.operator import team_views, trust_views
+from evidence_app.operator import charts, team_views, trust_views, validation_views
 from evidence_app.operator import views as ops_views
-from evidence_app.review import audit_views, queue_views, task_views, trace_views
+from evidence_app.review import (
+    audit_views,
+    decision_views,
+    queue_views,
+    section_views,
+    task_views,
+    trace_views,
+)
 
 ops_pages = [
     path("ops/", ops_views.ops_index, name="ops_index"),
@@ -21,11 +28,15 @@ ops_pages = [
         ops_views.ops_validator_requests,
         name="ops_validator_requests",
     ),
-    path("ops/validations/<int:snapshot_id>/", ops_views.ops_validation, name="ops_validation"),
-    path("ops/validations/<int:snapshot_id>/replay/", ops_views.ops_replay, name="ops_replay"),
-    path("ops/replay/", ops_views.ops_bulk_replay, name="ops_bulk_replay"),
+    path(
+        "ops/validations/<int:snapshot_id>/", validation_views.ops_validation, name="ops_validation"
+    ),
+    path(
+        "ops/validations/<int:snapshot_id>/replay/", validation_views.ops_replay, name="ops_replay"
+    ),
+    path("ops/replay/", validation_views.ops_bulk_replay, name="ops_bulk_replay"),
     path("ops/agreement/", ops_views.ops_agreement, name="ops_agreement"),
-    path("ops/charts/", ops_views.ops_charts, name="ops_charts"),
+    path("ops/charts/", charts.ops_charts, name="ops_charts"),
     # The review team's figures (decisions, time per item, queue age, audits waiting).
     path("ops/team/", team_views.ops_team, name="ops_team"),
     path("ops/trust/", trust_views.ops_trust, name="ops_trust"),
@@ -45,43 +56,43 @@ task_pages = [
     path("tasks/", task_views.task_list_all, name="task_list_all"),
     path("tasks/new/", task_views.task_new, name="task_new"),
     path("tasks/<int:task_id>/", task_views.task_detail, name="task_detail"),
-    path("tasks/<int:task_id>/progress/", task_views.task_progress, name="task_progress"),
-    path("tasks/<int:task_id>/feedback/", task_views.task_feedback, name="task_feedback"),
+    path("tasks/<int:task_id>/progress/", section_views.task_progress, name="task_progress"),
+    path("tasks/<int:task_id>/feedback/", decision_views.task_feedback, name="task_feedback"),
     path(
         "tasks/<int:task_id>/feedback/<int:feedback_id>/undo/",
-        task_views.decision_undo,
+        decision_views.decision_undo,
         name="decision_undo",
     ),
-    path("tasks/<int:task_id>/claim/", task_views.task_claim, name="task_claim"),
-    path("tasks/<int:task_id>/notes/", task_views.task_note, name="task_note"),
+    path("tasks/<int:task_id>/claim/", decision_views.task_claim, name="task_claim"),
+    path("tasks/<int:task_id>/notes/", decision_views.task_note, name="task_note"),
     path(
         "tasks/<int:task_id>/sections/<slug:section>/",
-        task_views.task_section,
+        section_views.task_section,
         name="task_section",
     ),
     path(
         "tasks/<int:task_id>/validations/<int:snapshot_id>/<slug:section>/",
-        task_views.snapshot_section,
+        section_views.snapshot_section,
         name="snapshot_section",
     ),
     path(
         "tasks/<int:task_id>/validations/<int:snapshot_id>/download/input.txt",
-        task_views.snapshot_download,
+        section_views.snapshot_download,
         name="snapshot_download",
     ),
     path(
         "tasks/<int:task_id>/evidence/<int:evidence_id>/",
-        task_views.evidence_content,
+        section_views.evidence_content,
         name="evidence_content",
     ),
     path(
         "tasks/<int:task_id>/validations/<int:snapshot_id>/claims/<str:claim_id>/",
-        task_views.claim_evidence,
+        section_views.claim_evidence,
         name="claim_evidence",
     ),
     path(
         "tasks/<int:task_id>/runs/<int:run_id>/transcript/",
-        task_views.run_transcript,
+        section_views.run_transcript,
         name="run_transcript",
     ),
     path(

@@ -11,6 +11,7 @@ from typing import Any
 
 from celery import shared_task
 
+from project.queues import ATTEMPTS, MAINTENANCE, VALIDATION, WEBHOOKS
 from tasks_app.api.idempotency import idempotency_purge
 from tasks_app.intake.otlp.ingest import OTLP_ASSEMBLE_JOB, otlp_due_traces, otlp_trace_assemble
 from tasks_app.notifications.webhooks import (
@@ -124,3 +125,19 @@ def sweep_webhooks_job() -> int:
     idempotency_purge()
     outbox_purge()
     return len(webhook_sweep())
+
+
+# Where each job goes (project.queues.register_routes, in TasksAppConfig.ready).
+JOB_ROUTES = {
+    RUN_ATTEMPT_JOB: ATTEMPTS,
+    "tasks_app.reap_attempts": MAINTENANCE,
+    "tasks_app.relay_outbox": MAINTENANCE,
+    # A complete OTLP trace becomes an attempt and goes to validation: finishing work.
+    OTLP_ASSEMBLE_JOB: VALIDATION,
+    "tasks_app.otlp_sweep": MAINTENANCE,
+    # A decision whose undo window closed: it closes the task or queues the next attempt.
+    APPLY_DECISION_JOB: MAINTENANCE,
+    "tasks_app.apply_due_decisions": MAINTENANCE,
+    # Slow outbound calls never hold up the other queues (the delivery and the sweep).
+    "*webhook*": WEBHOOKS,
+}

@@ -17,10 +17,6 @@ from ninja.errors import AuthorizationError, ValidationError
 
 from evidence_app.api.schemas import (
     AgreementOut,
-    AuditJudgementIn,
-    AuditListOut,
-    AuditOut,
-    AuditStateQuery,
     ClaimLabelsIn,
     ClaimLabelsOut,
     EvidenceFormatQuery,
@@ -29,12 +25,18 @@ from evidence_app.api.schemas import (
     ReplayIn,
     ReplayQueuedOut,
     ReplayRequestOut,
+    ValidationListOut,
+    ValidationOut,
+)
+from evidence_app.api.trust_schemas import (
+    AuditJudgementIn,
+    AuditListOut,
+    AuditOut,
+    AuditStateQuery,
     TeamOut,
     TeamQuery,
     TrustOut,
     TrustQuery,
-    ValidationListOut,
-    ValidationOut,
 )
 from evidence_app.models import Audit, AuditState, ReplayRequest, ValidationSnapshot
 from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
@@ -43,7 +45,7 @@ from evidence_app.trust.blinding import audit_exposures_record, audits_open_to
 from evidence_app.trust.claim_labels import decision_claim_labels_add
 from evidence_app.trust.rates import trust_report
 from evidence_app.trust.team import Durations, TeamFigures, team_figures
-from evidence_app.validation.services import replay_request
+from evidence_app.validation.replay import replay_request
 from evidence_app.validator.templates import get_template
 from project import roles
 from project.downloads import set_attachment
@@ -52,11 +54,8 @@ from project.llm.registry import resolve_model
 from project.pagination import LimitOffset100, LimitOffsetCursor, paginate
 from project.roles import require_operator
 from project.schemas import error_responses
-from tasks_app.api.idempotency import idempotency_header, run_idempotent
-from tasks_app.api.tasks import require_can_decide
-from tasks_app.models import Feedback, ToolEvidence
-from tasks_app.runtime.selectors import get_visible_run
-from tasks_app.workflow.selectors import require_visible_task
+from tasks_app.actions import idempotency_header, require_can_decide, run_idempotent
+from tasks_app.records import Feedback, ToolEvidence, get_visible_run, require_visible_task
 
 router = Router(tags=["evidence"])
 

@@ -18,6 +18,7 @@ from evidence_app.judges.figures import (
     recent_comparisons,
     shadow_figures,
 )
+from evidence_app.judges.forms import JudgeCandidateForm
 from evidence_app.judges.gate import (
     comparison_request,
     judge_default_make,
@@ -25,7 +26,6 @@ from evidence_app.judges.gate import (
     shadow_stop,
 )
 from evidence_app.models import JudgeComparison
-from evidence_app.review.forms import JudgeCandidateForm
 from evidence_app.validation.current_judge import current_judge
 from evidence_app.validator.templates import list_templates
 from project.errors import DomainError

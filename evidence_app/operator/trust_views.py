@@ -7,7 +7,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
-from evidence_app.review.forms import TrustQueryForm
+from evidence_app.operator.forms import TrustQueryForm
 from evidence_app.trust.rates import trust_report
 from project.views import operator_required, render_page
 

@@ -87,7 +87,7 @@ def audit_section(request: HttpRequest, audit_id: int, section: str) -> HttpResp
     found = audit_page.audit(audit_id)
     text = audit_page.audited_text(found, section)
     return render_fragment(
-        request, "tasks_app/_text_block.html", {"text": text, "block_id": f"audit-{section}"}
+        request, "evidence_app/_text_block.html", {"text": text, "block_id": f"audit-{section}"}
     )
 
 
@@ -98,7 +98,7 @@ def audit_evidence(request: HttpRequest, audit_id: int, evidence_id: int) -> Htt
     found = audit_page.audit(audit_id)
     item = audit_page.audited_evidence_item(found, evidence_id)
     return render_fragment(
-        request, "tasks_app/_evidence_content.html", {"item": item, "marked": None}
+        request, "evidence_app/_evidence_content.html", {"item": item, "marked": None}
     )
 
 

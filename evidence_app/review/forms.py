@@ -1,4 +1,4 @@
-"""Forms of the operator pages: replay of one validation and bulk replay (V9)."""
+"""Forms of the task pages, the review queue and the blind audit page."""
 
 from __future__ import annotations
 
@@ -8,99 +8,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from django import forms
-from django.conf import settings
 
 from evidence_app.models import ClaimStance, FailureCategory, ValidationStatus
 from evidence_app.trust.audits import AUDIT_COMMENT_MAX
 from project.errors import DomainError, InvalidInput
-from project.llm.registry import ModelConfigurationError, resolve_model
-from tasks_app.models import ValidationPolicy
-from tasks_app.runtime.agents.plans import parse_plan
-from tasks_app.workflow.services import second_model_checked
-from tasks_app.workflow.states import TaskStatus
-
-
-class ReplayForm(forms.Form):
-    template = forms.ChoiceField(choices=[], required=False, label="Prompt template")
-    model = forms.CharField(max_length=200, required=False, label="Validator model")
-
-    def __init__(self, *args: Any, template_names: list[str] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        names = template_names or []
-        _choice_field(self, "template").choices = [
-            ("", "Same as the original"),
-            *[(n, n) for n in names],
-        ]
-        self.fields["model"].initial = settings.VALIDATOR_MODEL
-        self.fields[
-            "model"
-        ].help_text = (
-            "e.g. offline:judge, openai:gpt-4.1, anthropic:claude-sonnet-4-5, compat:llama3"
-        )
-
-    def clean_model(self) -> str:
-        """Check the name against the providers before anything is queued (issue 13): an
-        unknown provider or a missing API key is refused here, not in the worker."""
-        name = self.cleaned_data.get("model", "").strip()
-        if name:
-            try:
-                resolve_model(name)
-            except ModelConfigurationError as exc:
-                raise forms.ValidationError(exc.message) from None
-        return name
-
-
-class BulkReplayForm(forms.Form):
-    """Filters for a bulk replay (V9); the page shows the estimate before anything runs."""
-
-    task_statuses = forms.MultipleChoiceField(
-        choices=TaskStatus.choices,
-        required=False,
-        widget=forms.CheckboxSelectMultiple,
-        label="Task status",
-    )
-    validator_statuses = forms.MultipleChoiceField(
-        choices=ValidationStatus.choices,
-        required=False,
-        widget=forms.CheckboxSelectMultiple,
-        label="Latest verdict",
-    )
-    task_ids = forms.CharField(
-        required=False, max_length=2000, label="Task ids", help_text="e.g. 3, 7, 12"
-    )
-    since_days = forms.IntegerField(
-        required=False, min_value=1, max_value=3650, label="Validated in the last N days"
-    )
-    template = forms.ChoiceField(choices=[], required=False, label="Prompt template")
-    model = forms.CharField(max_length=200, required=False, label="Validator model")
-
-    def __init__(self, *args: Any, template_names: list[str] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _choice_field(self, "template").choices = [
-            ("", "Same as each original"),
-            *[(n, n) for n in template_names or []],
-        ]
-
-    def clean_task_ids(self) -> list[int]:
-        raw = self.cleaned_data.get("task_ids", "")
-        ids: list[int] = []
-        for part in raw.replace(" ", ",").split(","):
-            if not part:
-                continue
-            if not part.isdigit():
-                raise forms.ValidationError(f"'{part}' is not a task id.")
-            ids.append(int(part))
-        return ids
-
-
-def _choice_field(form: forms.Form, name: str) -> forms.ChoiceField:
-    field = form.fields[name]
-    assert isinstance(field, forms.ChoiceField)
-    return field
-
-
-# --- Task pages and the review queue ---------------------------------------------------
-
+from tasks_app.actions import parse_plan, second_model_checked
+from tasks_app.records import ValidationPolicy
 
 FEEDBACK_CHOICES = [
     ("satisfied", "Satisfied"),
@@ -256,7 +169,7 @@ class FeedbackForm(forms.Form):
         return data
 
 
-# The decision form's claim verdicts (templates/tasks_app/_claim_labels.html): one
+# The decision form's claim verdicts (templates/evidence_app/_claim_labels.html): one
 # ``claim_label_<i>`` per claim of the validation ``claims_snapshot``, with an optional
 # corrected citation in ``claim_evidence_<i>`` and ``claim_quote_<i>``.
 CLAIM_LABEL_FIELD = re.compile(r"^claim_label_(\d{1,4})$")
@@ -325,65 +238,6 @@ class QueueFilterForm(forms.Form):
     )
     claimed = forms.ChoiceField(required=False, choices=CLAIM_CHOICES, label="Reviewer")
     assigned = forms.ChoiceField(required=False, choices=ASSIGNED_CHOICES, label="Assigned")
-
-
-class TrustQueryForm(forms.Form):
-    """The operator trust page's choices: the period of the rows beside the last 30 days
-    and the rate the upper bound is held against."""
-
-    period = forms.ChoiceField(
-        choices=[("day", "Day"), ("week", "Week"), ("month", "Month")],
-        required=False,
-        label="Rows per",
-    )
-    target = forms.FloatField(
-        required=False,
-        min_value=0.0001,
-        max_value=0.9999,
-        label="Target rate",
-        help_text="as a share: 0.02 is 2 %",
-    )
-
-
-# --- Changing the judge -------------------------------------------------------------------
-
-
-class JudgeCandidateForm(forms.Form):
-    """A candidate judge: a prompt template and a validator model (checked against the
-    providers before anything is queued or started)."""
-
-    template = forms.ChoiceField(choices=[], label="Prompt template")
-    model = forms.CharField(max_length=200, label="Validator model")
-    cases = forms.CharField(
-        max_length=2000,
-        required=False,
-        label="Only these cases",
-        help_text="case ids or categories, e.g. supported, fever-12 (empty: every held-out case)",
-    )
-
-    def __init__(
-        self,
-        *args: Any,
-        template_names: list[str] | None = None,
-        initial_model: str = "",
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        _choice_field(self, "template").choices = [(n, n) for n in template_names or []]
-        self.fields["model"].initial = initial_model
-        self.fields["model"].help_text = "e.g. offline:judge, openai:gpt-4.1, compat:llama3"
-
-    def clean_model(self) -> str:
-        name = self.cleaned_data.get("model", "").strip()
-        try:
-            resolve_model(name)
-        except ModelConfigurationError as exc:
-            raise forms.ValidationError(exc.message) from None
-        return name
-
-    def clean_cases(self) -> list[str]:
-        raw = self.cleaned_data.get("cases", "")
-        return [part for part in raw.replace(",", " ").split() if part]
 
 
 class AuditJudgeForm(forms.Form):

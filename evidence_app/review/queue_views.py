@@ -38,10 +38,16 @@ from project.errors import DomainError
 from project.pagination import CountedPaginator
 from project.roles import REVIEWERS, is_reviewer
 from project.views import render_fragment, render_page, reviewer_required, wants_fragment
-from tasks_app.models import Feedback, Task, TaskEvent, TaskStatusCount
-from tasks_app.workflow import services
-from tasks_app.workflow.selectors import status_counts, visible_task
-from tasks_app.workflow.states import TaskStatus
+from tasks_app import actions
+from tasks_app.records import (
+    Feedback,
+    Task,
+    TaskEvent,
+    TaskStatus,
+    TaskStatusCount,
+    status_counts,
+    visible_task,
+)
 
 QUEUE_PAGE_SIZE = 50
 
@@ -250,11 +256,13 @@ def queue_response(
         "progress": queue_progress(request.user),
     }
     if fragment:
-        return render_fragment(request, f"tasks_app/queue.html#{fragment}", context, status=status)
+        return render_fragment(
+            request, f"evidence_app/queue.html#{fragment}", context, status=status
+        )
     # The page's head links to the audits with their number (one indexed count; the
     # list's refresh does not repeat it).
     context["open_audits"] = open_audit_count(request.user)
-    return render_page(request, "tasks_app/queue.html", context, status=status)
+    return render_page(request, "evidence_app/queue.html", context, status=status)
 
 
 @reviewer_required
@@ -290,7 +298,7 @@ def task_assign(request: HttpRequest, task_id: int) -> HttpResponse:
             messages.error(request, "Not applied: no such reviewer.")
             return redirect("task_detail", task_id=task.pk)
     try:
-        services.task_assign(task_id=task.pk, assignee=assignee, actor=request.user)
+        actions.task_assign(task_id=task.pk, assignee=assignee, actor=request.user)
     except DomainError as exc:
         messages.error(request, f"Not applied: {exc.message}")
     else:

@@ -25,7 +25,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 from django.utils.timesince import TIME_STRINGS, timesince
 
-from tasks_app.workflow.states import TaskStatus
+from tasks_app.records import TaskStatus
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).resolve().parent / "jinja2"),

@@ -29,10 +29,15 @@ from pydantic import BaseModel, Field
 
 from evidence_app.models import SnapshotKind, ValidationSnapshot, ValidationStatus
 from evidence_app.trust import stats
-from evidence_app.validation.claims import judges_disagree
-from tasks_app.models import Feedback, FeedbackAction
+from tasks_app.records import Feedback, FeedbackAction
 
 HUMAN_DECISIONS = (FeedbackAction.SATISFIED, FeedbackAction.REVISE, FeedbackAction.ABANDON)
+
+
+def judges_disagree(first_status: str, second_status: str) -> bool:
+    """Two judges disagree when one accepts and the other does not (a second judge that
+    failed does not accept)."""
+    return (first_status == "accepted") != (second_status == "accepted")
 
 
 class AgreementGroup(BaseModel):

@@ -18,7 +18,7 @@ from django.db.models import QuerySet
 
 from evidence_app.models import Audit, AuditExposure
 from project.roles import is_reviewer
-from tasks_app.models import Feedback, FeedbackAction
+from tasks_app.records import Feedback, FeedbackAction
 
 __all__ = [
     "audit_exposure",

@@ -119,12 +119,6 @@ def _claim_reasons(result: dict[str, Any]) -> list[str]:
     return parts
 
 
-def judges_disagree(first_status: str, second_status: str) -> bool:
-    """Two judges disagree when one accepts and the other does not (a second judge that
-    failed does not accept)."""
-    return (first_status == "accepted") != (second_status == "accepted")
-
-
 def disagreement_reason(
     first_model: str, first_status: str, second_model: str, second_status: str
 ) -> str:

@@ -8,7 +8,6 @@ from typing import Any
 from django.db import connection
 from django.db.models import Prefetch
 
-from evidence_app.jobs import validate_attempt_job
 from evidence_app.models import ValidationSnapshot
 from evidence_app.validation.selectors import (
     SUMMARY_FIELDS,
@@ -20,9 +19,9 @@ from evidence_app.validation.selectors import (
     validation_summary_of_json,
     verdict,
 )
-from tasks_app.models import Task, TaskQuerySet
-from tasks_app.workflow.services import job_send_on_commit
-from tasks_app.workflow.verdicts import Verdict
+from evidence_app.validation.services import VALIDATE_JOB
+from tasks_app.actions import Verdict, job_send_on_commit
+from tasks_app.records import Task, TaskQuerySet
 
 
 class StoredVerdicts:
@@ -30,7 +29,7 @@ class StoredVerdicts:
 
     def enqueue(self, task_id: int, attempt_index: int, *, job_id: str, countdown: float) -> str:
         return job_send_on_commit(
-            validate_attempt_job,
+            VALIDATE_JOB,
             (task_id, attempt_index),
             task_id=task_id,
             job_id=job_id,

@@ -33,7 +33,7 @@ from project.errors import DomainError
 from project.schemas import NO_NUL, NO_NUL_KEYS, Text
 from tasks_app.runtime import runs
 from tasks_app.runtime.models import Run, RunKind, RunMessage, RunStatus, ToolEvidence
-from tasks_app.workflow import services
+from tasks_app.workflow import services, transitions
 from tasks_app.workflow.models import Feedback, FeedbackAction, Task, TaskAgent
 from tasks_app.workflow.states import RUNNABLE_STATUSES, TaskStatus
 from tasks_app.workflow.verdicts import validator
@@ -362,14 +362,16 @@ def _claim(task: Task, *, stream: bool, actor: Any = None) -> Task:
             f"Task {task.pk} is '{task.status}'; it takes an attempt only when 'open' or "
             "'needs_revision'."
         )
-    return services.task_transition(
-        task_id=task.pk,
-        to_status=TaskStatus.RUNNING,
-        expected_from=RUNNABLE_STATUSES,
-        actor=actor,
-        actor_kind="agent",
-        reason=f"external attempt {task.attempt_count + 1} "
-        + ("started (streaming)" if stream else "submitted"),
+    return transitions.task_transition(
+        transitions.Transition(
+            task_id=task.pk,
+            to_status=TaskStatus.RUNNING,
+            expected_from=RUNNABLE_STATUSES,
+            actor=actor,
+            actor_kind="agent",
+            reason=f"external attempt {task.attempt_count + 1} "
+            + ("started (streaming)" if stream else "submitted"),
+        )
     )
 
 
@@ -399,22 +401,26 @@ def _complete(task: Task, attempt_index: int, final_answer: str, actor: Any = No
                 "attempt's answer-bearing run; send the same text or leave one empty",
             )
     if not final_answer.strip():
-        return services.task_transition(
+        return transitions.task_transition(
+            transitions.Transition(
+                task_id=task.pk,
+                to_status=TaskStatus.FAILED,
+                expected_from=TaskStatus.RUNNING,
+                actor=actor,
+                actor_kind="agent",
+                reason=f"external attempt {attempt_index} ended without an answer",
+            )
+        )
+    updated = transitions.task_transition(
+        transitions.Transition(
             task_id=task.pk,
-            to_status=TaskStatus.FAILED,
+            to_status=TaskStatus.VALIDATING,
             expected_from=TaskStatus.RUNNING,
             actor=actor,
             actor_kind="agent",
-            reason=f"external attempt {attempt_index} ended without an answer",
+            reason=f"external attempt {attempt_index} produced an answer",
+            updates={"final_answer": final_answer},
         )
-    updated = services.task_transition(
-        task_id=task.pk,
-        to_status=TaskStatus.VALIDATING,
-        expected_from=TaskStatus.RUNNING,
-        actor=actor,
-        actor_kind="agent",
-        reason=f"external attempt {attempt_index} produced an answer",
-        updates={"final_answer": final_answer},
     )
     services.validation_enqueue(task.pk, attempt_index)
     return updated

@@ -1,7 +1,7 @@
 """Signed webhooks back to external agents and other programs (issue 14).
 
 Events come from the one place every status change goes through:
-``tasks_app.workflow.services.task_transition`` calls ``webhook_events_for_transition`` inside its
+``tasks_app.workflow.transitions.task_transition`` calls ``webhook_events_for_transition`` inside its
 transaction, which writes one ``WebhookDelivery`` row (the outbox) per subscribed
 endpoint and sends the delivery job once the transaction commits. A rolled-back change
 sends nothing; a committed one cannot skip its events.
@@ -202,7 +202,7 @@ def webhook_events_for_transition(
     *, task: Task, from_status: str, to_status: str, actor_kind: str, reason: str
 ) -> list[WebhookDelivery]:
     """Write the deliveries a status change causes, in the caller's transaction, and send
-    their jobs after commit. Connected to ``task_transitioned`` (tasks_app.operations)."""
+    their jobs after commit. Connected to ``task_transitioned`` (tasks_app.registrations)."""
     verdict = from_status == TaskStatus.VALIDATING and actor_kind == "validator"
     event_types = _event_types(to_status, verdict=verdict)
     if not event_types:

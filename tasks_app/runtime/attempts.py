@@ -46,7 +46,7 @@ from tasks_app.runtime.models import (
     RunStatus,
     ServiceHeartbeat,
 )
-from tasks_app.workflow import services
+from tasks_app.workflow import services, transitions
 from tasks_app.workflow.fence import Fence, LeaseLost
 from tasks_app.workflow.models import Feedback, FeedbackAction, Task, TaskAgent
 from tasks_app.workflow.outbox import outbox_waiting_job_ids
@@ -118,19 +118,21 @@ def _claim_next(*, task_id: int, worker: str) -> Claim:
     # winner when two deliveries of the job start at the same moment; the attempt
     # number is read from the locked row.
     with db_turn():
-        task = services.task_transition(
-            task_id=task_id,
-            to_status=TaskStatus.RUNNING,
-            expected_from=RUNNABLE_STATUSES,
-            reason=lambda locked: (
-                (
-                    f"attempt {locked.attempt_count} re-run {locked.requeue_count} started"
-                    if locked.attempt_interrupted
-                    else f"attempt {locked.attempt_count + 1} started"
-                )
-                + (f" on {worker}" if worker else "")
-            ),
-            updates=_refuse_external,
+        task = transitions.task_transition(
+            transitions.Transition(
+                task_id=task_id,
+                to_status=TaskStatus.RUNNING,
+                expected_from=RUNNABLE_STATUSES,
+                reason=lambda locked: (
+                    (
+                        f"attempt {locked.attempt_count} re-run {locked.requeue_count} started"
+                        if locked.attempt_interrupted
+                        else f"attempt {locked.attempt_count + 1} started"
+                    )
+                    + (f" on {worker}" if worker else "")
+                ),
+                updates=_refuse_external,
+            )
         )
     return Claim(
         task_id=task_id, attempt_index=task.attempt_count, lease_token=task.lease_token, task=task
@@ -179,28 +181,27 @@ def attempt_takeover(
                 finished_at=now,
             )
         if locked.requeue_count >= settings.ATTEMPT_MAX_REQUEUES:
-            return services.task_transition(
+            return transitions.task_transition(
+                transitions.Transition(
+                    task_id=task_id,
+                    to_status=TaskStatus.FAILED,
+                    expected_from=TaskStatus.RUNNING,
+                    lease_token=locked.lease_token,
+                    reason=f"attempt lease expired (last heartbeat: {seen}) and the task was "
+                    f"already re-run {locked.requeue_count} times",
+                )
+            )
+        task = transitions.task_transition(
+            transitions.Transition(
                 task_id=task_id,
-                to_status=TaskStatus.FAILED,
+                to_status=TaskStatus.RUNNING,
                 expected_from=TaskStatus.RUNNING,
                 lease_token=locked.lease_token,
-                reason=(
-                    f"attempt lease expired (last heartbeat: {seen}) and the task was "
-                    f"already re-run {locked.requeue_count} times"
-                ),
-            )
-        task = services.task_transition(
-            task_id=task_id,
-            to_status=TaskStatus.RUNNING,
-            expected_from=TaskStatus.RUNNING,
-            lease_token=locked.lease_token,
-            # The reason starts like the reaper's: project.metrics counts both.
-            reason=(
-                f"attempt lease expired (last heartbeat: {seen}); attempt "
+                reason=f"attempt lease expired (last heartbeat: {seen}); attempt "
                 f"{locked.attempt_count} taken over{by} (re-run {locked.requeue_count + 1} "
-                f"of at most {settings.ATTEMPT_MAX_REQUEUES})"
-            ),
-            updates={"requeue_count": locked.requeue_count + 1},
+                f"of at most {settings.ATTEMPT_MAX_REQUEUES})",
+                updates={"requeue_count": locked.requeue_count + 1},
+            )
         )
     return Claim(
         task_id=task_id,
@@ -302,16 +303,18 @@ def attempt_finish(*, claim: Claim, result: AgentResult | None, error: str = "")
         with db_turn():
             if result is not None and result.usable:
                 job_id = services.new_job_id()
-                task = services.task_transition(
-                    task_id=claim.task_id,
-                    to_status=TaskStatus.VALIDATING,
-                    lease_token=claim.lease_token,
-                    expected_from=TaskStatus.RUNNING,
-                    reason=(
-                        f"attempt {claim.attempt_index} produced an answer ({result.finish_reason})"
+                task = transitions.task_transition(
+                    transitions.Transition(
+                        task_id=claim.task_id,
+                        to_status=TaskStatus.VALIDATING,
+                        lease_token=claim.lease_token,
+                        expected_from=TaskStatus.RUNNING,
+                        reason=(
+                            f"attempt {claim.attempt_index} produced an answer "
+                            f"({result.finish_reason})"
+                        ),
+                        updates={"final_answer": result.output_text, "job_id": job_id},
                     ),
-                    # The attempt is over: the transition releases the lease.
-                    updates={"final_answer": result.output_text, "job_id": job_id},
                     on_applied=lambda moved: services.validation_enqueue(
                         moved.pk, claim.attempt_index, job_id=job_id
                     ),
@@ -322,12 +325,14 @@ def attempt_finish(*, claim: Claim, result: AgentResult | None, error: str = "")
                     or (result.error if result else "")
                     or (f"no usable answer ({result.finish_reason})" if result else "no answer")
                 )
-                task = services.task_transition(
-                    task_id=claim.task_id,
-                    to_status=TaskStatus.FAILED,
-                    lease_token=claim.lease_token,
-                    expected_from=TaskStatus.RUNNING,
-                    reason=f"attempt {claim.attempt_index} failed: {why}"[:2000],
+                task = transitions.task_transition(
+                    transitions.Transition(
+                        task_id=claim.task_id,
+                        to_status=TaskStatus.FAILED,
+                        lease_token=claim.lease_token,
+                        expected_from=TaskStatus.RUNNING,
+                        reason=f"attempt {claim.attempt_index} failed: {why}"[:2000],
+                    )
                 )
     except StaleAction as exc:
         log.warning(
@@ -493,40 +498,44 @@ def attempt_reap(*, now: datetime | None = None) -> ReapReport:
                     # An internal attempt is re-run as the same attempt (issue 17: an
                     # outage does not spend the task's attempts); an external agent
                     # submits a new one.
-                    services.task_transition(
-                        task_id=task_id,
-                        to_status=TaskStatus.OPEN,
-                        lease_token=lease_token,
-                        reason=(
-                            f"external attempt lease expired (last heartbeat: {seen}); "
+                    transitions.task_transition(
+                        transitions.Transition(
+                            task_id=task_id,
+                            to_status=TaskStatus.OPEN,
+                            lease_token=lease_token,
+                            reason=f"external attempt lease expired (last heartbeat: {seen}); "
                             "waiting for a new attempt"
                             if external
                             else f"attempt lease expired (last heartbeat: {seen}); attempt "
                             f"{locked.attempt_count} re-queued (re-run {requeue_count + 1} of "
-                            f"at most {settings.ATTEMPT_MAX_REQUEUES})"
-                        ),
-                        updates={"requeue_count": requeue_count + 1},
-                        rerun=not external,
+                            f"at most {settings.ATTEMPT_MAX_REQUEUES})",
+                            updates={"requeue_count": requeue_count + 1},
+                            rerun=not external,
+                        )
                     )
                     services.attempt_enqueue(task_id)
                     report.requeued.append(task_id)
                 elif external and settings.EXTERNAL_ATTEMPT_STALE_ACTION == "failed":
-                    services.task_transition(
-                        task_id=task_id,
-                        to_status=TaskStatus.FAILED,
-                        lease_token=lease_token,
-                        reason=f"external attempt lease expired (last heartbeat: {seen})",
+                    transitions.task_transition(
+                        transitions.Transition(
+                            task_id=task_id,
+                            to_status=TaskStatus.FAILED,
+                            lease_token=lease_token,
+                            reason=f"external attempt lease expired (last heartbeat: {seen})",
+                        )
                     )
                     report.failed.append(task_id)
                 else:
-                    services.task_transition(
-                        task_id=task_id,
-                        to_status=TaskStatus.FAILED,
-                        lease_token=lease_token,
-                        reason=(
-                            f"attempt lease expired (last heartbeat: {seen}) and the task was "
-                            f"already re-run {requeue_count} times"
-                        ),
+                    transitions.task_transition(
+                        transitions.Transition(
+                            task_id=task_id,
+                            to_status=TaskStatus.FAILED,
+                            lease_token=lease_token,
+                            reason=(
+                                f"attempt lease expired (last heartbeat: {seen}) and the "
+                                f"task was already re-run {requeue_count} times"
+                            ),
+                        )
                     )
                     report.failed.append(task_id)
         except (StaleAction, Task.DoesNotExist):

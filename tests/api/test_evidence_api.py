@@ -42,9 +42,9 @@ def test_run_evidence_list_has_no_bodies(alice: Client, requester: Any) -> None:
     assert item["content_chars"] == len(BIG)
     assert item["title"] == "Travel policy"
     assert "content" not in item
-    evidence_sql = [q["sql"] for q in queries if "evidence_app_toolevidence" in q["sql"]]
+    evidence_sql = [q["sql"] for q in queries if "tasks_app_toolevidence" in q["sql"]]
     assert evidence_sql
-    assert not any('"evidence_app_toolevidence"."content"' in sql for sql in evidence_sql)
+    assert not any('"tasks_app_toolevidence"."content"' in sql for sql in evidence_sql)
     assert "deep fact" not in response.content.decode()
 
 

@@ -25,7 +25,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from evidence_app.validation.services import replay_validation, validation_run
+from evidence_app.validation.replay import replay_validation
+from evidence_app.validation.services import validation_run
 from project.llm.registry import register_model, unregister_model
 from project.untrusted import TAG
 from tasks_app.models import TaskEvent

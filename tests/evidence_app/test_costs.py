@@ -13,8 +13,9 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.usage import RequestUsage
 
+from evidence_app.validation.replay import replay_estimate, replay_validation
 from evidence_app.validation.selectors import cost_per_accepted_answer, daily_costs, task_cost
-from evidence_app.validation.services import replay_estimate, replay_validation, validation_run
+from evidence_app.validation.services import validation_run
 from project.costs import CostTotal, format_cost, price_tokens
 from project.llm.registry import register_model, unregister_model
 from tasks_app.models import LLMRequestSnapshot, Run

@@ -13,7 +13,8 @@ from django.utils import timezone
 from evidence_app.jobs import replay_validation_job
 from evidence_app.models import ReplayRequest, ValidationSnapshot
 from evidence_app.trust.agreement import agreement_stats, cohen_kappa
-from evidence_app.validation.services import replay_request, replay_validation, validation_run
+from evidence_app.validation.replay import replay_request, replay_validation
+from evidence_app.validation.services import validation_run
 from tasks_app.models import Feedback, TaskEvent
 from tests.evidence_app.validation_helpers import ScriptedJudge, validating_task, verdict
 from tests.factories import TaskFactory, ValidationSnapshotFactory

@@ -14,8 +14,9 @@ from pydantic_ai.models.function import FunctionModel
 
 from evidence_app.models import Audit, ValidationSnapshot
 from evidence_app.trust.agreement import judge_pair_stats
+from evidence_app.validation.judge_calls import second_model_name
 from evidence_app.validation.selectors import daily_costs, task_cost
-from evidence_app.validation.services import second_model_name, validation_run
+from evidence_app.validation.services import validation_run
 from project.costs import format_cost
 from project.llm.registry import register_model, unregister_model
 from tasks_app.models import Task, TaskEvent

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from evidence_app.review.task_views import EVIDENCE_INLINE_ITEMS
+from evidence_app.review.task_detail import EVIDENCE_INLINE_ITEMS
 from tasks_app.models import ToolEvidence
 from tests.ui.conftest import make_reviewable_task
 

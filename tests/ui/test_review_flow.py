@@ -11,7 +11,8 @@ import pytest
 from django.urls import reverse
 
 from evidence_app.models import ReplayRequest, ValidationSnapshot
-from evidence_app.operator.views import nice_step, verdict_changes
+from evidence_app.operator.charts import nice_step
+from evidence_app.operator.validation_views import verdict_changes
 from tasks_app.models import Task
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import KnowledgeDocumentFactory

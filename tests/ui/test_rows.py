@@ -1,9 +1,10 @@
-"""Issue 16 and issue "One house" item 5: the queue and task-list rows (their values
-from evidence_app/review/rows.py, their markup in the Jinja2 templates
-evidence_app/review/jinja2/rows/) give the markup of the Django template loops they replaced, for every branch of those
-loops (verdict or none, claims, unverified citations, assignment, live or expired claim,
-long texts cut, markup in titles escaped, status labels, "your turn"). Compared as HTML
-(Jinja2 spells an escaped quote &#34; where Django spells it &quot;)."""
+"""Issue 16 and issue "One house" item 5: the queue and task-list rows (their values from
+evidence_app/review/rows.py, their markup in the Jinja2 templates
+evidence_app/review/jinja2/rows/) give the markup of the Django template loops they
+replaced, for every branch of those loops (verdict or none, claims, unverified
+citations, assignment, live or expired claim, long texts cut, markup in titles escaped,
+status labels, "your turn"). Compared as HTML (Jinja2 spells an escaped quote &#34;
+where Django spells it &quot;)."""
 
 from __future__ import annotations
 

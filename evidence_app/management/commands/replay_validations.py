@@ -21,7 +21,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from evidence_app.models import ValidationStatus
-from evidence_app.validation.services import replay_candidates, replay_estimate, replay_validation
+from evidence_app.validation.replay import replay_candidates, replay_estimate, replay_validation
 from evidence_app.validator.templates import get_template
 from project.errors import DomainError
 

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tasks_app', '0021_audit_webhook_events'),
+        ('tasks_app', '0022_toolevidence_table_named_for_its_app'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
