@@ -27,6 +27,7 @@ __all__ = [
     "audits_open_to",
     "exposure_receiver",
     "open_audit_task_ids",
+    "withheld_for_audit",
 ]
 
 
@@ -71,6 +72,19 @@ def open_audit_task_ids(user: Any, task_ids: Iterable[int]) -> set[int]:
     if not ids or not is_reviewer(user):
         return set()
     return set(audits_open_to(user).filter(task_id__in=ids).values_list("task_id", flat=True))
+
+
+def withheld_for_audit(user: Any, task_id: int) -> bool:
+    """Whether the task's page is withheld from ``user``: it has an open audit they
+    could judge and have not yet seen the verdict of."""
+    if not is_reviewer(user):
+        return False
+    return (
+        audits_open_to(user)
+        .filter(task_id=task_id)
+        .exclude(exposures__user=user)
+        .exists()
+    )
 
 
 def audit_exposures_record(

@@ -59,6 +59,8 @@ WebhookEventName = Literal[
     "task.failed",
     "task.abandoned",
     "validation.completed",
+    "audit.opened",
+    "audit.judged",
 ]
 
 
