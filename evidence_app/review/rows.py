@@ -226,6 +226,7 @@ def task_rows(
             "outcome": t.get_validation_outcome_display() if t.validation_outcome else "",
             "created": _local_minute(t.created_at),
             "since": _since(t.created_at, None, strings),
+            "withheld": False,
         }
         for t in tasks
     ]
