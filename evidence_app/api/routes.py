@@ -38,7 +38,7 @@ from evidence_app.api.trust_schemas import (
     TrustOut,
     TrustQuery,
 )
-from evidence_app.models import Audit, AuditState, ReplayRequest, ValidationSnapshot
+from evidence_app.models import Audit, ReplayRequest, ValidationSnapshot
 from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
 from evidence_app.trust.audits import audit_judge
 from evidence_app.trust.blinding import audit_exposures_record, audits_open_to
@@ -401,7 +401,7 @@ def get_audits(request: HttpRequest, query: Query[AuditStateQuery]) -> QuerySet[
     user = request.auth  # type: ignore[attr-defined]
     _require_audit_reader(user)
     audits = _audits().filter(state=query.state)
-    if query.state == AuditState.OPEN and roles.is_reviewer(user):
+    if query.state == "open" and roles.is_reviewer(user):
         # A reviewer's list never offers them their own work (issue 36).
         audits = audits.filter(pk__in=audits_open_to(user).values("pk"))
     return audits.order_by("created_at", "id")

@@ -15,8 +15,8 @@ from django.views.decorators.http import require_GET
 from evidence_app.models import SnapshotKind, ValidationSnapshot, ValidationStatus
 from evidence_app.operator import llm_requests
 from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
-from evidence_app.trust.claim_agreement import STANCES, claim_agreement_stats
 from evidence_app.trust.blinding import audit_exposures_record
+from evidence_app.trust.claim_agreement import STANCES, claim_agreement_stats
 from evidence_app.trust.team import audit_queue, queue_age
 from evidence_app.validation.selectors import (
     cost_per_accepted_answer,

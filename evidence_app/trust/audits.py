@@ -175,9 +175,7 @@ def audit_judge(
         raise StaleAction(f"Audit {audit_id} is already judged.")
     audit.refresh_from_db()
     # A bad label raises here and the whole transaction, the judgement too, rolls back.
-    claim_labels_record(
-        snapshot=audit.snapshot, labels=labels, author=user, audit=audit
-    )
+    claim_labels_record(snapshot=audit.snapshot, labels=labels, author=user, audit=audit)
     webhook_events_for_audit(
         task=audit.task, event_type=WebhookEvent.AUDIT_JUDGED, audit=audit_reveal(audit)
     )

@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 
-def _decided_task_ids(user: Any) -> QuerySet[Feedback]:
+def _decided_task_ids(user: Any) -> QuerySet[Feedback, Any]:
     """Tasks ``user`` decided (any decision but a note, undone ones too: they saw it)."""
     return (
         Feedback.objects.filter(author=user)
@@ -59,9 +59,7 @@ def audit_refusal(audit: Audit, user: Any) -> str | None:
 def audits_open_to(user: Any) -> QuerySet[Audit]:
     """The open audits ``user`` may judge: none of their own tasks nor tasks they decided."""
     return (
-        Audit.objects.open()
-        .exclude(task__owner=user)
-        .exclude(task_id__in=_decided_task_ids(user))
+        Audit.objects.open().exclude(task__owner=user).exclude(task_id__in=_decided_task_ids(user))
     )
 
 
@@ -79,12 +77,7 @@ def withheld_for_audit(user: Any, task_id: int) -> bool:
     could judge and have not yet seen the verdict of."""
     if not is_reviewer(user):
         return False
-    return (
-        audits_open_to(user)
-        .filter(task_id=task_id)
-        .exclude(exposures__user=user)
-        .exists()
-    )
+    return audits_open_to(user).filter(task_id=task_id).exclude(exposures__user=user).exists()
 
 
 def audit_exposures_record(
@@ -125,4 +118,3 @@ def audit_exposure(audit: Audit, user: Any) -> AuditExposure | None:
 def exposure_receiver(*, user: Any, task_ids: Iterable[int], channel: str, **_: Any) -> None:
     """The ``task_seen`` receiver (connected in ``evidence_app.registrations``)."""
     audit_exposures_record(user=user, task_ids=task_ids, channel=channel)
-

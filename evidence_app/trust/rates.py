@@ -8,12 +8,12 @@ blind. Open audits are outstanding, never counted as judged; a judgement given a
 author had seen the task's verdict or status is *not blind*: counted apart, never as
 judged (issue 36). Verdicts drawn at probability 0 (an operator's recorded exception)
 cannot be estimated: the report lists them as *uncovered* (how many, whose tasks, who set
-the rate and why) instead of letting them turn the whole window unknown. Verdicts drawn with the same probability form a stratum: one
-stratum gives the exact Clopper–Pearson interval, several (the rate changed) the
-stratified estimate with a Bonferroni interval (``evidence_app.trust.stats``). Where every
-eligible verdict has a second judge's score, the prediction-powered estimate sits beside
-the plain one: the predictor is the second judge's doubt (1 - score on an accept, its
-score on a reject)."""
+the rate and why) instead of letting them turn the whole window unknown. Verdicts drawn
+with the same probability form a stratum: one stratum gives the exact Clopper–Pearson
+interval, several (the rate changed) the stratified estimate with a Bonferroni interval
+(``evidence_app.trust.stats``). Where every eligible verdict has a second judge's score,
+the prediction-powered estimate sits beside the plain one: the predictor is the second
+judge's doubt (1 - score on an accept, its score on a reject)."""
 
 from __future__ import annotations
 

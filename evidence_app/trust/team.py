@@ -356,9 +356,7 @@ def audit_queue(now: datetime | None = None) -> AuditQueue:
     count = Audit.objects.open().count()
     if not count:
         return AuditQueue()
-    oldest = (
-        Audit.objects.open().order_by("created_at", "id").values("pk", "created_at")[0]
-    )
+    oldest = Audit.objects.open().order_by("created_at", "id").values("pk", "created_at")[0]
     age = max(0.0, (now - oldest["created_at"]).total_seconds())
     return AuditQueue(count, age, oldest["pk"])
 

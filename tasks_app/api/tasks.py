@@ -34,7 +34,6 @@ from tasks_app.api.schemas import (
 )
 from tasks_app.workflow import services
 from tasks_app.workflow.models import Feedback, Task
-from tasks_app.workflow.signals import task_seen_by
 from tasks_app.workflow.selectors import (
     count_of,
     get_visible_task,
@@ -44,6 +43,7 @@ from tasks_app.workflow.selectors import (
     tasks_for_list,
     visible_tasks,
 )
+from tasks_app.workflow.signals import task_seen_by
 
 router = Router(tags=["tasks"])
 

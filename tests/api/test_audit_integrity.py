@@ -122,7 +122,10 @@ def test_a_requester_cannot_lower_an_audit_rate_below_the_floor(
     """Issue 36, item 3: the settings are the floor; raising is fine; lowering is a 422
     naming the field, and nothing is created."""
     settings.AUDIT_RATE, settings.AUDIT_REJECT_RATE = 0.05, 0.02
-    for body, field in (({"audit_rate": 0}, "audit_rate"), ({"audit_reject_rate": 0.01}, "audit_reject_rate")):
+    for body, field in (
+        ({"audit_rate": 0}, "audit_rate"),
+        ({"audit_reject_rate": 0.01}, "audit_reject_rate"),
+    ):
         refused = post(alice, "/api/v1/tasks", {"request": "Budget?", **body})
         assert refused.status_code == 422, refused.content
         assert field in refused.content.decode()
@@ -131,7 +134,9 @@ def test_a_requester_cannot_lower_an_audit_rate_below_the_floor(
     assert raised.status_code == 201 and raised.json()["audit_rate"] == 0.5
 
 
-def test_only_an_operator_lowers_a_rate_and_it_is_recorded(otto: Client, operator: Any, settings: Any) -> None:
+def test_only_an_operator_lowers_a_rate_and_it_is_recorded(
+    otto: Client, operator: Any, settings: Any
+) -> None:
     """Issue 36, item 3: an operator's exception needs a reason and records who, when, why."""
     settings.AUDIT_RATE = 0.05
     refused = post(otto, "/api/v1/tasks", {"request": "Load test", "audit_rate": 0})

@@ -171,9 +171,7 @@ def test_peeking_through_a_channel_never_moves_the_figures(
     report(f"audit tampering · peek · {channel}", f"{outcome}; figures unmoved")
 
 
-def test_webhooks_and_team_figures_tell_no_open_audit(
-    world: dict[str, Any], settings: Any
-) -> None:
+def test_webhooks_and_team_figures_tell_no_open_audit(world: dict[str, Any], settings: Any) -> None:
     """Item 1: webhooks go to the task's owner only (who may not judge it); the team
     figures name the oldest audit by its own id."""
     settings.WEBHOOK_ALLOW_PRIVATE = True
@@ -406,9 +404,7 @@ def test_racing_judgements_through_page_and_api_store_one(
             )
         results[index] = (kind, response.status_code)
 
-    threads = [
-        threading.Thread(target=judge, args=(i, *clients[i])) for i in range(len(clients))
-    ]
+    threads = [threading.Thread(target=judge, args=(i, *clients[i])) for i in range(len(clients))]
     for thread in threads:
         thread.start()
     for thread in threads:
