@@ -122,3 +122,22 @@ def test_a_reviewer_who_decided_the_task_is_refused_on_the_page(client: Any, rev
     other.groups.add(Group.objects.get_or_create(name="reviewers")[0])
     client.force_login(other)
     assert f"audit-row-{audit.pk}" in client.get("/review/audits/").content.decode()
+
+
+def test_trust_states_the_rules_and_lists_the_verdicts_it_does_not_cover(
+    client: Any, operator: Any, requester: Any
+) -> None:
+    """Issue 36, items 1 and 3: the Trust page says what counts (blind, no self-audit,
+    the rate floor) and lists the rate-0 verdicts: how many, whose, who set it, why."""
+    zero = drawn_audit("accepted", owner=requester)
+    zero.snapshot.__class__.objects.filter(pk=zero.snapshot_id).update(audit_probability=0)
+    Task.objects.filter(pk=zero.task_id).update(
+        audit_rate=0, audit_rate_set_by=operator, audit_rate_reason="synthetic load"
+    )
+    zero.delete()
+    client.force_login(operator)
+    html = client.get("/ops/trust/").content.decode()
+    integrity = html.split('id="trust-integrity"')[1].split("</p>")[0]
+    assert "not blind" in integrity and "own work" in integrity and "floor" in integrity
+    uncovered = html.split('id="trust-uncovered"')[1].split("</section>")[0]
+    assert "alice" in uncovered and "otto" in uncovered and "synthetic load" in uncovered
