@@ -19,7 +19,8 @@ from tasks_app.notifications.webhooks import (
     webhook_send_pending,
     webhook_sweep,
 )
-from tasks_app.runtime.attempts import attempt_reap, attempt_run
+from tasks_app.runtime.attempts import attempt_run
+from tasks_app.runtime.reaper import attempt_reap
 from tasks_app.workflow.outbox import outbox_purge, outbox_relay
 from tasks_app.workflow.services import (
     APPLY_DECISION_JOB,

@@ -45,8 +45,8 @@ from project.queues import (
 from tasks_app.jobs import JOB_ROUTES
 from tasks_app.notifications.models import DeliveryStatus, WebhookDelivery, WebhookDeliveryAttempt
 from tasks_app.notifications.webhooks import webhook_events_for_transition
-from tasks_app.runtime.attempts import attempt_reap
 from tasks_app.runtime.models import LLMRequestSnapshot, ServiceHeartbeat
+from tasks_app.runtime.reaper import attempt_reap
 from tasks_app.runtime.runs import heartbeat_forget, heartbeat_record
 from tasks_app.workflow.models import Task, TaskEvent
 from tasks_app.workflow.outbox import outbox_relay

@@ -14,7 +14,7 @@ These functions take validated pydantic data, not HTTP requests, so other front 
 transaction: an error stores nothing.
 
 Streamed attempts hold the same lease as internal ones: every append refreshes the
-heartbeat; the reaper (``attempts.attempt_reap``) sends an attempt whose agent went
+heartbeat; the reaper (``reaper.attempt_reap``) sends an attempt whose agent went
 silent for ``ATTEMPT_LEASE_SECONDS`` back to ``open`` or to ``failed``
 (``EXTERNAL_ATTEMPT_STALE_ACTION``), its runs kept and marked unfinished.
 """

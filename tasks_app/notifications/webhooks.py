@@ -1,8 +1,8 @@
 """Signed webhooks back to external agents and other programs (issue 14).
 
 Events come from the one place every status change goes through:
-``tasks_app.workflow.transitions.task_transition`` calls ``webhook_events_for_transition``
-inside its transaction, which writes one ``WebhookDelivery`` row (the outbox) per subscribed
+``tasks_app.workflow.transitions.task_transition`` calls ``webhook_events_for_transition`` in its
+transaction, which writes one ``WebhookDelivery`` row (the outbox) per subscribed
 endpoint and sends the delivery job once the transaction commits. A rolled-back change
 sends nothing; a committed one cannot skip its events.
 

@@ -25,7 +25,8 @@ from tasks_app.intake.external import (
     revision_feedback,
 )
 from tasks_app.models import Run, RunMessage, Task, TaskEvent, ToolEvidence
-from tasks_app.runtime.attempts import attempt_reap, attempt_run
+from tasks_app.runtime.attempts import attempt_run
+from tasks_app.runtime.reaper import attempt_reap
 from tasks_app.workflow import services, transitions
 from tasks_app.workflow.states import TaskStatus as S
 

@@ -19,7 +19,8 @@ from tasks_app.jobs import reap_attempts_job, run_attempt_job
 from tasks_app.models import OutboxJob, Run, RunMessage, Task, TaskEvent, ToolEvidence
 from tasks_app.runtime.agents.loop import AgentResult
 from tasks_app.runtime.agents.tools import REGISTRY, Tool, ToolOutput, register_tool
-from tasks_app.runtime.attempts import attempt_claim, attempt_finish, attempt_reap
+from tasks_app.runtime.attempts import attempt_claim, attempt_finish
+from tasks_app.runtime.reaper import attempt_reap
 from tasks_app.workflow import services, transitions
 from tasks_app.workflow.fence import Fence, LeaseLost
 from tasks_app.workflow.states import TaskStatus as S

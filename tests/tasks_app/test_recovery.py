@@ -26,7 +26,8 @@ from project.celery import app as celery_app
 from tasks_app.jobs import run_attempt_job
 from tasks_app.models import Run, RunStatus, Task, TaskEvent, ToolEvidence
 from tasks_app.runtime.agents.loop import AgentResult
-from tasks_app.runtime.attempts import Heartbeat, attempt_claim, attempt_finish, attempt_reap
+from tasks_app.runtime.attempts import Heartbeat, attempt_claim, attempt_finish
+from tasks_app.runtime.reaper import attempt_reap
 from tasks_app.workflow import transitions
 from tasks_app.workflow.fence import LeaseLost
 from tasks_app.workflow.states import TaskStatus as S

@@ -19,7 +19,8 @@ from django.utils import timezone
 
 from tasks_app.models import ClaimEvent, OutboxJob, Run, RunStatus, Task, TaskEvent
 from tasks_app.runtime import runs
-from tasks_app.runtime.attempts import attempt_claim, attempt_reap
+from tasks_app.runtime.attempts import attempt_claim
+from tasks_app.runtime.reaper import attempt_reap
 from tasks_app.workflow import services, transitions
 from tasks_app.workflow.fence import Fence, LeaseLost
 from tasks_app.workflow.states import TaskStatus as S
