@@ -88,7 +88,7 @@ def otlp_assemble_traces_job(self, trace_pks: list[int]) -> dict[str, int]:
     for trace_pk in trace_pks:
         outcome = otlp_trace_assemble(trace_pk=int(trace_pk))
         outcomes[outcome.outcome] = outcomes.get(outcome.outcome, 0) + 1
-        if outcome.outcome == "wait":
+        if outcome.outcome in ("wait", "retry"):
             waiting.append((int(trace_pk), outcome.wait_seconds))
     if waiting and not self.app.conf.task_always_eager:
         # In eager mode (tests, debugging) the maintenance sweep picks them up instead of
@@ -101,7 +101,8 @@ def otlp_assemble_traces_job(self, trace_pks: list[int]) -> dict[str, int]:
 
 @shared_task(name="tasks_app.otlp_sweep")
 def otlp_sweep_job() -> list[int]:
-    """Periodic: assemble complete traces whose job was lost (a broker restart)."""
+    """Periodic: assemble complete traces whose job was lost (a broker restart), fairly
+    across accounts; a trace that fails is counted and retried later, never raised."""
     done = []
     for trace_pk in otlp_due_traces():
         if otlp_trace_assemble(trace_pk=trace_pk).outcome == "submitted":

@@ -42,9 +42,10 @@ from project.queues import (
     register_routes,
     worker_queues,
 )
+from tasks_app.intake.signals import trace_unusable
 from tasks_app.jobs import JOB_ROUTES
 from tasks_app.notifications.models import DeliveryStatus, WebhookDelivery, WebhookDeliveryAttempt
-from tasks_app.notifications.webhooks import webhook_events_for_transition
+from tasks_app.notifications.webhooks import webhook_events_for_trace, webhook_events_for_transition
 from tasks_app.runtime.models import LLMRequestSnapshot, ServiceHeartbeat
 from tasks_app.runtime.reaper import attempt_reap
 from tasks_app.runtime.runs import heartbeat_forget, heartbeat_record
@@ -321,6 +322,7 @@ def _webhook_events(
 def register() -> None:
     register_routes(JOB_ROUTES)
     task_transitioned.connect(_webhook_events, dispatch_uid="evidentia-webhook-events")
+    trace_unusable.connect(webhook_events_for_trace, dispatch_uid="evidentia-trace-webhooks")
     register_source(MetricSource("tasks_app", _families, _tallies))
     health.register_check("workers", check_workers)
     health.register_check("beat", check_beat, when=lambda: settings.OPS_REQUIRE_BEAT)

@@ -152,6 +152,20 @@ def _check_unique_keys(runs: list[RunIn]) -> None:
 class AttemptIn(_In):
     """A whole attempt in one body, or the start of a streamed one (``stream: true``)."""
 
+    # The stream/final_answer rule below, stated in the schema: a streamed attempt has no
+    # final_answer yet, a whole one has one.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "if": {"properties": {"stream": {"const": True}}, "required": ["stream"]},
+            "then": {"properties": {"final_answer": {"type": "null"}}},
+            "else": {
+                "required": ["final_answer"],
+                "properties": {"final_answer": {"type": "string"}},
+            },
+        },
+    )
+
     runs: list[RunIn] = Field(
         min_length=1,
         max_length=MAX_RUNS,

@@ -22,6 +22,8 @@ class WebhookEvent(models.TextChoices):
     # A verdict drawn for a blind audit, and a person's judgement of it (issue 27).
     AUDIT_OPENED = "audit.opened", "Audit opened"
     AUDIT_JUDGED = "audit.judged", "Audit judged"
+    # An OTLP trace of a task that could not become an attempt, with the reason.
+    TRACE_UNUSABLE = "trace.unusable", "Trace unusable"
 
 
 class WebhookEndpoint(models.Model):

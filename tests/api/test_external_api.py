@@ -234,7 +234,7 @@ def test_webhook_on_loopback_is_refused_without_the_setting(alice: Client, setti
     response = post(alice, "/api/v1/webhooks", {"url": "http://127.0.0.1:8001/hook"})
     assert response.status_code == 422
     assert response.json()["errors"][0]["field"] == "url"
-    assert "refused" in response.json()["detail"]
+    assert "cannot receive webhooks" in response.json()["detail"]
     assert not WebhookEndpoint.objects.exists()
 
 
@@ -249,7 +249,7 @@ def test_webhook_refusal_does_not_name_the_resolved_address(
         response = post(alice, "/api/v1/webhooks", {"url": "http://localhost:8001/hook"})
     assert response.status_code == 422
     body = response.content.decode()
-    assert "refused" in response.json()["detail"]
+    assert "cannot receive webhooks" in response.json()["detail"]
     assert "127.0.0.1" not in body and "::1" not in body
     assert any(
         "localhost" in r.getMessage() and ("127.0.0.1" in r.getMessage() or "::1" in r.getMessage())

@@ -51,7 +51,25 @@ def test_private_webhook_urls_are_refused_without_the_setting(
     settings.WEBHOOK_ALLOW_PRIVATE = False
     with pytest.raises(InvalidInput) as refused:
         webhook_endpoint_create(owner=requester, url=url)
-    assert refused.value.message.startswith("url: refused")
+    assert refused.value.message.startswith("url: the host")
+    assert not WebhookEndpoint.objects.exists()
+
+
+@pytest.mark.finding(34, 7)
+def test_an_unresolvable_host_and_a_private_one_get_the_same_refusal(
+    requester: Any, settings: Any
+) -> None:
+    """Issue 34 finding 7: before, registration said "cannot resolve" for an unknown host
+    and "refused: not public" for one that resolves, which let anyone map internal host
+    names. Now both get one message, the host named and nothing about its resolution."""
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    messages = []
+    for host in ("localhost", "no-such-host.invalid"):
+        with pytest.raises(InvalidInput) as refused:
+            webhook_endpoint_create(owner=requester, url=f"http://{host}/hooks")
+        messages.append(refused.value.message.replace(host, "HOST"))
+    assert messages[0] == messages[1]
+    assert "resolve" in messages[0] and "refused" not in messages[0]
     assert not WebhookEndpoint.objects.exists()
 
 

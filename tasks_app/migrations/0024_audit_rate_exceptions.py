@@ -8,7 +8,9 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
+        # Both leaves of main (0022 and 0023 each follow 0021): this one joins them.
         ('tasks_app', '0022_toolevidence_table_named_for_its_app'),
+        ('tasks_app', '0023_otlp_trace_retries_and_unusable_webhook'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
