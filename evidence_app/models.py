@@ -270,6 +270,13 @@ class Audit(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     first_viewed_at = models.DateTimeField(null=True, blank=True)
     decided_at = models.DateTimeField(null=True, blank=True)
+    # False when the person who judged it had seen the task's verdict, route or status
+    # before judging (an AuditExposure of theirs): the judgement is kept and shown but
+    # left out of the certified figures and counted apart (issue 36).
+    blind = models.BooleanField(default=True)
+    # The judge's own first view of the audit page (AuditView of the judge), copied at
+    # the judgement; null when they judged without opening it (time per item).
+    judge_first_viewed_at = models.DateTimeField(null=True, blank=True)
 
     objects = AuditQuerySet.as_manager()
 
@@ -292,6 +299,44 @@ class Audit(models.Model):
         if self.route == VerdictRoute.AUTO_ACCEPTED:
             return not self.correct
         return self.correct
+
+
+class AuditView(models.Model):
+    """When one person first opened an audit's page (time per item counts from the
+    judge's own first view, not from whoever opened it first). One row per (audit,
+    person)."""
+
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="views")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    first_viewed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["audit", "user"], name="auditview_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"audit {self.audit_id} first viewed by {self.user_id}"
+
+
+class AuditExposure(models.Model):
+    """A person reached, while an audit was open, something of its task that tells what
+    the validator decided or where the task went (its page, a list row with its status,
+    the API, its events): their judgement of that audit is then not blind (issue 36).
+    One row per (audit, person): the first such view, with the channel it came by."""
+
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="exposures")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    channel = models.CharField(max_length=200)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["audit", "user"], name="auditexposure_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return f"audit {self.audit_id} exposed to {self.user_id} by {self.channel}"
 
 
 class ClaimStance(models.TextChoices):

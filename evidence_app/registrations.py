@@ -17,6 +17,7 @@ from prometheus_client.core import (
 
 from evidence_app.jobs import JOB_ROUTES
 from evidence_app.models import ValidationSnapshot
+from evidence_app.trust.blinding import exposure_receiver
 from evidence_app.trust.rates import WINDOW_DAYS, trust_window
 from evidence_app.trust.team import audit_queue, decisions_by_role, queue_age
 from evidence_app.validation.stored_verdicts import StoredVerdicts
@@ -31,6 +32,7 @@ from project.metrics import (
 )
 from project.queues import register_routes
 from tasks_app.actions import register_validator
+from tasks_app.records import task_seen
 
 
 def _tallies() -> dict[str, Tally]:
@@ -188,6 +190,9 @@ def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
 def register() -> None:
     register_routes(JOB_ROUTES)
     register_validator(StoredVerdicts())
+    # A read of a task's status or verdict makes a later judgement of its open audits
+    # not blind (issue 36).
+    task_seen.connect(exposure_receiver, dispatch_uid="evidence_app.audit_exposure")
     register_source(MetricSource("evidence_app", _families, _tallies))
     register_source(MetricSource("review_team", _review_team))
     register_source(MetricSource("evidence_app_trust", _trust_families))

@@ -122,6 +122,16 @@ task_pages = [
     # The audit stream: blind audits of the validator's own decisions.
     path("review/audits/", audit_views.audit_queue, name="audit_queue"),
     path("review/audits/<int:audit_id>/", audit_views.audit_detail, name="audit_detail"),
+    path(
+        "review/audits/<int:audit_id>/sections/<slug:section>/",
+        audit_views.audit_section,
+        name="audit_section",
+    ),
+    path(
+        "review/audits/<int:audit_id>/evidence/<int:evidence_id>/",
+        audit_views.audit_evidence,
+        name="audit_evidence",
+    ),
 ]
 
 urlpatterns = ops_pages + task_pages

@@ -394,7 +394,9 @@ REVIEW_CLAIM_TIMEOUT_SECONDS = env_int("REVIEW_CLAIM_TIMEOUT_SECONDS", 900, mini
 DECISION_UNDO_SECONDS = env_int("DECISION_UNDO_SECONDS", 30, minimum=0)
 # --- Measuring trust (issue 27) -----------------------------------------------------------
 # The share of auto-accepted verdicts (and of auto-rejected ones) drawn, when the verdict
-# is stored, for a blind audit by a person; per task: audit_rate, audit_reject_rate.
+# is stored, for a blind audit by a person; per task: audit_rate, audit_reject_rate. They
+# are also the floor (issue 36): a requester may raise a task's rate, never lower it; only
+# an operator may, and the exception is recorded (who, when, why).
 AUDIT_RATE = env_float("AUDIT_RATE", 0.05, minimum=0)
 AUDIT_REJECT_RATE = env_float("AUDIT_REJECT_RATE", 0.02, minimum=0)
 for _name in ("AUDIT_RATE", "AUDIT_REJECT_RATE"):

@@ -36,9 +36,11 @@ from tasks_app.workflow.selectors import (
     status_counts,
     visible_task,
 )
+from tasks_app.workflow.signals import task_seen
 from tasks_app.workflow.states import EXECUTION_ACTIVE_STATUSES, RUNNABLE_STATUSES, TaskStatus
 
 __all__ = [
+    "task_seen",
     "ClaimEvent",
     "DecisionState",
     "EXECUTION_ACTIVE_STATUSES",

@@ -41,6 +41,7 @@ from evidence_app.api.trust_schemas import (
 from evidence_app.models import Audit, ReplayRequest, ValidationSnapshot
 from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
 from evidence_app.trust.audits import audit_judge
+from evidence_app.trust.blinding import audit_exposures_record, audits_open_to
 from evidence_app.trust.claim_labels import decision_claim_labels_add
 from evidence_app.trust.rates import trust_report
 from evidence_app.trust.team import Durations, TeamFigures, team_figures
@@ -116,7 +117,11 @@ def get_evidence(request: HttpRequest, evidence_id: int, query: Query[EvidenceFo
     tags=["validations"],
 )
 def get_task_validations(request: HttpRequest, task_id: int) -> dict[str, Any]:
-    require_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
+    require_visible_task(
+        request.auth,  # type: ignore[attr-defined]
+        task_id,
+        channel=f"GET /api/v1/tasks/{task_id}/validations",
+    )
     snapshots = ValidationSnapshot.objects.without_bodies().filter(task_id=task_id)
     items = list(snapshots.order_by("created_at", "id"))
     return {"items": items, "count": len(items)}
@@ -129,6 +134,9 @@ def get_visible_validation(user: Any, validation_id: int) -> ValidationSnapshot:
     snapshot = snapshots.filter(pk=validation_id).first()
     if snapshot is None:
         raise Http404(f"Validation {validation_id} not found.")
+    audit_exposures_record(
+        user=user, task_ids=[snapshot.task_id], channel=f"the API (validation {validation_id})"
+    )
     return snapshot
 
 
@@ -335,7 +343,6 @@ def _team_out(team: TeamFigures) -> dict[str, Any]:
             "open": team.audits.count,
             "oldest_seconds": team.audits.oldest,
             "oldest_audit_id": team.audits.oldest_audit_id,
-            "oldest_task_id": team.audits.oldest_task_id,
         },
     }
 
@@ -402,8 +409,13 @@ def _audit_or_404(audit_id: int) -> Audit:
 )
 @paginate(LimitOffsetCursor)
 def get_audits(request: HttpRequest, query: Query[AuditStateQuery]) -> QuerySet[Audit]:
-    _require_audit_reader(request.auth)  # type: ignore[attr-defined]
-    return _audits().filter(state=query.state).order_by("created_at", "id")
+    user = request.auth  # type: ignore[attr-defined]
+    _require_audit_reader(user)
+    audits = _audits().filter(state=query.state)
+    if query.state == "open" and roles.is_reviewer(user):
+        # A reviewer's list never offers them their own work (issue 36).
+        audits = audits.filter(pk__in=audits_open_to(user).values("pk"))
+    return audits.order_by("created_at", "id")
 
 
 @router.get(

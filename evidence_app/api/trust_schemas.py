@@ -54,7 +54,6 @@ class TeamAuditsOut(Schema):
     open: int = Field(description="Audits waiting for a person")
     oldest_seconds: float | None
     oldest_audit_id: int | None
-    oldest_task_id: int | None
 
 
 class TeamOut(Schema):
@@ -94,10 +93,16 @@ class IntervalOut(Schema):
 
 class TrustRateOut(Schema):
     route: str = Field(description="auto_accepted (false accepts) or auto_rejected (false rejects)")
-    eligible: int = Field(description="Verdicts on this route with a recorded audit probability")
-    judged: int = Field(description="Audits a person has judged")
+    eligible: int = Field(
+        description="Verdicts on this route drawn with an audit probability above 0 (covered)"
+    )
+    judged: int = Field(description="Audits a person has judged blind (counted)")
     wrong: int = Field(description="Judged audits that contradict the verdict")
     outstanding: int = Field(description="Audits drawn and not yet judged (not counted)")
+    not_blind: int = Field(
+        description="Audits judged by someone who had seen the task's verdict or status "
+        "first: stored, not counted"
+    )
     method: str = Field(description="exact (one audit rate) or stratified (rates changed)")
     interval: IntervalOut = Field(description="The estimate with its 95 % interval")
     ppi: IntervalOut | None = Field(
@@ -126,6 +131,14 @@ class TrustGroupOut(Schema):
     periods: list[TrustPeriodOut]
 
 
+class UncoveredOut(Schema):
+    route: str
+    count: int = Field(description="Verdicts of the window drawn at audit probability 0")
+    requester: str = Field(description="Whose tasks they are")
+    set_by: str = Field(description="The operator who set the rate below the floor")
+    reason: str = Field(description="Why, as recorded")
+
+
 class TrustOut(Schema):
     period: str
     target: float
@@ -133,6 +146,10 @@ class TrustOut(Schema):
     since: datetime
     items: list[TrustGroupOut]
     count: int
+    uncovered: list[UncoveredOut] = Field(
+        description="Automatic verdicts no certificate covers (audit rate 0), left out of "
+        "the figures above"
+    )
 
 
 class AuditStateQuery(Schema):
@@ -150,11 +167,12 @@ class AuditClaimOut(Schema):
 
 
 class AuditListItemOut(Schema):
-    """An audit; while it is open, nothing says what the validator decided (blind)."""
+    """An audit; while it is open, nothing says what the validator decided nor which task
+    it audits (blind: the task's page and API would tell)."""
 
     id: int
-    task_id: int
-    task_title: str
+    task_id: int | None = Field(None, description="The audited task, revealed once judged")
+    task_title: str | None = Field(None, description="Its title, revealed once judged")
     attempt_index: int
     state: str
     created_at: datetime
@@ -176,9 +194,23 @@ class AuditListItemOut(Schema):
         None, description="The probability it was drawn with, revealed once judged"
     )
 
+    blind: bool | None = Field(
+        None,
+        description="Once judged: false when the judge had seen the task's verdict or "
+        "status first (stored, not counted in the certified figures)",
+    )
+
     @staticmethod
-    def resolve_task_title(audit: Any) -> str:
-        return audit.task.title
+    def resolve_task_id(audit: Any) -> int | None:
+        return audit.task_id if audit.state == "done" else None
+
+    @staticmethod
+    def resolve_task_title(audit: Any) -> str | None:
+        return audit.task.title if audit.state == "done" else None
+
+    @staticmethod
+    def resolve_blind(audit: Any) -> bool | None:
+        return audit.blind if audit.state == "done" else None
 
     @staticmethod
     def resolve_reviewer(audit: Any) -> str | None:

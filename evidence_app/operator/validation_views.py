@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app.models import ReplayState, SnapshotKind, ValidationSnapshot
 from evidence_app.operator.forms import BulkReplayForm, ReplayForm
+from evidence_app.trust.blinding import audit_exposures_record
 from evidence_app.validation.replay import (
     ReplayEstimate,
     replay_candidates,
@@ -40,6 +41,10 @@ def validation_context(
     request: HttpRequest, snapshot_id: int, *, form: ReplayForm | None = None
 ) -> dict[str, Any]:
     snap = _snapshot_or_404(snapshot_id)
+    # An operator who also reviews has now seen this task's verdict (issue 36).
+    audit_exposures_record(
+        user=request.user, task_ids=[snap.task_id], channel=f"GET {request.path}"
+    )
     original = snap
     if snap.kind == SnapshotKind.REPLAY and snap.replay_of_id:
         original = _snapshot_or_404(snap.replay_of_id)

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 from evidence_app.models import SnapshotKind, ValidationSnapshot, ValidationStatus
 from evidence_app.operator import llm_requests
 from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
+from evidence_app.trust.blinding import audit_exposures_record
 from evidence_app.trust.claim_agreement import STANCES, claim_agreement_stats
 from evidence_app.trust.team import audit_queue, queue_age
 from evidence_app.validation.selectors import (
@@ -103,6 +104,7 @@ def ops_templates(request: HttpRequest) -> HttpResponse:
 def ops_task_inputs(request: HttpRequest, task_id: int) -> HttpResponse:
     """Every rendered validator input of a task, and the diff between two of them."""
     task = get_object_or_404(Task.objects.for_list(), pk=task_id)
+    audit_exposures_record(user=request.user, task_ids=[task.pk], channel=f"GET {request.path}")
     snapshots = list(
         ValidationSnapshot.objects.filter(task=task)
         .without_bodies()

@@ -7,39 +7,32 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import F, QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from evidence_app.models import Audit, AuditState
+from evidence_app.trust.blinding import audits_open_to
 from evidence_app.trust.claim_labels import snapshot_claims
 from evidence_app.validation.selectors import evidence_labels_for_task
-from tasks_app.records import Run, RunKind, ToolEvidence
+from tasks_app.records import Run, RunKind, Task, ToolEvidence
 
 # The blind page lists at most this many tool results of the audited attempt (without
 # their content, which loads on click).
 AUDIT_EVIDENCE_ITEMS = 1000
 
 
-def audits(state: str = AuditState.OPEN) -> QuerySet[Audit]:
-    """Audits in ``state``, oldest first, with their task's title (no big columns)."""
+def audits(user: Any) -> QuerySet[Audit]:
+    """The open audits ``user`` may judge (none of their own work), oldest first: ids,
+    attempt and age only, nothing that names the task (blind)."""
     return (
-        Audit.objects.filter(state=state)
-        .select_related("task", "reviewer")
-        .only(
-            "id",
-            "task_id",
-            "task__title",
-            "attempt_index",
-            "state",
-            "created_at",
-            "decided_at",
-            "reviewer__username",
-        )
+        audits_open_to(user)
+        .only("id", "attempt_index", "state", "created_at")
         .order_by("created_at", "id")
     )
 
 
-def open_audit_count() -> int:
-    return Audit.objects.open().count()
+def open_audit_count(user: Any) -> int:
+    return audits_open_to(user).count()
 
 
 def audit(audit_id: int) -> Audit:
@@ -81,6 +74,24 @@ def audited_evidence(found: Audit) -> dict[str, Any]:
         "evidence_capped": len(items) > AUDIT_EVIDENCE_ITEMS,
         "evidence_labels": evidence_labels_for_task(found.task_id),
     }
+
+
+AUDIT_TEXT_SECTIONS = {"request": "request", "rules": "rules"}
+
+
+def audited_text(found: Audit, section: str) -> str:
+    """The audited task's request or rules in full (404 for another section)."""
+    field = AUDIT_TEXT_SECTIONS.get(section)
+    if field is None:
+        raise Http404("No such section")
+    return str(Task.objects.filter(pk=found.task_id).values_list(field, flat=True).get())
+
+
+def audited_evidence_item(found: Audit, evidence_id: int) -> ToolEvidence:
+    """One tool result of the audited attempt, with its content (404 for any other)."""
+    return get_object_or_404(
+        ToolEvidence, pk=evidence_id, task_id=found.task_id, attempt_index=found.attempt_index
+    )
 
 
 def audited_claims(found: Audit) -> list[dict[str, Any]]:

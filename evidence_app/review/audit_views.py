@@ -19,10 +19,11 @@ from evidence_app.models import Audit, AuditState, VerdictRoute
 from evidence_app.review import audit_page, task_page
 from evidence_app.review.forms import AuditJudgeForm
 from evidence_app.trust.audits import audit_judge, audit_mark_viewed
-from project.errors import DomainError
+from evidence_app.trust.blinding import audit_exposure, audit_refusal
+from project.errors import DomainError, Forbidden
 from project.pagination import CountedPaginator
 from project.roles import is_reviewer
-from project.views import render_page, reviewer_required
+from project.views import render_fragment, render_page, reviewer_required
 
 AUDITS_PAGE_SIZE = 50
 
@@ -30,11 +31,12 @@ AUDITS_PAGE_SIZE = 50
 @reviewer_required
 @require_GET
 def audit_queue(request: HttpRequest) -> HttpResponse:
-    """Open audits, oldest first: task title, attempt and age only (blind)."""
-    count = audit_page.open_audit_count()
-    page = CountedPaginator(audit_page.audits(), AUDITS_PAGE_SIZE, count=count).get_page(
-        request.GET.get("page")
-    )
+    """The open audits this person may judge, oldest first: audit id, attempt and age
+    only (blind: no task title or id)."""
+    count = audit_page.open_audit_count(request.user)
+    page = CountedPaginator(
+        audit_page.audits(request.user), AUDITS_PAGE_SIZE, count=count
+    ).get_page(request.GET.get("page"))
     context = {"page": page, "audits": page.object_list, "now": timezone.now()}
     return render_page(request, "evidence_app/audit_queue.html", context)
 
@@ -57,6 +59,8 @@ def audit_detail(request: HttpRequest, audit_id: int) -> HttpResponse:
                     comment=form.cleaned_data["comment"],
                     claim_labels=form.claim_labels(),
                 )
+            except Forbidden as exc:
+                raise PermissionDenied(exc.message) from None
             except DomainError as exc:
                 messages.error(request, f"Not recorded: {exc.message}")
             return redirect("audit_detail", audit_id=found.pk)
@@ -67,11 +71,34 @@ def audit_detail(request: HttpRequest, audit_id: int) -> HttpResponse:
             status=422,
         )
     if found.state == AuditState.OPEN:
-        audit_mark_viewed(audit_id=found.pk)
+        audit_mark_viewed(audit_id=found.pk, user=request.user)
     return render_page(
         request,
         "evidence_app/audit_detail.html",
         _context(request, found, claims, AuditJudgeForm(claims=claims)),
+    )
+
+
+@reviewer_required
+@require_GET
+def audit_section(request: HttpRequest, audit_id: int, section: str) -> HttpResponse:
+    """The audited task's request or rules in full, by the audit's id: the blind page
+    never names the task (its own URLs would)."""
+    found = audit_page.audit(audit_id)
+    text = audit_page.audited_text(found, section)
+    return render_fragment(
+        request, "evidence_app/_text_block.html", {"text": text, "block_id": f"audit-{section}"}
+    )
+
+
+@reviewer_required
+@require_GET
+def audit_evidence(request: HttpRequest, audit_id: int, evidence_id: int) -> HttpResponse:
+    """One tool result of the audited attempt in full, by the audit's id."""
+    found = audit_page.audit(audit_id)
+    item = audit_page.audited_evidence_item(found, evidence_id)
+    return render_fragment(
+        request, "evidence_app/_evidence_content.html", {"item": item, "marked": None}
     )
 
 
@@ -80,16 +107,24 @@ def _context(
 ) -> dict[str, Any]:
     limit = settings.UI_LAZY_SECTION_CHARS
     judged = found.state == AuditState.DONE
+    user = request.user
+    refusal = None if judged else audit_refusal(found, user)
+    exposure = None if judged else audit_exposure(found, user)
     return {
         "audit": found,
-        # Request and rules as heads with their lengths (the task page's lazy sections).
-        "task": task_page.task(request.user, found.task_id, limit=limit),
+        # Request and rules as heads with their lengths (the task page's lazy sections),
+        # read without reporting a view of the task: the page shows neither its title,
+        # its id nor its status.
+        "task": task_page.task(user, found.task_id, limit=limit),
         "lazy_limit": limit,
         "answer": audit_page.audited_answer(found),
         "claims": claims,
         **audit_page.audited_evidence(found),
+        "blind_audit_id": found.pk,
         "form": form,
-        "can_judge": is_reviewer(request.user) and not judged,
+        "can_judge": is_reviewer(user) and not judged and refusal is None,
+        "refusal": refusal,
+        "exposure": exposure,
         "judged": judged,
         "reveal": _reveal(found) if judged else None,
     }

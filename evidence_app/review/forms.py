@@ -93,7 +93,8 @@ class TaskCreateForm(forms.Form):
         max_value=1,
         label="Audit rate of accepted answers",
         help_text="The share (0 to 1) of this task's answers the validator accepts that a "
-        "person audits blind; empty: the site's AUDIT_RATE.",
+        "person audits blind; empty: the site's AUDIT_RATE, which is also the floor (only "
+        "operators may go below it, saying why).",
     )
     audit_reject_rate = forms.FloatField(
         required=False,
@@ -101,6 +102,12 @@ class TaskCreateForm(forms.Form):
         max_value=1,
         label="Audit rate of rejected answers",
         help_text="The same for answers the validator rejects; empty: AUDIT_REJECT_RATE.",
+    )
+    audit_rate_reason = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Why a rate below the floor (operators)",
+        help_text="Recorded with your name; required to set a rate below the site's floor.",
     )
 
     def clean_validation_keywords(self) -> list[str]:

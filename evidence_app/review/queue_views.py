@@ -33,6 +33,7 @@ from django.views.decorators.http import require_GET, require_POST
 from evidence_app.models import FailureCategory, ValidationSnapshot, ValidationStatus
 from evidence_app.review.audit_page import open_audit_count
 from evidence_app.review.forms import QUEUE_FILTER_KEYS, QueueFilterForm
+from evidence_app.trust.blinding import audit_exposures_record
 from project.errors import DomainError
 from project.pagination import CountedPaginator
 from project.roles import REVIEWERS, is_reviewer
@@ -242,10 +243,16 @@ def queue_response(
     page = CountedPaginator(
         queue_queryset(request.user, filters), QUEUE_PAGE_SIZE, count=total
     ).get_page(params.get("page"))
+    tasks = list(page.object_list)
+    # A task in the queue went to a person after its earlier verdicts: its open audits
+    # are not blind for whoever sees it listed (issue 36).
+    audit_exposures_record(
+        user=request.user, task_ids=[t.pk for t in tasks], channel="the review queue"
+    )
     context = {
         "form": form,
         "page": page,
-        "tasks": page.object_list,
+        "tasks": tasks,
         "counts": [(s, TaskStatus(s).label, counts.get(s, 0)) for s in TaskStatus.values],
         "needs_review_count": counts.get(TaskStatus.NEEDS_REVIEW, 0),
         "query": query,
@@ -261,7 +268,7 @@ def queue_response(
         )
     # The page's head links to the audits with their number (one indexed count; the
     # list's refresh does not repeat it).
-    context["open_audits"] = open_audit_count()
+    context["open_audits"] = open_audit_count(request.user)
     return render_page(request, "evidence_app/queue.html", context, status=status)
 
 

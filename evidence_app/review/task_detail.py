@@ -16,6 +16,7 @@ from evidence_app.review import lists, task_page, trace_tree
 from evidence_app.review.forms import NoteForm
 from evidence_app.review.queue_views import queue_filters, queue_position, reviewer_choices
 from evidence_app.trust.agreement import judges_disagree
+from evidence_app.trust.blinding import audit_exposures_record
 from evidence_app.validation.claims import (
     disagreement_reason,
     review_reason,
@@ -59,6 +60,9 @@ def detail_context(
     limit = settings.UI_LAZY_SECTION_CHARS
     user = request.user
     task = task_page.task(user, task_id, limit=limit)
+    # The page shows the verdict, route and status: its open audits are not blind for
+    # this reader any more (issue 36).
+    audit_exposures_record(user=user, task_ids=[task.pk], channel=f"GET {request.path}")
     snapshots = task_page.snapshots(task)
     originals = [s for s in snapshots if s.kind == SnapshotKind.VALIDATION]
     latest = originals[-1] if originals else None

@@ -16,6 +16,11 @@ from django.views.decorators.http import require_GET
 
 from evidence_app.review.forms import TaskCreateForm
 from evidence_app.review.task_detail import POLLING_STATUSES, detail_context
+from evidence_app.trust.blinding import (
+    audit_exposures_record,
+    open_audit_task_ids,
+    withheld_for_audit,
+)
 from project.errors import DomainError
 from project.pagination import CountedPaginator
 from project.roles import is_staff_role
@@ -67,9 +72,22 @@ def _task_list(request: HttpRequest, base: Any, *, scope: str) -> HttpResponse:
     total = count_of(counts, [status] if status in TaskStatus.values else None)
     page = CountedPaginator(qs, TASKS_PER_PAGE, count=total).get_page(request.GET.get("page"))
     polling = any(counts.get(s, 0) for s in POLLING_STATUSES)
+    tasks = list(page.object_list)
+    ids = [t.pk for t in tasks]
+    if status in TaskStatus.values:
+        # Listed under a status: that alone says where the task went (issue 36).
+        audit_exposures_record(
+            user=request.user, task_ids=ids, channel=f"{scope} tasks filtered by {status}"
+        )
+        withheld: set[int] = set()
+    else:
+        # A row's status, attempts and outcome are withheld while its task has an open
+        # audit this reader could judge.
+        withheld = open_audit_task_ids(request.user, ids)
     context = {
         "page": page,
-        "tasks": page.object_list,
+        "tasks": tasks,
+        "withheld": withheld,
         "counts": [(s, TaskStatus(s).label, counts.get(s, 0)) for s in TaskStatus.values],
         "status_filter": status,
         "scope": scope,
@@ -100,6 +118,7 @@ def task_new(request: HttpRequest) -> HttpResponse:
                 validation_keywords=data["validation_keywords"],
                 audit_rate=data["audit_rate"],
                 audit_reject_rate=data["audit_reject_rate"],
+                audit_rate_reason=data["audit_rate_reason"],
                 second_model=data["second_model"],
             )
         except DomainError as exc:
@@ -114,6 +133,13 @@ def task_new(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
+    if not request.GET.get("reveal") and withheld_for_audit(request.user, task_id):
+        # Blind, or not counted (issue 36): a reviewer who could judge an open audit of
+        # this task is told before the verdict is shown, and only a deliberate click
+        # shows it (and makes their judgement of that audit not blind).
+        return render_page(
+            request, "evidence_app/task_withheld.html", {"task_id": task_id}, status=200
+        )
     context = detail_context(request, task_id)
     if is_staff_role(request.user):
         # The team page's time per item counts from a reviewer's first view of the

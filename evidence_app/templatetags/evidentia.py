@@ -274,9 +274,10 @@ def evidence_rows(items: Any, task_id: int, labels: Any) -> SafeString:
 
 
 @register.simple_tag
-def task_rows(tasks: Any, *, user: Any, scope: str) -> SafeString:
-    """The task list's rows (``evidence_app.review.rows``: rendered by Jinja2, issue 16)."""
-    return rows.task_rows(tasks, user=user, scope=scope)
+def task_rows(tasks: Any, *, user: Any, scope: str, withheld: Any = ()) -> SafeString:
+    """The task list's rows (``evidence_app.review.rows``: rendered by Jinja2, issue 16);
+    the rows of ``withheld`` task ids without their status, attempts or outcome."""
+    return rows.task_rows(tasks, user=user, scope=scope, withheld=withheld or ())
 
 
 @register.filter

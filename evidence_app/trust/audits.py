@@ -18,11 +18,13 @@ from django.utils import timezone
 from evidence_app.models import (
     Audit,
     AuditState,
+    AuditView,
     ValidationSnapshot,
     ValidationStatus,
     VerdictRoute,
 )
-from evidence_app.trust.claim_labels import claim_labels_record
+from evidence_app.trust.blinding import audit_exposure, audit_refusal
+from evidence_app.trust.claim_labels import claim_labels_record, corrected_citations_check
 from project.errors import Forbidden, InvalidInput, StaleAction
 from project.roles import is_reviewer
 from tasks_app.actions import webhook_events_for_audit
@@ -87,7 +89,8 @@ def audit_draw(snapshot: ValidationSnapshot) -> Audit | None:
         template_version=snapshot.template_version,
         model_name=snapshot.model_name,
     )
-    # Blind: the event says an audit is waiting, not which verdict it audits.
+    # Blind: the event says an audit is waiting, not which verdict it audits (no
+    # validation id: /validations/{id} would tell).
     webhook_events_for_audit(
         task=snapshot.task,
         event_type=WebhookEvent.AUDIT_OPENED,
@@ -95,7 +98,6 @@ def audit_draw(snapshot: ValidationSnapshot) -> Audit | None:
             "id": audit.pk,
             "state": audit.state,
             "attempt_index": audit.attempt_index,
-            "validation_id": snapshot.pk,
             "created_at": audit.created_at,
             "url": f"/api/v1/audits/{audit.pk}",
         },
@@ -103,10 +105,13 @@ def audit_draw(snapshot: ValidationSnapshot) -> Audit | None:
     return audit
 
 
-def audit_mark_viewed(*, audit_id: int) -> None:
-    """Record when a person first opened the audit (time per item); later views keep it."""
-    Audit.objects.filter(pk=audit_id, first_viewed_at__isnull=True).update(
-        first_viewed_at=timezone.now()
+def audit_mark_viewed(*, audit_id: int, user: Any) -> None:
+    """Record when the audit was first opened, and when ``user`` first opened it (their
+    time per item counts from their own first view); later views keep both."""
+    now = timezone.now()
+    Audit.objects.filter(pk=audit_id, first_viewed_at__isnull=True).update(first_viewed_at=now)
+    AuditView.objects.bulk_create(
+        [AuditView(audit_id=audit_id, user=user, first_viewed_at=now)], ignore_conflicts=True
     )
 
 
@@ -132,13 +137,27 @@ def audit_judge(
 ) -> Audit:
     """A person's blind judgement of an audit: correct or not (a comment is required when
     not), and optional per-claim verdicts, stored together or not at all. Raises
-    ``Audit.DoesNotExist``, Forbidden (not a reviewer), InvalidInput (422: a bad call,
-    comment or claim label) and StaleAction (409: already judged)."""
+    ``Audit.DoesNotExist``, Forbidden (403: not a reviewer, or their own work: the audit
+    stays open), InvalidInput (422: a bad call, comment or claim label) and StaleAction
+    (409: already judged). A judge who had read the task's verdict or status while the
+    audit was open gives a judgement that is not blind: stored, left out of the
+    certified figures."""
     if not is_reviewer(user):
         raise Forbidden("Only reviewers judge audits.")
     comment = _judgement_input(correct, comment)
     audit = Audit.objects.select_related("snapshot", "task").get(pk=audit_id)
+    refusal = audit_refusal(audit, user)
+    if refusal:
+        raise Forbidden(refusal)
+    labels = list(claim_labels)
+    corrected_citations_check(labels, task_id=audit.task_id)
     now = timezone.now()
+    own_view = (
+        AuditView.objects.filter(audit_id=audit_id, user=user)
+        .values_list("first_viewed_at", flat=True)
+        .first()
+    )
+    blind = audit_exposure(audit, user) is None
     # Conditional update on the state: of two people judging the same audit at once (or a
     # second submit of the same form), exactly one moves it out of open; the other
     # finds nothing to update and is refused with nothing written.
@@ -148,15 +167,15 @@ def audit_judge(
         correct=correct,
         comment=comment,
         decided_at=now,
-        first_viewed_at=audit.first_viewed_at or now,
+        blind=blind,
+        # Null when they judged without opening the audit: "no first view", not 0 s.
+        judge_first_viewed_at=own_view,
     )
     if not claimed:
         raise StaleAction(f"Audit {audit_id} is already judged.")
     audit.refresh_from_db()
     # A bad label raises here and the whole transaction, the judgement too, rolls back.
-    claim_labels_record(
-        snapshot=audit.snapshot, labels=list(claim_labels), author=user, audit=audit
-    )
+    claim_labels_record(snapshot=audit.snapshot, labels=labels, author=user, audit=audit)
     webhook_events_for_audit(
         task=audit.task, event_type=WebhookEvent.AUDIT_JUDGED, audit=audit_reveal(audit)
     )
@@ -176,6 +195,7 @@ def audit_reveal(audit: Audit) -> dict[str, Any]:
         "verdict": snapshot.status,
         "route": audit.route,
         "false_verdict": audit.false_verdict,
+        "blind": audit.blind,
         "reviewer": audit.reviewer.get_username() if audit.reviewer else None,
         "decided_at": audit.decided_at,
         "url": f"/api/v1/audits/{audit.pk}",

@@ -15,6 +15,7 @@ from tasks_app.records import DecisionState, Feedback, FeedbackAction, ToolEvide
 
 __all__ = [
     "claim_labels_record",
+    "corrected_citations_check",
     "decision_claim_labels_add",
     "labelled_snapshot",
     "snapshot_claims",
@@ -101,6 +102,24 @@ def labelled_snapshot(task_id: int, *, before: Any = None) -> ValidationSnapshot
     return snapshots.without_bodies().order_by("-created_at", "-id").first()
 
 
+def corrected_citations_check(labels: list[Mapping[str, Any]], *, task_id: int) -> None:
+    """Refuse (InvalidInput, 422) a corrected citation to evidence that does not exist or
+    belongs to another task, on a decision and on an audit alike."""
+    # Only ints are looked up here; any other value is refused by claim_labels_record.
+    cited = {
+        entry["corrected_citation"].get("evidence_id")
+        for entry in labels
+        if isinstance(entry, Mapping) and isinstance(entry.get("corrected_citation"), Mapping)
+    }
+    cited = {pk for pk in cited if isinstance(pk, int) and not isinstance(pk, bool)}
+    known = set(
+        ToolEvidence.objects.filter(task_id=task_id, pk__in=cited).values_list("pk", flat=True)
+    )
+    if cited - known:
+        unknown = ", ".join(str(pk) for pk in sorted(cited - known))
+        raise InvalidInput(f"corrected_citation: evidence {unknown} is not this task's")
+
+
 def _record_for_decision(
     decision: Feedback,
     labels: list[Mapping[str, Any]],
@@ -116,21 +135,7 @@ def _record_for_decision(
             f"The claims you labelled are those of validation {snapshot_id}; the task's "
             f"latest is {snapshot.pk}. Reload the task and label its claims again."
         )
-    # Only ints are looked up here; any other value is refused by claim_labels_record.
-    cited = {
-        entry["corrected_citation"].get("evidence_id")
-        for entry in labels
-        if isinstance(entry.get("corrected_citation"), Mapping)
-    }
-    cited = {pk for pk in cited if isinstance(pk, int) and not isinstance(pk, bool)}
-    known = set(
-        ToolEvidence.objects.filter(task_id=decision.task_id, pk__in=cited).values_list(
-            "pk", flat=True
-        )
-    )
-    if cited - known:
-        unknown = ", ".join(str(pk) for pk in sorted(cited - known))
-        raise InvalidInput(f"corrected_citation: evidence {unknown} is not this task's")
+    corrected_citations_check(labels, task_id=decision.task_id)
     return claim_labels_record(snapshot=snapshot, labels=labels, author=actor, feedback=decision)
 
 

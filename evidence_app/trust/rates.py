@@ -1,15 +1,19 @@
 """The certified false-accept and false-reject rates: how often a verdict that moved a
 task without a person was wrong, measured on the blind audits.
 
-Per template version × model × period, the *eligible* verdicts are the original
-validations routed ``auto_accepted`` (or ``auto_rejected``) with a recorded audit
-probability; the judged ones are those whose audit is done. Open audits are outstanding,
-never counted as judged. Verdicts drawn with the same probability form a stratum: one
-stratum gives the exact Clopper–Pearson interval, several (the rate changed) the
-stratified estimate with a Bonferroni interval (``evidence_app.trust.stats``). Where every
-eligible verdict has a second judge's score, the prediction-powered estimate sits beside
-the plain one: the predictor is the second judge's doubt (1 - score on an accept, its
-score on a reject)."""
+Per template version × model × period, the *eligible* verdicts (those a certificate
+covers) are the original validations routed ``auto_accepted`` (or ``auto_rejected``)
+drawn with an audit probability above 0; the judged ones are those whose audit was judged
+blind. Open audits are outstanding, never counted as judged; a judgement given after its
+author had seen the task's verdict or status is *not blind*: counted apart, never as
+judged (issue 36). Verdicts drawn at probability 0 (an operator's recorded exception)
+cannot be estimated: the report lists them as *uncovered* (how many, whose tasks, who set
+the rate and why) instead of letting them turn the whole window unknown. Verdicts drawn
+with the same probability form a stratum: one stratum gives the exact Clopper–Pearson
+interval, several (the rate changed) the stratified estimate with a Bonferroni interval
+(``evidence_app.trust.stats``). Where every eligible verdict has a second judge's score,
+the prediction-powered estimate sits beside the plain one: the predictor is the second
+judge's doubt (1 - score on an accept, its score on a reject)."""
 
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ from evidence_app.trust.stats import (
 
 __all__ = [
     "PERIODS",
+    "Uncovered",
     "WINDOW_DAYS",
     "GroupTrust",
     "PeriodTrust",
@@ -60,7 +65,8 @@ PERIOD_SPAN_DAYS: dict[str, int] = {"day": 30, "week": 12 * 7, "month": 365}
 _TRUNC = {"day": TruncDay, "week": TruncWeek, "month": TruncMonth}
 ROUTES = (VerdictRoute.AUTO_ACCEPTED, VerdictRoute.AUTO_REJECTED)
 
-_JUDGED = Q(audit__state=AuditState.DONE, audit__correct__isnull=False)
+_JUDGED = Q(audit__state=AuditState.DONE, audit__correct__isnull=False, audit__blind=True)
+_NOT_BLIND = Q(audit__state=AuditState.DONE, audit__blind=False)
 
 
 @dataclass(frozen=True)
@@ -72,6 +78,8 @@ class RateTrust:
     judged: int
     wrong: int
     outstanding: int
+    # Judged by someone who had seen the verdict first: not counted as judged.
+    not_blind: int
     strata: int
     interval: Interval
     ppi: Interval | None
@@ -108,12 +116,24 @@ class GroupTrust:
 
 
 @dataclass(frozen=True)
+class Uncovered:
+    """Automatic verdicts of the window no certificate covers: drawn at probability 0."""
+
+    route: str
+    count: int
+    requester: str
+    set_by: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class TrustReport:
     period: str
     target: float
     window_days: int
     since: datetime
     groups: list[GroupTrust]
+    uncovered: list[Uncovered] = field(default_factory=list)
 
 
 # --- Queries -----------------------------------------------------------------------------
@@ -121,8 +141,35 @@ class TrustReport:
 
 def _eligible(since: datetime) -> QuerySet[ValidationSnapshot]:
     return ValidationSnapshot.objects.originals().filter(
-        route__in=ROUTES, audit_probability__isnull=False, created_at__gte=since
+        route__in=ROUTES, audit_probability__gt=0, created_at__gte=since
     )
+
+
+def uncovered_verdicts(since: datetime) -> list[Uncovered]:
+    """The automatic verdicts since ``since`` drawn at probability 0, grouped by route,
+    requester and the operator's recorded exception."""
+    rows = (
+        ValidationSnapshot.objects.originals()
+        .filter(route__in=ROUTES, audit_probability=0, created_at__gte=since)
+        .values(
+            "route",
+            "task__owner__username",
+            "task__audit_rate_set_by__username",
+            "task__audit_rate_reason",
+        )
+        .annotate(n=Count("pk"))
+        .order_by("-n", "route", "task__owner__username")
+    )
+    return [
+        Uncovered(
+            route=row["route"],
+            count=row["n"],
+            requester=row["task__owner__username"] or "",
+            set_by=row["task__audit_rate_set_by__username"] or "",
+            reason=row["task__audit_rate_reason"] or "",
+        )
+        for row in rows
+    ]
 
 
 def _stratum_rows(since: datetime, period: str | None) -> list[dict[str, Any]]:
@@ -139,6 +186,7 @@ def _stratum_rows(since: datetime, period: str | None) -> list[dict[str, Any]]:
             judged=Count("audit", filter=_JUDGED),
             judged_correct=Count("audit", filter=_JUDGED & Q(audit__correct=True)),
             outstanding=Count("audit", filter=Q(audit__state=AuditState.OPEN)),
+            not_blind=Count("audit", filter=_NOT_BLIND),
             last_at=Max("created_at"),
         )
         .order_by()
@@ -152,6 +200,7 @@ def _prediction_rows(since: datetime, period: str | None) -> list[dict[str, Any]
     judged = Q(
         companion_of__audit__state=AuditState.DONE,
         companion_of__audit__correct__isnull=False,
+        companion_of__audit__blind=True,
         score__isnull=False,
     )
     correct = judged & Q(companion_of__audit__correct=True)
@@ -161,7 +210,7 @@ def _prediction_rows(since: datetime, period: str | None) -> list[dict[str, Any]
         kind=SnapshotKind.SECOND,
         companion_of__kind=SnapshotKind.VALIDATION,
         companion_of__route__in=ROUTES,
-        companion_of__audit_probability__isnull=False,
+        companion_of__audit_probability__gt=0,
         companion_of__created_at__gte=since,
     )
     if period:
@@ -264,6 +313,7 @@ def _rate(
         judged=sum(s.judged for s in strata),
         wrong=int(sum(s.events for s in strata)),
         outstanding=sum(r["outstanding"] for r in rows),
+        not_blind=sum(r["not_blind"] for r in rows),
         strata=len(strata),
         interval=stratified_interval(strata),
         ppi=ppi,
@@ -368,7 +418,12 @@ def trust_report(
     ]
     groups.sort(key=lambda g: (-_eligible_count(g.window), g.template_version, g.model_name))
     return TrustReport(
-        period=period, target=chosen, window_days=WINDOW_DAYS, since=since, groups=groups
+        period=period,
+        target=chosen,
+        window_days=WINDOW_DAYS,
+        since=since,
+        groups=groups,
+        uncovered=uncovered_verdicts(since),
     )
 
 

@@ -162,8 +162,8 @@ class AuditQueue:
 
     count: int = 0
     oldest: float | None = None
+    # No task id: the oldest audit is named by its own id alone (blind, issue 36).
     oldest_audit_id: int | None = None
-    oldest_task_id: int | None = None
 
 
 @dataclass
@@ -281,7 +281,7 @@ def _audit_seconds(since: datetime, until: datetime) -> tuple[dict[int, list[Any
         _judged_audits(since, until)
         .filter(reviewer__isnull=False)
         .order_by("-decided_at", "-id")
-        .values_list("reviewer_id", "first_viewed_at", "decided_at")[: DURATION_ROWS_MAX + 1]
+        .values_list("reviewer_id", "judge_first_viewed_at", "decided_at")[: DURATION_ROWS_MAX + 1]
     )
     return _seconds(rows[:DURATION_ROWS_MAX]), len(rows) > DURATION_ROWS_MAX
 
@@ -356,11 +356,9 @@ def audit_queue(now: datetime | None = None) -> AuditQueue:
     count = Audit.objects.open().count()
     if not count:
         return AuditQueue()
-    oldest = (
-        Audit.objects.open().order_by("created_at", "id").values("pk", "task_id", "created_at")[0]
-    )
+    oldest = Audit.objects.open().order_by("created_at", "id").values("pk", "created_at")[0]
     age = max(0.0, (now - oldest["created_at"]).total_seconds())
-    return AuditQueue(count, age, oldest["pk"], oldest["task_id"])
+    return AuditQueue(count, age, oldest["pk"])
 
 
 def team_figures(period: str = DEFAULT_PERIOD, now: datetime | None = None) -> TeamFigures:

@@ -67,6 +67,8 @@ WebhookEventName = Literal[
     "task.abandoned",
     "validation.completed",
     "trace.unusable",
+    "audit.opened",
+    "audit.judged",
 ]
 
 

@@ -75,6 +75,13 @@ class TaskCreateIn(Schema):
         description="Share of its auto-rejected answers drawn for an audit; null: "
         "AUDIT_REJECT_RATE",
     )
+    audit_rate_reason: str = Field(
+        "",
+        max_length=2000,
+        description="Operators only: why a rate is below the deployment's floor (recorded). "
+        "Anyone may raise a rate above the floor; a requester below it gets a 422 naming "
+        "the field",
+    )
     second_model: str = Field(
         "",
         max_length=200,

@@ -43,6 +43,7 @@ from tasks_app.workflow.selectors import (
     tasks_for_list,
     visible_tasks,
 )
+from tasks_app.workflow.signals import task_seen_by
 
 router = Router(tags=["tasks"])
 
@@ -90,6 +91,7 @@ def create_task(
                 agent=payload.agent,
                 audit_rate=payload.audit_rate,
                 audit_reject_rate=payload.audit_reject_rate,
+                audit_rate_reason=payload.audit_rate_reason,
                 second_model=payload.second_model,
             )
             return 201, TaskOut.model_validate(get_visible_task(user, task.pk)).model_dump(
@@ -109,6 +111,9 @@ def get_tasks(
     request: HttpRequest, filters: Query[TaskFilter], query: Query[TaskOrderingQuery]
 ) -> QuerySet[Task]:
     tasks = filters.filter(visible_tasks(request.auth))  # type: ignore[attr-defined]
+    # Each row has the task's status and outcome: every task the filters select counts
+    # as read by the caller (audits of those tasks they judge later are not blind).
+    task_seen_by(request.auth, tasks, "GET /api/v1/tasks")  # type: ignore[attr-defined]
     listed = tasks_for_list(tasks, ordering=query.ordering)
     listed.page_by_ids = True  # type: ignore[attr-defined]
     only_status = (
@@ -134,6 +139,7 @@ def get_tasks(
 @paginate(LimitOffsetCursor)
 def get_active_tasks(request: HttpRequest, query: Query[TaskOrderingQuery]) -> QuerySet[Task]:
     tasks = visible_tasks(request.auth).open()  # type: ignore[attr-defined]
+    task_seen_by(request.auth, tasks, "GET /api/v1/tasks/active")  # type: ignore[attr-defined]
     listed = tasks_for_list(tasks, ordering=query.ordering)
     listed.page_by_ids = True  # type: ignore[attr-defined]
     return listed
@@ -145,7 +151,11 @@ def get_active_tasks(request: HttpRequest, query: Query[TaskOrderingQuery]) -> Q
     summary="One task: flags, outcome, attempts, answer, latest verdict, claim",
 )
 def get_task(request: HttpRequest, task_id: int) -> Task:
-    return get_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
+    return get_visible_task(
+        request.auth,  # type: ignore[attr-defined]
+        task_id,
+        channel=f"GET /api/v1/tasks/{task_id}",
+    )
 
 
 @router.post(
@@ -248,6 +258,10 @@ def release_claim(request: HttpRequest, task_id: int, query: Query[ForceQuery]) 
     summary="The task's state changes and claim events, oldest first",
 )
 def get_task_events(request: HttpRequest, task_id: int) -> dict[str, Any]:
-    require_visible_task(request.auth, task_id)  # type: ignore[attr-defined]
+    require_visible_task(
+        request.auth,  # type: ignore[attr-defined]
+        task_id,
+        channel=f"GET /api/v1/tasks/{task_id}/events",
+    )
     events = task_history(task_id)
     return {"items": events, "count": len(events)}

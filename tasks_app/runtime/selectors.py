@@ -10,6 +10,7 @@ from django.http import Http404
 from project import roles
 from tasks_app.runtime.models import Run
 from tasks_app.workflow.models import Task
+from tasks_app.workflow.signals import task_seen_by
 from tasks_app.workflow.verdicts import validator
 
 
@@ -20,6 +21,8 @@ def get_visible_run(user: Any, run_id: int) -> Run:
     run = runs.defer("output_text").filter(pk=run_id).first()
     if run is None:
         raise Http404(f"Run {run_id} not found.")
+    # A later attempt's run tells where the task went after the earlier verdicts.
+    task_seen_by(user, [run.task_id], "the API (a run)")
     return run
 
 

@@ -126,6 +126,17 @@ class Task(models.Model):
     # auto-rejected) verdicts drawn for a blind audit; null: AUDIT_RATE (AUDIT_REJECT_RATE).
     audit_rate = models.FloatField(null=True, blank=True)
     audit_reject_rate = models.FloatField(null=True, blank=True)
+    # A rate below the deployment's floor (AUDIT_RATE, AUDIT_REJECT_RATE) is an
+    # operator's exception, recorded: who set it, when and why (issue 36).
+    audit_rate_set_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    audit_rate_set_at = models.DateTimeField(null=True, blank=True)
+    audit_rate_reason = models.TextField(blank=True, default="")
     # A second validator model for this task ("" : VALIDATOR_SECOND_MODEL; "none": no
     # second judge even when the setting names one). Disagreement goes to a person.
     # db_default: rows written by raw SQL or COPY (the benchmarks' seeds) get "" too.

@@ -19,6 +19,7 @@ from tasks_app.workflow.models import (
     TaskQuerySet,
     TaskStatusCount,
 )
+from tasks_app.workflow.signals import task_seen_by
 from tasks_app.workflow.verdicts import validator
 
 
@@ -63,19 +64,22 @@ def visible_tasks(user: Any) -> TaskQuerySet:
     return Task.objects.visible_to(user)
 
 
-def get_visible_task(user: Any, task_id: int) -> Task:
-    """The task if ``user`` may see it; otherwise 404, whether or not it exists (A2)."""
+def get_visible_task(user: Any, task_id: int, *, channel: str = "the API") -> Task:
+    """The task if ``user`` may see it; otherwise 404, whether or not it exists (A2).
+    The read is reported (``task_seen``: it shows the task's status and verdict)."""
     task = visible_tasks(user).select_related("owner", "claimed_by").filter(pk=task_id).first()
     if task is None:
         raise Http404(f"Task {task_id} not found.")
+    task_seen_by(user, [task.pk], channel)
     return task
 
 
-def require_visible_task(user: Any, task_id: int) -> int:
+def require_visible_task(user: Any, task_id: int, *, channel: str = "the API") -> int:
     """Like ``get_visible_task`` for endpoints that need only the permission check: it
     reads the id alone, never the task's big text columns."""
     if not visible_tasks(user).filter(pk=task_id).exists():
         raise Http404(f"Task {task_id} not found.")
+    task_seen_by(user, [task_id], channel)
     return task_id
 
 
@@ -90,11 +94,14 @@ def task_history(task_id: int) -> list[TaskEvent | ClaimEvent]:
 
 
 def visible_task(request: HttpRequest, task_id: int, *, defer_big: bool = True) -> Task:
-    """The task if this user may see it (A2), else 404 (no existence leak)."""
+    """The task if this user may see it (A2), else 404 (no existence leak); the read is
+    reported (``task_seen``, channel: the page's path)."""
     qs = Task.objects.visible_to(request.user).select_related("owner", "claimed_by")
     if defer_big:
         qs = qs.defer("request", "rules", "final_answer", "plan")
-    return get_object_or_404(qs, pk=task_id)
+    task = get_object_or_404(qs, pk=task_id)
+    task_seen_by(request.user, [task.pk], f"{request.method} {request.path}")
+    return task
 
 
 def can_act(user: Any, task: Task) -> bool:

@@ -197,6 +197,9 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     # Audits (issue 27): the review queue's roles; only reviewers judge.
     "GET audit_queue": STAFF_PAGE,
     "GET audit_detail": STAFF_PAGE,
+    # The blind page's request, rules and tool results, by the audit's id (issue 36).
+    "GET audit_section": STAFF_PAGE,
+    "GET audit_evidence": STAFF_PAGE,
     "POST audit_detail": row(LOGIN, 403, 403, DONE, 403),
 }
 

@@ -53,7 +53,10 @@ def test_a_judgement_stores_the_call_the_comment_and_the_claim_labels(reviewer: 
     )
     assert judged.state == "done" and judged.correct is False and judged.false_verdict is True
     assert judged.reviewer == reviewer and judged.comment == "the budget is 1,800 EUR"
-    assert judged.decided_at is not None and judged.first_viewed_at is not None
+    assert judged.decided_at is not None
+    # Issue 36: judged without opening it: no first view (not a view at the decision).
+    assert judged.first_viewed_at is None and judged.judge_first_viewed_at is None
+    assert judged.blind is True
     labels = list(ClaimLabel.objects.order_by("claim_index"))
     assert [(c.claim_index, c.label, c.judge_verdict) for c in labels] == [
         (0, "contradicted", "supported"),
@@ -143,7 +146,6 @@ def test_audit_events_are_signed_webhooks_blind_when_opened(
             "id",
             "state",
             "attempt_index",
-            "validation_id",
             "created_at",
             "url",
         }

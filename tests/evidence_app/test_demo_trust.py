@@ -62,7 +62,7 @@ def test_demo_audits_judges_a_share_from_the_demo_labels_and_leaves_the_rest_ope
     call_command("demo_audits", share=0.6, stdout=io.StringIO())
     for audit in (right, wrong, left):
         audit.refresh_from_db()
-    assert (right.state, right.correct, right.reviewer.username) == ("done", True, "reviewer")
+    assert (right.state, right.correct, right.reviewer.username) == ("done", True, "demo-labels")
     assert (wrong.state, wrong.correct) == ("done", False)
     assert "no single answer" in wrong.comment
     assert left.state == "open" and left.correct is None

@@ -71,6 +71,7 @@ def _audit(
         reviewer=reviewer,
         correct=True if decided else None,
         first_viewed_at=decided - timedelta(seconds=viewed) if decided and viewed else None,
+        judge_first_viewed_at=decided - timedelta(seconds=viewed) if decided and viewed else None,
         decided_at=decided,
     )
 

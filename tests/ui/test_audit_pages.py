@@ -25,7 +25,7 @@ def blind(html: str) -> bool:
 
 
 def test_the_audit_queue_lists_open_audits_oldest_first_blind(client: Any, reviewer: Any) -> None:
-    """Issue 27, item 1: task title, attempt and age; no verdict."""
+    """Issue 27, item 1: attempt and age; no verdict; issue 36: no task title or id."""
     first = drawn_audit("accepted", title="Budget question")
     second = drawn_audit("rejected", title="Leave question")
     Audit.objects.filter(pk=first.pk).update(
@@ -36,7 +36,8 @@ def test_the_audit_queue_lists_open_audits_oldest_first_blind(client: Any, revie
     assert response.status_code == 200
     html = response.content.decode()
     assert html.index(f"audit-row-{first.pk}") < html.index(f"audit-row-{second.pk}")
-    assert "Budget question" in html and "Leave question" in html and "3\xa0hours" in html
+    assert "Budget question" not in html and "Leave question" not in html
+    assert f"/tasks/{first.task_id}/" not in html and "3\xa0hours" in html
     assert '<strong id="audits-open">2</strong>' in html
     assert blind(html.split('id="audit-list"')[1]) and "rejected" not in html.lower()
     # The nav names the page, and the review queue links to it with the count.

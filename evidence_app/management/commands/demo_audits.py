@@ -5,8 +5,10 @@
 
 A demo task's answer is correct when its spec expects an answer (``supported``,
 ``deep_fact``) and the answer states every figure of the spec's ``answer_fact``
-(``demo/tasks.json``); the audit is judged by the demo ``reviewer`` with a comment
-saying so. The other audits stay open for a person to judge blind."""
+(``demo/tasks.json``); the audit is judged by ``demo-labels``, an account of its own
+(no password: nobody logs in as it), with a comment saying so, and without a first view:
+the team page shows these judgements as what they are, not as a person's work done in 0 s.
+The other audits stay open for a person to judge blind."""
 
 from __future__ import annotations
 
@@ -18,11 +20,16 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandParser
 
 from evidence_app.models import Audit, AuditState
 from evidence_app.trust.audits import audit_judge
+from project.roles import REVIEWERS
 from tasks_app.records import Task, TaskStatus
+
+# The account the demo's label-derived judgements are credited to.
+DEMO_LABELLER = "demo-labels"
 
 SETTLED = {
     TaskStatus.AWAITING_FEEDBACK,
@@ -54,6 +61,18 @@ def demo_label(spec: dict[str, Any], answer: str) -> tuple[bool, str]:
     return True, "Demo label (demo/tasks.json): the answer states the expected fact."
 
 
+def demo_labeller() -> Any:
+    """The reviewer account the demo's labels judge as (created on first use)."""
+    User = get_user_model()
+    labeller, created = User.objects.get_or_create(username=DEMO_LABELLER)
+    if created:
+        labeller.set_unusable_password()
+        labeller.first_name = "Demo labels"
+        labeller.save()
+        labeller.groups.set(Group.objects.filter(name=REVIEWERS))
+    return labeller
+
+
 class Command(BaseCommand):
     help = "Judge a share of the demo's open audits from the demo's own labels."
 
@@ -64,10 +83,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         User = get_user_model()
         requester = User.objects.filter(username="requester").first()
-        reviewer = User.objects.filter(username="reviewer").first()
-        if requester is None or reviewer is None:
+        if requester is None:
             self.stdout.write("demo audits: no demo accounts (run manage.py seed_demo)")
             return
+        labeller = demo_labeller()
         tasks = Task.objects.filter(owner=requester)
         deadline = time.monotonic() + options["wait"]
         while tasks.exclude(status__in=SETTLED).exists() and time.monotonic() < deadline:
@@ -90,7 +109,7 @@ class Command(BaseCommand):
         for audit in chosen:
             spec = specs.get(audit.task.title, {})
             correct, comment = demo_label(spec, audit.task.final_answer)
-            audit_judge(audit.pk, user=reviewer, correct=correct, comment=comment)
+            audit_judge(audit.pk, user=labeller, correct=correct, comment=comment)
         self.stdout.write(
             f"demo audits: {len(chosen)} judged from the demo's labels, "
             f"{len(audits) - len(chosen)} left open for you at /review/audits/"

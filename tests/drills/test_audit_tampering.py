@@ -1,0 +1,429 @@
+"""Drill: audits nobody can bend (issue 36). A reviewer, a requester and an attacker try
+to move the certified false-accept and false-reject figures: peeking at an open audit's
+verdict through every channel, auditing their own work, lowering audit rates, forging,
+replaying and racing judgements through the page and the API at once (parallel clients
+on a live server). Each attack ends with the certified figures (eligible, judged, wrong
+and the 95 % interval of both rates over the last 30 days) as they were without it.
+
+One summary line per attack (``make drills``; docs/drills.md). Runs on SQLite and on
+PostgreSQL (``DATABASE_URL``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from typing import Any
+
+import httpx
+import pytest
+from django.contrib.auth.models import Group
+from django.test import Client
+
+from evidence_app.models import Audit, AuditExposure, ClaimLabel
+from evidence_app.trust.audits import audit_judge
+from evidence_app.trust.rates import trust_report
+from tasks_app.accounts.auth import api_token_create
+from tasks_app.models import Feedback, Task, ToolEvidence, WebhookDelivery
+from tasks_app.notifications.webhooks import webhook_endpoint_create
+from tests.audit_helpers import drawn_audit
+from tests.drills.support import report
+from tests.factories import TaskFactory, ToolEvidenceFactory, UserFactory
+
+pytestmark = [
+    pytest.mark.drill,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(300),
+]
+
+# What would tell an open audit's verdict, route or where its task went.
+TELLS = (
+    "accepted by the validator",
+    "awaiting_feedback",
+    "awaiting feedback",
+    "auto_accepted",
+    '"accepted"',
+    "0.93",
+)
+
+
+def reviewer_named(name: str) -> Any:
+    user = UserFactory(username=name, is_staff=True)
+    user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+    return user
+
+
+def token(user: Any) -> str:
+    return api_token_create(user=user, name="drill")[1]
+
+
+def api(user: Any) -> Client:
+    return Client(headers={"Authorization": f"Bearer {token(user)}"})
+
+
+def page(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def certified() -> list[tuple[Any, ...]]:
+    """The certified figures of the last 30 days, per group and rate."""
+    figures = []
+    for group in trust_report().groups:
+        for rate in (group.window.false_accepts, group.window.false_rejects):
+            if rate is not None:
+                figures.append(
+                    (
+                        group.model_name,
+                        rate.route,
+                        rate.eligible,
+                        rate.judged,
+                        rate.wrong,
+                        rate.interval.estimate,
+                        rate.interval.high,
+                    )
+                )
+    return sorted(figures)
+
+
+@pytest.fixture
+def world(requester: Any) -> dict[str, Any]:
+    """Four audits judged blind by an honest reviewer (one false accept): the figures
+    every attack must leave as they are."""
+    honest = reviewer_named("honest")
+    for correct in (True, True, False):
+        audit = drawn_audit("accepted", owner=requester)
+        audit_judge(audit.pk, user=honest, correct=correct, comment="" if correct else "wrong")
+    audit = drawn_audit("rejected", owner=requester)
+    audit_judge(audit.pk, user=honest, correct=False, comment="rightly rejected")
+    return {"honest": honest, "mallory": reviewer_named("mallory"), "requester": requester}
+
+
+def leaks(body: str, audit: Audit, title: str) -> list[str]:
+    """The tells of ``audit``'s verdict in ``body``: in its task's list row when there is
+    one; nothing when the body does not name the task at all (an aggregate count)."""
+    row = f'data-task-id="{audit.task_id}"'
+    # A search box echoing the words searched for names nothing.
+    body = body.replace(f'value="{title}"', "")
+    if row in body:
+        body = body.split(row, 1)[1].split("</tr>", 1)[0]
+    elif title not in body and f"/tasks/{audit.task_id}/" not in body:
+        return []
+    lowered = body.lower()
+    return [tell for tell in TELLS if tell in lowered]
+
+
+PEEKS = [
+    # (channel, client kind, url; {task}, {validation}, {title} filled in)
+    ("task page", "page", "/tasks/{task}/"),
+    ("task page, opened anyway", "page", "/tasks/{task}/?reveal=1"),
+    ("task page section (answer)", "page", "/tasks/{task}/sections/answer/"),
+    ("task progress fragment", "page", "/tasks/{task}/progress/"),
+    ("verdict input download", "page", "/tasks/{task}/validations/{validation}/download/input.txt"),
+    ("All tasks", "page", "/tasks/"),
+    ("All tasks by status", "page", "/tasks/?status=awaiting_feedback"),
+    ("review queue and its search", "page", "/review/?q={title}"),
+    ("audit list page", "page", "/review/audits/"),
+    ("GET /tasks/{id}", "api", "/api/v1/tasks/{task}"),
+    ("GET /tasks/{id}/events", "api", "/api/v1/tasks/{task}/events"),
+    ("GET /tasks/{id}/validations", "api", "/api/v1/tasks/{task}/validations"),
+    ("GET /validations/{id}", "api", "/api/v1/validations/{validation}"),
+    ("GET /tasks?status=awaiting_feedback", "api", "/api/v1/tasks?status=awaiting_feedback"),
+    ("GET /tasks?q= (search)", "api", "/api/v1/tasks?q={title}"),
+    ("GET /tasks/active (counts)", "api", "/api/v1/tasks/active"),
+    ("GET /audits", "api", "/api/v1/audits"),
+    ("GET /audits/{id}", "api", "/api/v1/audits/{audit}"),
+]
+
+
+@pytest.mark.parametrize(("channel", "kind", "url"), PEEKS, ids=[p[0] for p in PEEKS])
+def test_peeking_through_a_channel_never_moves_the_figures(
+    world: dict[str, Any], channel: str, kind: str, url: str
+) -> None:
+    """Item 1: a channel either shows no verdict (withheld) or records the read, and the
+    peeker's judgement is then counted apart: the certified figures do not move."""
+    mallory = world["mallory"]
+    target = drawn_audit("accepted", owner=world["requester"], title="Peek target 7f3a")
+    before = certified()
+    client = page(mallory) if kind == "page" else api(mallory)
+    response = client.get(
+        url.format(
+            task=target.task_id,
+            validation=target.snapshot_id,
+            audit=target.pk,
+            title="Peek target 7f3a",
+        )
+    )
+    assert response.status_code == 200, (channel, response.status_code)
+    body = response.content.decode()
+    exposed = AuditExposure.objects.filter(audit=target, user=mallory).exists()
+    if not exposed:
+        told = leaks(body, target, "Peek target 7f3a")
+        assert not told, (channel, told)
+        outcome = "withheld: nothing in the response tells the verdict"
+    else:
+        # The peeker judges against the truth; it is stored, not counted.
+        judged = audit_judge(target.pk, user=mallory, correct=False, comment="peeked")
+        assert judged.blind is False
+        outcome = "recorded: the judgement after it is not blind, not counted"
+    assert certified() == before
+    report(f"audit tampering · peek · {channel}", f"{outcome}; figures unmoved")
+
+
+def test_webhooks_and_team_figures_tell_no_open_audit(world: dict[str, Any], settings: Any) -> None:
+    """Item 1: webhooks go to the task's owner only (who may not judge it); the team
+    figures name the oldest audit by its own id."""
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    mallory = world["mallory"]
+    endpoint = webhook_endpoint_create(
+        owner=mallory, url="http://127.0.0.1:9/hook", events=["audit.opened", "audit.judged"]
+    )
+    target = drawn_audit("accepted", owner=world["requester"])
+    before = certified()
+    assert not WebhookDelivery.objects.filter(endpoint=endpoint).exists()
+    operator = UserFactory(username="op-drill", is_staff=True)
+    operator.groups.add(Group.objects.get_or_create(name="operators")[0])
+    team = api(operator).get("/api/v1/team").json()
+    assert team["audits"]["oldest_audit_id"] is not None and "oldest_task_id" not in team["audits"]
+    assert Audit.objects.get(pk=target.pk).state == "open" and certified() == before
+    report(
+        "audit tampering · peek · webhooks and team figures",
+        "no delivery to a would-be judge, no task id; figures unmoved",
+    )
+
+
+def test_auditing_ones_own_work_is_refused_everywhere(world: dict[str, Any]) -> None:
+    """Item 2: the requester (a reviewer too) and a reviewer who decided the task are
+    refused on the page and through the API; the audit stays open."""
+    requester = world["requester"]
+    requester.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+    decider = reviewer_named("decider")
+    target = drawn_audit("accepted", owner=requester)
+    Feedback.objects.create(task=target.task, author=decider, action="satisfied")
+    before = certified()
+    statuses = []
+    for user in (requester, decider):
+        statuses.append(page(user).post(f"/review/audits/{target.pk}/", {"correct": "correct"}))
+        statuses.append(
+            api(user).post(
+                f"/api/v1/audits/{target.pk}/judgement",
+                data=json.dumps({"correct": True}),
+                content_type="application/json",
+            )
+        )
+        assert api(user).get("/api/v1/audits").json()["count"] == 0
+    assert [r.status_code for r in statuses] == [403, 403, 403, 403]
+    assert Audit.objects.get(pk=target.pk).state == "open" and certified() == before
+    report("audit tampering · self-audit", "4 × 403 (page and API), audit open; figures unmoved")
+
+
+def test_lowering_audit_rates_is_refused_or_recorded_and_not_covered(
+    world: dict[str, Any], settings: Any
+) -> None:
+    """Item 3: a requester's rate below the floor is a 422 naming the field; an
+    operator's exception is recorded, and its verdicts are listed as not covered
+    instead of turning the window unknown."""
+    settings.AUDIT_RATE, settings.AUDIT_REJECT_RATE = 0.05, 0.02
+    before = certified()
+    client = api(world["requester"])
+    refused = [
+        client.post(
+            "/api/v1/tasks",
+            data=json.dumps({"request": "Measure me less", field: 0}),
+            content_type="application/json",
+        )
+        for field in ("audit_rate", "audit_reject_rate")
+    ]
+    assert [r.status_code for r in refused] == [422, 422]
+    assert "audit_rate" in refused[0].content.decode()
+    assert "audit_reject_rate" in refused[1].content.decode()
+    assert not Task.objects.filter(request="Measure me less").exists()
+    operator = UserFactory(username="op-rates", is_staff=True)
+    operator.groups.add(Group.objects.get_or_create(name="operators")[0])
+    made = api(operator).post(
+        "/api/v1/tasks",
+        data=json.dumps({"request": "Load", "audit_rate": 0, "audit_rate_reason": "load test"}),
+        content_type="application/json",
+    )
+    assert made.status_code == 201, made.content
+    # Six of somebody else's verdicts at rate 0 (as issue 36 found them).
+    for _ in range(6):
+        zero = drawn_audit("accepted", owner=operator)
+        zero.snapshot.__class__.objects.filter(pk=zero.snapshot_id).update(audit_probability=0)
+        Task.objects.filter(pk=zero.task_id).update(
+            audit_rate=0, audit_rate_set_by=operator, audit_rate_reason="load test"
+        )
+        zero.delete()
+    assert certified() == before
+    uncovered = trust_report().uncovered
+    assert [(u.count, u.set_by, u.reason) for u in uncovered] == [(6, "op-rates", "load test")]
+    report(
+        "audit tampering · lowering rates",
+        "requester 2 × 422; operator's exception recorded, 6 verdicts listed not covered; "
+        "figures unmoved",
+    )
+
+
+def test_forged_judgements_are_refused_and_write_nothing(world: dict[str, Any]) -> None:
+    """Item 4/5: a corrected citation to another task's evidence, a claim that does not
+    exist, a field the schema does not have (``blind``), an audit that does not exist
+    and a requester without the reviewer role: each refused, nothing written."""
+    mallory = world["mallory"]
+    target = drawn_audit("accepted", owner=world["requester"])
+    foreign = ToolEvidenceFactory(task=TaskFactory(), content="other")
+    before = certified()
+    labels = ClaimLabel.objects.count()
+    client = api(mallory)
+    bodies = [
+        {
+            "correct": True,
+            "claims": [
+                {
+                    "claim_index": 0,
+                    "label": "supported",
+                    "corrected_citation": {"evidence_id": foreign.pk, "quote": "other"},
+                }
+            ],
+        },
+        {"correct": True, "claims": [{"claim_index": 99, "label": "supported"}]},
+        {"correct": True, "blind": True},
+        {"correct": "yes"},
+    ]
+    codes = [
+        client.post(
+            f"/api/v1/audits/{target.pk}/judgement",
+            data=json.dumps(body),
+            content_type="application/json",
+        ).status_code
+        for body in bodies
+    ]
+    codes.append(
+        client.post(
+            "/api/v1/audits/999999/judgement",
+            data=json.dumps({"correct": True}),
+            content_type="application/json",
+        ).status_code
+    )
+    outsider = UserFactory(username="outsider")
+    codes.append(
+        api(outsider)
+        .post(
+            f"/api/v1/audits/{target.pk}/judgement",
+            data=json.dumps({"correct": True}),
+            content_type="application/json",
+        )
+        .status_code
+    )
+    assert codes == [422, 422, 422, 422, 404, 403], codes
+    assert Audit.objects.get(pk=target.pk).state == "open"
+    assert ClaimLabel.objects.count() == labels and certified() == before
+    assert ToolEvidence.objects.filter(pk=foreign.pk).exists()
+    report("audit tampering · forging", f"{len(codes)} forged judgements refused; figures unmoved")
+
+
+def test_replayed_judgements_store_one(world: dict[str, Any]) -> None:
+    """Item 5: the same judgement sent again (with its idempotency key: the stored
+    answer; without: 409) stores one judgement; the figures move by that one only."""
+    honest = world["honest"]
+    target = drawn_audit("accepted", owner=world["requester"])
+    before = certified()
+    client = api(honest)
+    body = json.dumps({"correct": True})
+    replies = [
+        client.post(
+            f"/api/v1/audits/{target.pk}/judgement",
+            data=body,
+            content_type="application/json",
+            headers={"Idempotency-Key": "drill-replay-1"},
+        )
+        for _ in range(3)
+    ]
+    again = client.post(
+        f"/api/v1/audits/{target.pk}/judgement", data=body, content_type="application/json"
+    )
+    assert [r.status_code for r in replies] == [200, 200, 200] and again.status_code == 409
+    judged = [(row[3], row[4]) for row in certified() if row[1] == "auto_accepted"]
+    was = [(row[3], row[4]) for row in before if row[1] == "auto_accepted"]
+    assert judged == [(was[0][0] + 1, was[0][1])]
+    report(
+        "audit tampering · replaying",
+        "3 replays answer the stored judgement, 1 without key 409; one judgement counted",
+    )
+
+
+def _csrf_of(client: httpx.Client, path: str) -> str:
+    html = client.get(path).text
+    found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', html)
+    assert found, "no CSRF token on the audit page"
+    return found.group(1)
+
+
+def test_racing_judgements_through_page_and_api_store_one(
+    live_server: Any, world: dict[str, Any]
+) -> None:
+    """Item 5: ten reviewers judge one audit at once, five through the page and five
+    through the API: exactly one judgement is stored and counted."""
+    target = drawn_audit("accepted", owner=world["requester"])
+    before = certified()
+    racers = [reviewer_named(f"racer{i}") for i in range(10)]
+    clients: list[tuple[str, httpx.Client, dict[str, Any]]] = []
+    for i, user in enumerate(racers):
+        if i % 2:
+            http = httpx.Client(
+                base_url=live_server.url,
+                headers={"Authorization": f"Bearer {token(user)}"},
+                timeout=60,
+            )
+            clients.append(("api", http, {}))
+        else:
+            session = page(user).cookies["sessionid"].value
+            http = httpx.Client(
+                base_url=live_server.url, cookies={"sessionid": session}, timeout=60
+            )
+            csrf = _csrf_of(http, f"/review/audits/{target.pk}/")
+            clients.append(("page", http, {"csrf": csrf}))
+    barrier = threading.Barrier(len(clients))
+    results: list[Any] = [None] * len(clients)
+
+    def judge(index: int, kind: str, http: httpx.Client, extra: dict[str, Any]) -> None:
+        barrier.wait(timeout=30)
+        if kind == "api":
+            response = http.post(
+                f"/api/v1/audits/{target.pk}/judgement", json={"correct": False, "comment": "x"}
+            )
+        else:
+            response = http.post(
+                f"/review/audits/{target.pk}/",
+                data={
+                    "csrfmiddlewaretoken": extra["csrf"],
+                    "correct": "not_correct",
+                    "comment": "x",
+                },
+                headers={"Referer": f"{live_server.url}/review/audits/{target.pk}/"},
+            )
+        results[index] = (kind, response.status_code)
+
+    threads = [threading.Thread(target=judge, args=(i, *clients[i])) for i in range(len(clients))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    for _, http, _ in clients:
+        http.close()
+    assert all(r is not None for r in results), results
+    api_wins = sum(1 for kind, code in results if kind == "api" and code == 200)
+    api_conflicts = sum(1 for kind, code in results if kind == "api" and code == 409)
+    assert api_wins + api_conflicts == 5, results
+    assert all(code in (302, 200) for kind, code in results if kind == "page"), results
+    stored = Audit.objects.get(pk=target.pk)
+    assert stored.state == "done" and stored.reviewer in racers and stored.blind is True
+    after = {row[1]: row for row in certified()}
+    was = {row[1]: row for row in before}
+    assert after["auto_accepted"][3:5] == (was["auto_accepted"][3] + 1, was["auto_accepted"][4] + 1)
+    assert after["auto_rejected"] == was["auto_rejected"]
+    report(
+        "audit tampering · racing page and API",
+        f"10 parallel judgements (5 page, 5 API): 1 stored ({api_wins} API win, "
+        f"{api_conflicts} API 409); counted once",
+    )
