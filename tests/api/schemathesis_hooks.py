@@ -19,6 +19,9 @@ For the external agents' endpoints (issue 14):
 - free-form objects of attempts and streamed events (payload, arguments) refuse NUL
   anywhere, keys included (PostgreSQL cannot store it), which the schema cannot state
   for arbitrary keys.
+- a task's audit rates below the deployment's floor (AUDIT_RATE, AUDIT_REJECT_RATE,
+  settings the document cannot know) need ``audit_rate_reason`` from an operator: a
+  generated rate gets a reason (issue 36).
 (A list's ``cursor`` needs no hook any more: the document states its form, and a
 well-formed one the list never gave answers the documented 404; issue 34.)
 An ``Idempotency-Key`` (issue 17) names one request: a client sends a fresh key with each
@@ -197,6 +200,8 @@ def map_case(context: Any, case: Any) -> Any:
         body["model"] = "offline:judge"
     if _is(context, "POST", "/tasks") and _names_a_model(body.get("second_model")):
         body["second_model"] = "offline:judge-corroborating"
+    if _is(context, "POST", "/tasks") and ("audit_rate" in body or "audit_reject_rate" in body):
+        body["audit_rate_reason"] = "A rate chosen by the schemathesis run."
     if _is(context, "POST", "/webhooks") and isinstance(body.get("url"), str):
         body["url"] = "http://93.184.216.34/hook"
     return case
