@@ -235,26 +235,32 @@ def drift_runs(
         simulate_drift("at the target throughout", at, None, rule=rule, seed=seed),
         simulate_drift("at half the target", at / 2, None, rule=rule, seed=seed),
         simulate_drift("strong, then useless (10 %)", healthy, 0.10, rule=rule, seed=seed),
-        simulate_drift(f"strong, then {3 * target:.0%}", healthy, 3 * target, rule=rule, seed=seed),
+        simulate_drift(
+            f"strong, then {_percent(3 * target)}", healthy, 3 * target, rule=rule, seed=seed
+        ),
     ]
 
 
-def _percent(share: float | None) -> str:
-    return "-" if share is None else f"{100 * share:.1f} %"
+def _percent(share: float) -> str:
+    return f"{100 * share:.3g} %"
+
+
+def _share(share: float) -> str:
+    return f"{100 * share:.1f} %"
 
 
 def certification_table(runs: Sequence[CertificationRun], *, target: float) -> list[str]:
     lines = [
         "| judge | labelled | runs with a τ | automated: median (5th pct) "
-        f"| realised ≤ {target:.0%} | true rate ≤ {target:.0%} | realised, 95th pct |",
+        f"| realised ≤ {_percent(target)} | true rate ≤ {_percent(target)} | realised, 95th pct |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         lines.append(
-            f"| {r.judge} | {r.labelled} | {_percent(r.certified)} "
-            f"| {_percent(r.automated_median)} ({_percent(r.automated_p5)}) "
-            f"| {_percent(r.realised_ok)} | {_percent(r.true_ok)} "
-            f"| {_percent(r.realised_p95)} |"
+            f"| {r.judge} | {r.labelled} | {_share(r.certified)} "
+            f"| {_share(r.automated_median)} ({_share(r.automated_p5)}) "
+            f"| {_share(r.realised_ok)} | {_share(r.true_ok)} "
+            f"| {_share(r.realised_p95)} |"
         )
     return lines
 
@@ -270,7 +276,7 @@ def drift_table(runs: Sequence[DriftRun]) -> list[str]:
         change = "" if r.change is None else f", changes at audit {r.change}"
         lines.append(
             f"| {r.scenario}{change} ({r.audits} audits) | {r.runs} "
-            f"| {_percent(r.stopped_before_change)} | {_percent(r.stopped)} | {delay} |"
+            f"| {_share(r.stopped_before_change)} | {_share(r.stopped)} | {delay} |"
         )
     return lines
 
@@ -310,8 +316,8 @@ def simulation_tables(
         "",
         *certification_table(control, target=target),
         "",
-        f"Drift rule: CUSUM of {rule.degraded_factor * target:.0%} against {target:.0%}, "
-        f"stop at {rule.threshold:g}.",
+        f"Drift rule: CUSUM of {_percent(rule.degraded_factor * target)} against "
+        f"{_percent(target)}, stop at {rule.threshold:g}.",
         "",
         *drift_table(drift),
     ]
