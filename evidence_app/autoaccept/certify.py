@@ -196,7 +196,9 @@ def coverage_risk_curve(
     order = np.argsort(-s, kind="stable")
     s, w, wt = s[order], w[order], wt[order]
     candidate = np.append(s[:-1] != s[1:], True) if s.size else np.zeros(0, dtype=bool)
-    levels, stratum = np.unique(wt, return_inverse=True)
+    # Weights are 1 / a recorded probability: equal probabilities, equal weights, whatever
+    # the float rounding of the division.
+    levels, stratum = np.unique(np.round(wt, 6), return_inverse=True)
     members = stratum[None, :] == np.arange(levels.size)[:, None]
     counts = np.cumsum(members, axis=1)
     estimated = counts * levels[:, None]

@@ -146,3 +146,14 @@ def test_drift_rule_forgets_a_long_healthy_history() -> None:
     status = drift_status([False] * 2000 + [True] * 8, DriftRule(0.02))
     assert status.stopped_at == 2008
     assert status.rate == pytest.approx(8 / 2008)
+
+
+def test_weights_from_the_same_probability_form_one_stratum_despite_rounding() -> None:
+    """Issue 38: 1 / 0.1 computed two ways is one audit rate, so one exact stratum."""
+    rng = np.random.default_rng(3)
+    scores = rng.random(600)
+    wrong = np.zeros(600, bool)
+    weights = np.where(np.arange(600) % 2 == 0, 1 / 0.1, 10.000000000000002)
+    assert len(set(weights.tolist())) == 2
+    result = certify(scores, wrong, weights, target=0.02)
+    assert result.curve[-1].upper == pytest.approx(1 - 0.05 ** (1 / 600))
