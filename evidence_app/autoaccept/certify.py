@@ -12,12 +12,15 @@ from the same data: a wrong certification needs the first true null on the way d
 be rejected, which happens with probability at most δ.
 
 The candidates are the distinct labelled scores: between two of them the accepted set,
-and so the test, does not change. The sequence starts at the strictest candidate with
-at least ``min_accepts`` labelled verdicts at or above it (below that count no test can
-reject); where it starts depends on the scores only, never on the labels. Given the
-scores, the labels are independent and the test is exact for the average wrong-answer
-probability of the labelled verdicts it accepts; that this carries over to new verdicts
-is the assumption: labelled and live verdicts are alike (exchangeable).
+and so the test, does not change. The sequence starts at the strictest *testable*
+candidate: one whose test would reject were none of its labels wrong, with at least
+``min_accepts`` labels at or above it (above it no test can reject, and a sequence that
+began there would stop at once). Where it starts, like the candidates, depends on the
+scores and weights only, never on the labels. Given them, the labels are independent and
+the test is valid for the average wrong-answer probability of the labelled verdicts it
+accepts (a sum of unequal Bernoulli draws is no more spread than the binomial at its
+mean: Hoeffding 1956); that this carries over to new verdicts is the assumption:
+labelled and live verdicts are alike (exchangeable).
 
 The test at one threshold, on verdicts with their weights (``1 / p`` for an audit drawn
 with probability ``p``, 1 for every other label): the verdicts of one weight form a
