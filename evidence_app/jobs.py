@@ -90,3 +90,20 @@ def shadow_validation_job(self: Any, pending_id: int) -> str:
     return _state_or_retry(
         self, "shadow verdict", pending_id, lambda: shadow_verdict_run(pending_id=int(pending_id))
     )
+
+
+# The certification job's name (project.celery schedules it by name).
+CERTIFY_JOB = "evidence_app.certify_thresholds"
+
+
+@shared_task(name=CERTIFY_JOB)
+def certify_thresholds_job() -> dict[str, int]:
+    """Recertify every judge's auto-accept threshold on its labelled verdicts and run the
+    drift rule on the approved ones (issue 38); returns the counts. Periodic; a lost run
+    is harmless (the next one reads the same labels)."""
+    # Imported here, not at the top: it loads scipy, which no web or worker process
+    # should pay for at start-up (only this job, the Trust page's data is stored).
+    from evidence_app.autoaccept.recompute import thresholds_recompute  # noqa: PLC0415
+
+    outcome = thresholds_recompute()
+    return {"judges": outcome.judges, "certified": outcome.certified, "stopped": outcome.stopped}

@@ -32,6 +32,8 @@ ROUTES = {
     # A decision whose undo window closed: it closes the task or queues the next attempt.
     "tasks_app.apply_decision": MAINTENANCE,
     "tasks_app.apply_due_decisions": MAINTENANCE,
+    # Recertifying the auto-accept thresholds (issue 38): periodic bookkeeping.
+    "evidence_app.certify_thresholds": MAINTENANCE,
     "*webhook*": WEBHOOKS,
 }
 

@@ -1,7 +1,10 @@
 """Auto-accept at a certified risk: the threshold on the judge's score above which it may
 accept alone, certified on labelled verdicts (``certify``), and the rule that stops it
 when the live audits show it drifting (``drift``); ``simulate`` checks both on
-synthetic judges. Pure functions of arrays: no database, no Django."""
+synthetic judges. Pure functions of arrays, no database; ``recompute`` is the background
+job's work on top of them (it reads the labels and writes the proposals through
+``evidence_app.trust``). numpy and scipy load with this package: only that job and
+judge_bench import it, never a module loaded at start-up."""
 
 from __future__ import annotations
 
