@@ -96,6 +96,8 @@ class CaseResult:
     # With a second judge: its verdict, and the pair's outcome ("" without one).
     second_got: str = ""
     pair_got: str = ""
+    # The verdict's score: the judge's confidence, which the certified threshold orders.
+    score: float | None = None
 
 
 def case_kind(case: dict[str, Any]) -> str:
@@ -274,6 +276,7 @@ def run_case(
         error=outcome.get("error", ""),
         second_got=outcome.get("second", ""),
         pair_got=pair_outcome(result["status"], outcome["second"]) if "second" in outcome else "",
+        score=result.get("score"),
     )
 
 
