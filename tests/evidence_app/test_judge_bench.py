@@ -294,6 +294,7 @@ def test_judge_bench_prints_the_certified_threshold_per_dataset(tmp_path: Path) 
         "judge_bench",
         "--case=supported",
         "--case=contradicted",
+        "--dataset=handbook",
         "--split=heldout",
         "--quiet",
         "--target=0.3",
