@@ -103,7 +103,7 @@ def certify_thresholds_job() -> dict[str, int]:
     is harmless (the next one reads the same labels)."""
     # Imported here, not at the top: it loads scipy, which no web or worker process
     # should pay for at start-up (only this job, the Trust page's data is stored).
-    from evidence_app.autoaccept.recompute import thresholds_recompute  # noqa: PLC0415
+    from evidence_app.autoaccept.recompute import thresholds_recompute
 
     outcome = thresholds_recompute()
     return {"judges": outcome.judges, "certified": outcome.certified, "stopped": outcome.stopped}
