@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -141,7 +142,7 @@ def comparison_run(
     return comparison
 
 
-def _figures(outcomes: list[dict[str, Any]]) -> dict[str, Any]:
+def _figures(outcomes: list[Mapping[str, Any]]) -> dict[str, Any]:
     """The comparison's figures, and both judges at a certified risk (issue 38)."""
     # Imported here: it loads scipy, which the web processes that import this module
     # (the judge page) never need; only this job computes it.

@@ -13,9 +13,9 @@ from django.core.management.base import CommandError
 
 from evidence_app.judge_bench import (
     CI_SUBSET,
-    CaseResult,
     DEFAULT_CASE_FILES,
     PUBLIC_CASES_PATH,
+    CaseResult,
     load_cases,
 )
 from evidence_app.judge_bench.certified import certified_figures, format_certified_table

@@ -136,25 +136,19 @@ class Command(BaseCommand):
             except DomainError as exc:
                 raise CommandError(f"--second-model: {exc}") from exc
         split = options["split"] or ("all" if options["cases"] else "heldout")
-        if options["from_reviews"]:
+        if options["from_reviews"] and options["out"]:
             team = labelled_cases(
                 since=options["since"], until=options["until"], queue=options["queue"]
             )
-            if options["out"]:
-                self._write_cases(Path(options["out"]), team)
-                return
-            cases = self._cases(options, split, default_files=()) + _select(
-                team, options["cases"], split, options["datasets"]
-            )
-        else:
-            for flag in ("since", "until", "out"):
-                if options[flag]:
-                    raise CommandError(f"--{flag} goes with --from-reviews")
-            cases = self._cases(options, split, default_files=DEFAULT_CASE_FILES)
+            self._write_cases(Path(options["out"]), team)
+            return
+        cases = self._split_cases(options, split)
         if not cases:
             raise CommandError("no case matches --case, --split and --dataset")
         # The dev half the threshold is certified on, when only the held-out one is run.
-        certify_on = [] if options["no_certify"] or split != "heldout" else self._dev_cases(options)
+        certify_on = (
+            [] if options["no_certify"] or split != "heldout" else self._split_cases(options, "dev")
+        )
         run = {"model": model, "template": template.name, "second_model": second_model}
         results = [self._run(case, run, options["quiet"]) for case in cases]
         dev_results = [self._run(case, run, options["quiet"]) for case in certify_on]
@@ -189,14 +183,19 @@ class Command(BaseCommand):
             )
         return result
 
-    def _dev_cases(self, options: dict[str, Any]) -> list[dict[str, Any]]:
+    def _split_cases(self, options: dict[str, Any], split: str) -> list[dict[str, Any]]:
+        """The cases of one half (or both) by the options: the team's own with
+        --from-reviews (beside any --cases-file), else the files."""
         if options["from_reviews"]:
             team = labelled_cases(
                 since=options["since"], until=options["until"], queue=options["queue"]
             )
-            extra = self._cases(options, "dev", default_files=())
-            return extra + _select(team, options["cases"], "dev", options["datasets"])
-        return self._cases(options, "dev", default_files=DEFAULT_CASE_FILES)
+            extra = self._cases(options, split, default_files=())
+            return extra + _select(team, options["cases"], split, options["datasets"])
+        for flag in ("since", "until", "out"):
+            if options[flag]:
+                raise CommandError(f"--{flag} goes with --from-reviews")
+        return self._cases(options, split, default_files=DEFAULT_CASE_FILES)
 
     def _cases(
         self, options: dict[str, Any], split: str, *, default_files: tuple[Path, ...]
