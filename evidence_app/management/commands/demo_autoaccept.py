@@ -1,5 +1,5 @@
 """Show auto-accept at a certified risk on the demo (issue 38), once the demo has settled
-(``make run`` runs it in the background after ``demo_audits``):
+(``make run`` runs it in the background, beside ``demo_audits``):
 
     manage.py demo_autoaccept --wait 300
 
@@ -187,8 +187,13 @@ class Command(BaseCommand):
 
     def _answers(self, requester: Any) -> None:
         for title, documents in ANSWERS:
+            # Not audited: demo_audits labels audits by the demo's own task list.
             task = services.task_create(
-                owner=requester, title=title, request=REQUEST, agent=TaskAgent.EXTERNAL
+                owner=requester,
+                title=title,
+                request=REQUEST,
+                agent=TaskAgent.EXTERNAL,
+                audit_rate=0.0,
             )
             attempt = AttemptIn.model_validate(
                 {
