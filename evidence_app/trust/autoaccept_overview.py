@@ -21,7 +21,7 @@ from evidence_app.trust.thresholds import JudgeKey, ShadowReport, judge_verdicts
 __all__ = ["Chart", "JudgeAutoAccept", "autoaccept_overview", "curve_chart"]
 
 WINDOW_DAYS = 30
-CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 360, 180, 30
+CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 380, 180, 44
 
 
 @dataclass(frozen=True)
@@ -31,10 +31,16 @@ class Chart:
 
     width: int
     height: int
-    pad: int
+    # The plot area: x from ``left`` to ``right``, y from ``bottom`` up to ``top``.
+    left: int
+    right: int
+    bottom: int
+    top: int
     y_max: float
     risk: str  # polyline points "x,y x,y ..."
     upper: str
+    # Each point of the rate, as (x, y): one label level draws a dot, not a line.
+    risk_points: list[tuple[float, float]]
     target_y: float
     tau_x: float | None
     x_ticks: list[tuple[float, str]]
@@ -52,19 +58,26 @@ def curve_chart(curve: list[dict[str, Any]], *, target: float, tau: float | None
     inner_w, inner_h = CHART_WIDTH - 2 * CHART_PAD, CHART_HEIGHT - 2 * CHART_PAD
     y_max = min(1.0, max(2 * target, max(p["upper"] for p in curve)))
 
-    def point(coverage: float, rate: float) -> str:
+    def xy(coverage: float, rate: float) -> tuple[float, float]:
         x = CHART_PAD + _scale(coverage, 1.0, inner_w)
-        y = CHART_HEIGHT - CHART_PAD - _scale(min(rate, y_max), y_max, inner_h)
+        return x, CHART_HEIGHT - CHART_PAD - _scale(min(rate, y_max), y_max, inner_h)
+
+    def point(coverage: float, rate: float) -> str:
+        x, y = xy(coverage, rate)
         return f"{x},{y}"
 
     at_tau = [p for p in curve if tau is not None and p["threshold"] == tau]
     return Chart(
         width=CHART_WIDTH,
         height=CHART_HEIGHT,
-        pad=CHART_PAD,
+        left=CHART_PAD,
+        right=CHART_WIDTH - CHART_PAD,
+        bottom=CHART_HEIGHT - CHART_PAD,
+        top=CHART_PAD,
         y_max=y_max,
         risk=" ".join(point(p["coverage"], p["risk"]) for p in curve),
         upper=" ".join(point(p["coverage"], p["upper"]) for p in curve),
+        risk_points=[xy(p["coverage"], p["risk"]) for p in curve],
         target_y=CHART_HEIGHT - CHART_PAD - _scale(target, y_max, inner_h),
         tau_x=CHART_PAD + _scale(at_tau[0]["coverage"], 1.0, inner_w) if at_tau else None,
         x_ticks=[(CHART_PAD + _scale(s, 1.0, inner_w), f"{s:.0%}") for s in (0, 0.5, 1)],
