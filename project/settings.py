@@ -366,6 +366,9 @@ FETCH_URL_TIMEOUT_SECONDS = env_float("FETCH_URL_TIMEOUT_SECONDS", 10.0, minimum
 # --- Validation -------------------------------------------------------------------------
 VALIDATION_STORE_PROMPT = env_bool("VALIDATION_STORE_PROMPT", True)
 VALIDATOR_SCHEMA_RETRIES = env_int("VALIDATOR_SCHEMA_RETRIES", 2, minimum=0)
+# The validator's output limit (tokens): a verdict's allowance (per claim) and the one
+# retry of a verdict the provider cut stay within it.
+VALIDATOR_MAX_OUTPUT_TOKENS = env_int("VALIDATOR_MAX_OUTPUT_TOKENS", 16_384, minimum=256)
 VALIDATOR_HISTORY_MESSAGES = env_int("VALIDATOR_HISTORY_MESSAGES", 30, minimum=0)
 # Context budget per validator model, in characters of rendered input; the default
 # applies to models not named. Over budget, evidence is judged in ordered chunks (V11).

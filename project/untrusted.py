@@ -10,9 +10,11 @@ only the ``<`` of such a tag is changed; the rest of the text is kept as it is.
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
 from functools import lru_cache
+from importlib import resources
 
 TAG = "EXTERNAL-CONTENT"
 WARNING = (
@@ -21,67 +23,135 @@ WARNING = (
 )
 
 # How a tag is read. Each character is taken in its NFKD form (fullwidth "＜", small
-# "﹤", mathematical and circled letters become plain ones); invisible characters draw
-# nothing (format characters such as zero-width spaces, bidi controls U+202A-202E and
-# U+2066-2069, tag characters U+E0000-E007F, the Mongolian vowel separator; combining
-# marks such as variation selectors and the grapheme joiner; the Hangul fillers); case
-# is folded; and the look-alikes of the tag's letters and signs that NFKC leaves alone
-# (Cyrillic "Е", Greek "Τ", digit "0", ...) are folded onto them. Unicode's confusables
-# (UTS #39) are the source; only the few letters of the tag's name are needed.
+# "﹤", "〈" U+2329, mathematical and circled letters become plain ones); invisible
+# characters draw nothing (format characters such as zero-width spaces, bidi controls
+# U+202A-202E and U+2066-2069, tag characters U+E0000-E007F, the Mongolian vowel
+# separator; combining marks such as variation selectors and the grapheme joiner; the
+# Hangul fillers); control characters and U+FFFD read as a space; case is folded; and
+# the look-alikes of the tag's letters and signs are folded onto them.
+#
+# The look-alikes come from Unicode's own data: the confusables of UTS #39
+# (confusables.txt, as shipped by the confusable-homoglyphs package), taken with their
+# closure (a confusable of a confusable), for both cases of each letter of the tag and
+# for "<", ">", "/" and "\\"; the angle brackets UTS #39 lists with "❬" and "❭" ("〈",
+# "⟨") count as "<" and ">"; a character whose capital is a look-alike counts too (Greek
+# "τ" for "Τ"), as do the Latin small capitals ("ᴛ", by their Unicode names).
 _INVISIBLE_CATEGORIES = frozenset({"Cf", "Mn", "Me"})
 _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
-_LOOKALIKES = {
-    "<": "\u02c2\u1438\u16b2\u2039\u276c\u276e\u2770\u27e8\u29fc\u3008\U0001d236",
-    ">": "\u02c3\u1433\u203a\u276d\u276f\u2771\u27e9\u29fd\u3009\U0001d237",
-    "/": "\u1735\u2041\u2044\u2215\u2571\u27cb\u29f8\u2cc6\u3033\u30ce\u31d3\u4e3f\U0001d23a",
-    "\\": "\u2216\u2572\u27cd\u29f5\u29f9\u3035\u31d4\u4e36",
-    "a": "АаΑαɑᴀꓮᎪꭺ⍺",
-    "c": "СсϹϲᴄꓚᏟꮯⲤⲥ",
-    "e": "ЕеΕεҼҽᴇꓰᎬꭼ℮ⴹ",
-    "l": "1Iıǀ|ІіӀӏΙιɩʟꓡᏞꮮ׀ߊⵏᛁ│∣",
-    "n": "ΝνɴꓠոռⲚⲛ",
-    "o": "0ОоΟοᴏꓳօⲞⲟ○◯ⵔ٥۵०০੦૦୦௦౦೦൦๐໐ဝ၀",
-    "r": "ʀꓣᎡꭱгᚱ",
-    "t": "ТтΤτᴛꓔᎢꭲ⊤⟙",
-    "x": "ХхΧχ×ꓫⲬⲭ᙭╳ⵝ",
-}
 _NAME = "externalcontent"  # the tag's letters, as read
+_SIGNS = {"<": "\u276c", ">": "\u276d", "/": "", "\\": ""}  # sign -> its bracket family
+# Blocks that hold the characters whose compatibility form is a sign of the tag (a full
+# scan finds U+226E, U+2329, U+FE3F, U+FE64 and U+FF1C for "<": tests check it).
+_COMPATIBILITY_BLOCKS = ((0x2000, 0x2BFF), (0x3000, 0x33FF), (0xFE00, 0xFFEF))
 
 
-def _plain(ch: str) -> str:
-    """NFKD, without invisible characters, case-folded."""
-    return "".join(
-        c.casefold()
-        for c in unicodedata.normalize("NFKD", ch)
-        if c not in _BLANK_LETTERS and unicodedata.category(c) not in _INVISIBLE_CATEGORIES
+def _confusable_graph() -> dict[str, set[str]]:
+    data = json.loads(
+        resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text("utf-8")
     )
+    graph: dict[str, set[str]] = {}
+    for key, entries in data.items():
+        # Right-to-left letters are listed between bidi marks ("\u200eס\u200e"): the
+        # marks draw nothing.
+        char = _visible(key)
+        for entry in entries:
+            other = _visible(entry["c"])
+            graph.setdefault(char, set()).add(other)
+            graph.setdefault(other, set()).add(char)
+    return graph
 
 
-_FOLD = {
-    plain: target
-    for target, chars in _LOOKALIKES.items()
-    for ch in chars
-    for plain in _plain(ch)
-    if plain != target
-}
+def _visible(text: str) -> str:
+    return "".join(c for c in text if unicodedata.category(c) != "Cf")
+
+
+def _closure(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = {start}, [start]
+    while todo:
+        for other in graph.get(todo.pop(), ()):
+            if len(other) == 1 and other not in seen:
+                seen.add(other)
+                todo.append(other)
+    return seen
+
+
+def _lookalikes() -> dict[str, set[str]]:
+    """Target ("<", "e", ...) -> the characters UTS #39 confuses with it."""
+    graph = _confusable_graph()
+    out: dict[str, set[str]] = {}
+    for sign, family in _SIGNS.items():
+        brackets = _closure(graph, family) if family else set()
+        angles = {c for c in brackets if "ANGLE" in unicodedata.name(c, "")}
+        out[sign] = _closure(graph, sign) | angles
+    for letter in sorted(set(_NAME)):
+        out[letter] = _closure(graph, letter) | _closure(graph, letter.upper())
+    return out
+
+
+def _strip(ch: str) -> str:
+    """NFKD, without invisible characters, case-folded; a control character or U+FFFD
+    is a space."""
+    out = []
+    for c in unicodedata.normalize("NFKD", ch):
+        if c in _BLANK_LETTERS or unicodedata.category(c) in _INVISIBLE_CATEGORIES:
+            continue
+        out.append(" " if unicodedata.category(c) == "Cc" or c == "\ufffd" else c.casefold())
+    return "".join(out)
+
+
+_LOOKALIKES = _lookalikes()
+# A look-alike -> what it may be read as: UTS #39 chains some characters to two of the
+# tag's letters (Greek "σ" to "o" and, through "ϲ", to "c"), so each reading counts.
+_FOLD: dict[str, str] = {}
+for _target, _chars in _LOOKALIKES.items():
+    for _ch in sorted(_chars):
+        for _plain_char in _strip(_ch):
+            # Never fold a letter or sign of the tag itself onto another one.
+            if _plain_char not in _NAME and _plain_char not in _SIGNS:
+                readings = _FOLD.get(_plain_char, "")
+                if _target not in readings:
+                    _FOLD[_plain_char] = readings + _target
+
+
+def _fold(c: str) -> str:
+    """What a reader may take ``c`` for: one or more of the tag's letters or signs
+    ("co" for "σ"), else ``c``."""
+    if c in _FOLD:
+        return _FOLD[c]
+    upper = c.upper()
+    if len(upper) == 1 and upper != c:
+        read = _strip(upper)
+        if len(read) == 1 and read in _FOLD:
+            return _FOLD[read]
+    small_capital = re.fullmatch(r"LATIN LETTER SMALL CAPITAL ([A-Z])", unicodedata.name(c, ""))
+    return small_capital.group(1).lower() if small_capital else c
 
 
 @lru_cache(maxsize=8192)
-def _read(ch: str) -> str:
-    """What a reader takes one character for, in the form the tag is matched in ("" for
-    an invisible character)."""
-    return "".join(_FOLD.get(c, c) for c in _plain(ch))
+def _read(ch: str) -> tuple[str, ...]:
+    """What a reader takes one character for, in the form the tag is matched in: one
+    reading (or several) per character it stands for; none for an invisible one."""
+    return tuple(_fold(c) for c in _strip(ch))
 
 
-# Characters that read as "<" (NFKC's "＜", "﹤" and "≮", and the look-alikes): a tag can
-# only start at one of them, and neutralise replaces it with "&lt;".
-OPENERS = "<\uff1c\ufe64\u226e" + _LOOKALIKES["<"]
-# The lookahead only saves time on HTML and code ("<div>", "</p>", "a < b"): after ASCII
-# spaces and slashes, an ASCII character other than "e" cannot begin the tag's name, so
-# only the other openers are read one by one.
+def _openers() -> str:
+    """Every character that reads as "<": the look-alikes, and the characters of the
+    compatibility blocks whose NFKD form is one."""
+    found = {"<", *_LOOKALIKES["<"]}
+    for low, high in _COMPATIBILITY_BLOCKS:
+        found |= {chr(c) for c in range(low, high + 1) if _read(chr(c)) == ("<",)}
+    return "".join(sorted(found))
+
+
+# Characters that read as "<": a tag can only start at one of them, and neutralise
+# replaces it with "&lt;".
+OPENERS = _openers()
+# The lookahead only saves time on HTML and code ("<div>", "</p>", "a < b"): after
+# spaces, control characters and slashes, an ASCII character other than "e" cannot begin
+# the tag's name, so only the other openers are read one by one.
 _OPENER_RE = re.compile(
     "[" + re.escape(OPENERS) + "]"
-    r"(?=[ \t\r\n\f\v/\\]*(?:[eE]|[^\x00-\x7f]))"
+    r"(?=[\x00-\x20\x7f/\\]*(?:[eE]|[^\x00-\x7f]))"
 )
 
 
@@ -92,16 +162,14 @@ def _reads_as_tag(content: str, start: int) -> bool:
     "E X T E R N A L"); another "<" or a ">" ends the tag."""
     matched = 0
     for index in range(start + 1, len(content)):
-        for c in _read(content[index]):
-            if c in "<>":
-                return False
-            if c.isalnum():
-                if c != _NAME[matched]:
-                    return False
+        for readings in _read(content[index]):
+            if _NAME[matched] in readings:
                 matched += 1
                 if matched == len(_NAME):
                     return True
-            elif matched == 0 and not (c.isspace() or c in "/\\"):
+            elif "<" in readings or ">" in readings or any(c.isalnum() for c in readings):
+                return False
+            elif matched == 0 and not (readings.isspace() or readings in "/\\"):
                 return False
     return False
 

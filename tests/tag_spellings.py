@@ -45,9 +45,17 @@ INVISIBLE = [
     "\u3164",  # Hangul filler
     "\u0301",  # combining acute accent
     "\u0336",  # combining long stroke overlay
+    # Control characters and the replacement character read as a space (issue 37).
+    "\x1c",
+    "\x1d",
+    "\x1e",
+    "\x1f",
+    "\x08",
+    "\x7f",
+    "\ufffd",
 ]
-OPENERS = ["<", "\uff1c", "\ufe64", "\u2039", "\u3008", "\u02c2", "\u276e"]
-CLOSERS = [">", "\uff1e", "\ufe65", "\u203a", "\u3009", "\u02c3", "\u276f"]
+OPENERS = ["<", "\uff1c", "\ufe64", "\u2039", "\u3008", "\u02c2", "\u276e", "\u2329"]
+CLOSERS = [">", "\uff1e", "\ufe65", "\u203a", "\u3009", "\u02c3", "\u276f", "\u232a"]
 SLASHES = ["/", "\uff0f", "\u2215", "\u2044", "\\"]
 SEPARATORS = [
     "-", "_", " ", "\u00a0", "\u2010", "\u2011", "\u2012", "\u2013", "\u2014", "\u2015",
@@ -57,13 +65,13 @@ SEPARATORS = [
 LOOKALIKES = {
     "E": "ЕеΕεᴇꓰᎬ\uff25\U0001d404",
     "X": "ХхΧχ×ꓫ\uff38\U0001d417",
-    "T": "ТтΤτᴛꓔᎢ\uff34\U0001d413",
+    "T": "ТтΤτᴛꓔᎢ\u2ca6\uff34\U0001d413",
     "R": "ʀꓣᎡг\uff32\U0001d411",
     "N": "Νν\u0274ꓠ\uff2e\U0001d40d",
     "A": "АаΑαᴀꓮ\uff21\U0001d400",
     "L": "Iı1|ІӀΙʟꓡᏞ\uff2c\U0001d40b",
     "C": "СсϹϲᴄꓚᏟ\uff23\U0001d402",
-    "O": "0ОоΟοᴏꓳ\uff2f\U0001d40e",
+    "O": "0ОоΟοᴏꓳ\u0d20\uff2f\U0001d40e",
 }
 # How the reader reads a character once it is in NFKD form without marks.
 _READ = {
@@ -107,6 +115,8 @@ def _view(text: str) -> str:
         for c in unicodedata.normalize("NFKD", ch):
             if unicodedata.category(c) in {"Cf", "Mn", "Me"} or c in "\u3164\u115f\u1160":
                 continue
+            if unicodedata.category(c) == "Cc" or c == "\ufffd":
+                c = " "
             out.append(_READ.get(c, c.lower()))
     return "".join(out)
 

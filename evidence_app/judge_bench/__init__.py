@@ -5,10 +5,10 @@ stored as a throw-away task with one attempt, judged through the full validation
 (``attempt_judge``: packet, rendering, prompt template, the configured model, V11 parts,
 citation check, reconciliation), then rolled back. Nothing stays in the database.
 
-Two case files ship: ``cases.json`` (dataset ``handbook``: written from the demo
-handbook by the team that wrote the offline judge) and ``public_cases.json`` (datasets
-``fever`` and ``halueval``: public data with the datasets' own labels,
-``bench/judge_public_cases.py``, sources and licences in ``PUBLIC_DATA.md``). Every case
+Case files: ``cases.json`` (``handbook``: written from the demo handbook by the team
+that wrote the offline judge), ``public_cases.json`` (``fever``, ``halueval``: public
+labelled data) and ``conflict_cases.json`` (``conflict``: a quoted answer beside a source
+that contradicts or restates it, from FEVER; ``conflict.py``). Sources: PUBLIC_DATA.md. Every case
 belongs to a development half (``dev``) or a held-out half (``heldout``); the report is
 made on the held-out half unless asked otherwise.
 
@@ -37,6 +37,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from evidence_app.judge_bench.conflict import conflict_targets
 from evidence_app.trust.agreement import judges_disagree
 from evidence_app.validation.judge_calls import attempt_judge, attempt_judge_pair
 from evidence_app.validator.citations import normalised
@@ -45,7 +46,9 @@ from tasks_app.models import Run, Task, ToolEvidence
 
 CASES_PATH = Path(__file__).resolve().parent / "cases.json"
 PUBLIC_CASES_PATH = Path(__file__).resolve().parent / "public_cases.json"
+CONFLICT_CASES_PATH = Path(__file__).resolve().parent / "conflict_cases.json"
 DEFAULT_CASE_FILES = (CASES_PATH, PUBLIC_CASES_PATH)
+BENCH_CASE_FILES = (*DEFAULT_CASE_FILES, CONFLICT_CASES_PATH)  # the gate's, and conflict
 SPLITS = ("dev", "heldout")
 # Targets on every dataset: a wrong or irrelevant answer is never accepted; at most this
 # share of correct answers is rejected.
@@ -96,6 +99,7 @@ class CaseResult:
     # With a second judge: its verdict, and the pair's outcome ("" without one).
     second_got: str = ""
     pair_got: str = ""
+    alone_got: str = ""  # with ``judge_alone``: the verdict on its first tool result alone
     # The verdict's score: the judge's confidence, which the certified threshold orders.
     score: float | None = None
 
@@ -276,8 +280,15 @@ def run_case(
         error=outcome.get("error", ""),
         second_got=outcome.get("second", ""),
         pair_got=pair_outcome(result["status"], outcome["second"]) if "second" in outcome else "",
+        alone_got=_alone(case, model=model, template=template) if case.get("judge_alone") else "",
         score=result.get("score"),
     )
+
+
+def _alone(case: dict[str, Any], *, model: str, template: str | None) -> str:
+    """The verdict on the case with its first tool result only."""
+    alone = {**case, "evidence": case["evidence"][:1], "judge_alone": False}
+    return run_case(alone, model=model, template=template).got
 
 
 # --- A second judge (issue 27) --------------------------------------------------------------
@@ -487,6 +498,10 @@ def summarise(
     targets = [t for d in datasets.values() for t in d["targets"]]
     if legacy:
         targets += legacy["targets"]
+    targets += [
+        {"target": t, "measured": m, "wanted": w, "met": ok}
+        for t, m, w, ok in conflict_targets(results)
+    ]
     return {
         "model": model,
         "template": template,

@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
 from pydantic_ai.models import Model
 
+from evidence_app.validator.answer_text import answer_claims, requirements_of
 from evidence_app.validator.chunking import (
     CHUNK_ADDENDUM,
     MIN_EVIDENCE_CHARS,
@@ -26,7 +28,7 @@ from evidence_app.validator.citations import verify_result
 from evidence_app.validator.prompt import ValidationPrompt
 from evidence_app.validator.reconcile import reconcile
 from evidence_app.validator.schema import SCHEMA_DESCRIPTION, ValidationResult
-from evidence_app.validator.strict import StrictOutcome, strict_request
+from evidence_app.validator.strict import OutputAllowance, StrictOutcome, strict_request
 from project.costs import CostTotal, price_tokens
 
 # Room kept free of the budget for a schema retry's copy of the failed verdict and its
@@ -34,6 +36,12 @@ from project.costs import CostTotal, price_tokens
 RETRY_ROOM_CHARS = len(SCHEMA_DESCRIPTION) + 8_000
 # A budget keeps at most a tenth for it, and a retry needs at least this much.
 MIN_RETRY_ROOM_CHARS = 1_000
+
+# The verdict's output allowance: a base for its fields and reasoning, and so much per
+# claim and per requirement it lists (its claims and quotes); doubled once when the
+# provider cuts the verdict, within the model's limit (VALIDATOR_MAX_OUTPUT_TOKENS).
+VERDICT_BASE_TOKENS = 1_024
+VERDICT_TOKENS_PER_CLAIM = 384
 
 PART_SEPARATOR = "\n\n===== VALIDATOR REQUEST {index} OF {count} =====\n\n"
 
@@ -99,6 +107,16 @@ def _result_of(outcome: StrictOutcome[ValidationResult]) -> ValidationResult:
     )
 
 
+def output_allowance(prompt: ValidationPrompt) -> OutputAllowance:
+    """What the verdict on ``prompt`` needs: claims (the answer's sentences) and
+    requirements times a per-claim allowance, within the model's output limit; a cut
+    verdict is asked once more with twice that (or the limit)."""
+    limit = int(settings.VALIDATOR_MAX_OUTPUT_TOKENS)
+    items = len(answer_claims(prompt.answer)) + len(requirements_of(prompt.head))
+    first = min(limit, VERDICT_BASE_TOKENS + VERDICT_TOKENS_PER_CLAIM * max(1, items))
+    return OutputAllowance(first=first, retry=min(limit, 2 * first))
+
+
 def retry_room(budget: int, retries: int) -> int:
     """What a schema retry may add to a request of a ``budget``-character model."""
     if retries < 1:
@@ -126,6 +144,7 @@ def judge_prompt(
             retries=retries,
             schema_hint=SCHEMA_DESCRIPTION,
             retry_room=min(room, budget - prompt.total_chars),
+            output=output_allowance(prompt),
         )
         judgement.add(outcome, part=None, model_name=model_name)
         judgement.result = reconcile(verify_result(_result_of(outcome), prompt.citable))
@@ -133,6 +152,21 @@ def judge_prompt(
         return judgement
     return _judge_in_parts(
         prompt, model=model, model_name=model_name, budget=budget, retries=retries
+    )
+
+
+def _overflow(prompt: ValidationPrompt, *, system: str, fixed: int, budget: int) -> Judgement:
+    reason = (
+        f"Context overflow: the request, rules, history and answer (and room for a "
+        f"retry) alone take {fixed} "
+        f"characters of the validator's {budget}-character budget, leaving no room to "
+        "judge the evidence even in parts. A person must review this answer."
+    )
+    return Judgement(
+        result=reconcile(ValidationResult.validator_error(reason)),
+        system_prompt=system,
+        rendered_input=prompt.user,
+        error=reason,
     )
 
 
@@ -144,18 +178,7 @@ def _judge_in_parts(
     fixed = len(system) + len(prompt.user_with("")) + PART_OVERHEAD_CHARS + room
     capacity = budget - fixed
     if capacity < MIN_EVIDENCE_CHARS:
-        reason = (
-            f"Context overflow: the request, rules, history and answer (and room for a "
-            f"retry) alone take {fixed} "
-            f"characters of the validator's {budget}-character budget, leaving no room to "
-            "judge the evidence even in parts. A person must review this answer."
-        )
-        return Judgement(
-            result=reconcile(ValidationResult.validator_error(reason)),
-            system_prompt=system,
-            rendered_input=prompt.user,
-            error=reason,
-        )
+        return _overflow(prompt, system=system, fixed=fixed, budget=budget)
     parts = split_evidence(prompt.evidence, capacity)
     judgement = Judgement(
         result=ValidationResult.validator_error("not judged"),
@@ -164,6 +187,7 @@ def _judge_in_parts(
     )
     inputs: list[str] = []
     verdicts: list[ValidationResult] = []
+    allowance = output_allowance(prompt)
     for part in parts:
         user = prompt.user_with(part.text, evidence_note=part_note(part))
         inputs.append(PART_SEPARATOR.format(index=part.index, count=part.count) + user)
@@ -174,6 +198,7 @@ def _judge_in_parts(
             retries=retries,
             schema_hint=SCHEMA_DESCRIPTION,
             retry_room=room,
+            output=allowance,
         )
         part_cost = judgement.add(outcome, part=part.index, model_name=model_name)
         verdict = verify_result(_result_of(outcome), prompt.citable)

@@ -14,8 +14,10 @@ same model within the same step with the error, up to ``retries`` times.
 - O5: a turn that calls tools is not a terminal turn and is never validated; an error
   while building feedback falls back to a generic message.
 - A response the provider cut (finish reason ``length``) or refused (``content_filter``)
-  is never parsed nor retried: the outcome's ``stop_reason`` is ``finish_reason`` and
-  its error names the reason.
+  is never parsed: the outcome's ``stop_reason`` is ``finish_reason`` and its error
+  names the reason. A cut response gets one more request with the larger output
+  allowance ``OutputAllowance.retry`` when there is one (counted like any request); a
+  refused one none.
 
 Prompt-level JSON: we parse the response text ourselves instead of relying on
 provider-native structured output, so this works on every provider, the
@@ -44,6 +46,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models import Model, ModelRequestParameters
+from pydantic_ai.settings import ModelSettings
 
 from project.llm.registry import model_request_with_retry
 
@@ -272,10 +275,26 @@ def _raw_response(response: ModelResponse, *, attempt: int, elapsed: int) -> Raw
     )
 
 
-def _unfinished_error(response: ModelResponse) -> str:
+@dataclass(frozen=True)
+class OutputAllowance:
+    """Output tokens a request may use (``max_tokens``), and a larger allowance for one
+    more request when the provider cuts the answer at the first (0: no such retry)."""
+
+    first: int
+    retry: int = 0
+
+    def after_cut(self, current: int) -> int | None:
+        """The allowance of the one retry after a cut at ``current``, if any."""
+        return self.retry if current == self.first and self.retry > self.first else None
+
+
+def _unfinished_error(response: ModelResponse, allowances: Sequence[int] = ()) -> str:
     """The error of a response the provider cut or refused, else ""."""
     if response.finish_reason == "length":
-        return "The model stopped: length (its answer was cut at its output limit)."
+        at = " and then at ".join(f"{n} output tokens" for n in allowances)
+        limit = f" ({at})" if at else ""
+        again = " twice" if len(allowances) > 1 else ""
+        return f"The model stopped: length{again} (its answer was cut at its output limit{limit})."
     if response.finish_reason == "content_filter":
         return "The model stopped: content_filter (the provider refused the answer)."
     return ""
@@ -292,8 +311,13 @@ def strict_request[T: BaseModel](
     request_fn: RequestFn | None = None,
     feedback_fn: Callable[[SchemaFailure, str], str] = build_feedback,
     retry_room: int | None = None,
+    output: OutputAllowance | None = None,
 ) -> StrictOutcome[T]:
     """Request a terminal answer and parse it into ``output_type`` (O1–O5).
+
+    ``output`` sets each request's output allowance (``max_tokens``) and the larger one
+    of the one retry a cut answer gets (the default request only; a ``request_fn``
+    chooses its own).
 
     ``retry_room`` (characters) bounds what a retry adds to ``messages``: the copy of
     the failed response plus the correction. A correction longer than the room becomes
@@ -303,8 +327,8 @@ def strict_request[T: BaseModel](
     Never raises for model or parse errors: they end in an outcome with ``stop_reason``
     and ``error`` set, so the caller can record them (V8).
     """
-    send = request_fn or default_request
     params = parameters or ModelRequestParameters()
+    allowances: list[int] = [output.first] if output else []
     base = list(messages)
     outcome: StrictOutcome[T] = StrictOutcome()
     # The messages of the next request: the base, plus (on a retry) the failed response
@@ -315,7 +339,7 @@ def strict_request[T: BaseModel](
         attempt += 1
         started = time.monotonic()
         try:
-            response = send(model, pending, params)
+            response = _send(request_fn, model, pending, params, allowances)
         except Exception as exc:  # provider error, timeout, configuration error
             outcome.latency_ms += int((time.monotonic() - started) * 1000)
             outcome.stop_reason = "model_error"
@@ -325,7 +349,13 @@ def strict_request[T: BaseModel](
         outcome.latency_ms += elapsed
         text = response_text(response)
         outcome.responses.append(_raw_response(response, attempt=attempt, elapsed=elapsed))
-        unfinished = _unfinished_error(response)
+        larger = output.after_cut(allowances[-1]) if output and allowances else None
+        if response.finish_reason == "length" and larger is not None:
+            # Cut at its output limit: the same request once more, with room for the
+            # whole verdict (the cut response is counted and priced like any other).
+            allowances.append(larger)
+            continue
+        unfinished = _unfinished_error(response, allowances)
         if unfinished:
             # Cut or refused: whatever JSON it holds is not the model's whole verdict.
             outcome.stop_reason = "finish_reason"
@@ -354,7 +384,7 @@ def strict_request[T: BaseModel](
                     f"({failure.path}: {failure.message})."
                 )
                 return outcome
-            if attempt > retries:
+            if attempt - max(0, len(allowances) - 1) > retries:  # a cut's retry is no schema retry
                 outcome.stop_reason = "retries_exhausted"
                 outcome.error = (
                     f"Output still invalid after {retries} retr{'y' if retries == 1 else 'ies'}: "
@@ -372,6 +402,21 @@ def strict_request[T: BaseModel](
         outcome.stop_reason = "ok"
         outcome.messages = [*base, response]
         return outcome
+
+
+def _send(
+    request_fn: RequestFn | None,
+    model: Model,
+    messages: list[ModelMessage],
+    params: ModelRequestParameters,
+    allowances: list[int],
+) -> ModelResponse:
+    if request_fn is not None:
+        return request_fn(model, messages, params)
+    if not allowances:
+        return default_request(model, messages, params)
+    allowance = ModelSettings(max_tokens=allowances[-1])
+    return model_request_with_retry(model, messages, params, settings=allowance)
 
 
 def fit_retry(

@@ -8,7 +8,14 @@ script (the last step repeats):
 - ``status(code)``: an error response (429 with ``Retry-After: 0``, 500, ...);
 - ``hang(seconds)``: wait, then answer (past the client's timeout);
 - ``invalid_json()``: 200 with a body that is not JSON;
-- ``truncated()``: 200 whose body stops half-way (Content-Length larger than sent).
+- ``truncated()``: 200 whose body stops half-way (Content-Length larger than sent);
+- ``reply(text, cut=...)``: a text answer in the protocol the request's path speaks
+  (OpenAI Chat Completions ``/chat/completions``, OpenAI Responses ``/responses``,
+  Anthropic Messages ``/messages``), stopped at the output limit when ``cut``
+  (``finish_reason: length``, ``incomplete_details.reason: max_output_tokens``,
+  ``stop_reason: max_tokens``).
+
+``output_allowances`` lists the output-token allowance each request asked for.
 """
 
 from __future__ import annotations
@@ -64,6 +71,54 @@ def hang(seconds: float, then: Step | None = None) -> Step:
     return Step("hang", (seconds, then or answer("late answer")))
 
 
+def reply(text: str, *, cut: bool = False) -> Step:
+    return Step("reply", (text, cut))
+
+
+def reply_body(path: str, text: str, cut: bool) -> dict[str, Any]:
+    """``text`` as the protocol of ``path`` answers it."""
+    if path.endswith("/responses"):
+        return {
+            "id": "resp_drill",
+            "object": "response",
+            "created_at": 1_700_000_000,
+            "model": "drill",
+            "status": "incomplete" if cut else "completed",
+            "incomplete_details": {"reason": "max_output_tokens"} if cut else None,
+            "output": [
+                {
+                    "type": "message",
+                    "id": "msg_drill",
+                    "status": "incomplete" if cut else "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+            ],
+            "parallel_tool_calls": True,
+            "tool_choice": "auto",
+            "tools": [],
+            "usage": {
+                "input_tokens": 10,
+                "output_tokens": 5,
+                "total_tokens": 15,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
+    if path.endswith("/messages"):
+        return {
+            "id": "msg_drill",
+            "type": "message",
+            "role": "assistant",
+            "model": "drill",
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "max_tokens" if cut else "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
+    return completion({"role": "assistant", "content": text}, "length" if cut else "stop")
+
+
 def invalid_json() -> Step:
     return Step("invalid_json")
 
@@ -101,8 +156,12 @@ class FakeOpenAI:
 
     @property
     def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    @property
+    def root_url(self) -> str:
         host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host}:{port}"
 
     def set_script(self, *steps: Step) -> None:
         with self._lock:
@@ -114,7 +173,17 @@ class FakeOpenAI:
             self.requests.append(body)
             return self.script.pop(0) if len(self.script) > 1 else self.script[0]
 
+    @property
+    def output_allowances(self) -> list[int | None]:
+        keys = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+        return [next((r[k] for k in keys if k in r), None) for r in self.requests]
+
     def _respond(self, handler: BaseHTTPRequestHandler, step: Step) -> None:
+        if step.kind == "reply":
+            text, cut = step.payload
+            body = reply_body(handler.path.split("?")[0], text, cut)
+            self._send(handler, 200, json.dumps(body).encode())
+            return
         if step.kind == "hang":
             seconds, then = step.payload
             time.sleep(seconds)

@@ -21,6 +21,7 @@ import pytest
 from celery import Celery
 
 from evidence_app.models import ValidationSnapshot
+from evidence_app.validation.replay import replay_validation
 from evidence_app.validation.services import validation_run
 from project.celery import app as celery_app
 from tasks_app.models import Run, Task, TaskEvent, ToolEvidence
@@ -257,3 +258,94 @@ def test_validator_recovers_from_one_transient_fault(server: fo.FakeOpenAI) -> N
     task.refresh_from_db()
     assert snapshot.status == "accepted" and task.status == S.AWAITING_FEEDBACK
     RESULTS["validator retry"] = "validator 503 then a verdict -> accepted"
+
+
+# --- Issue 37: a verdict the provider cut gets one more chance ------------------------------
+
+PROTOCOLS = {
+    # name: (VALIDATOR_MODEL, environment for the client library)
+    "chat completions": ("compat:drill", {}),
+    "responses": ("openai:drill", {"OPENAI_BASE_URL": "{v1}", "OPENAI_API_KEY": "drill"}),
+    "anthropic messages": (
+        "anthropic:drill",
+        {"ANTHROPIC_BASE_URL": "{root}", "ANTHROPIC_API_KEY": "drill"},
+    ),
+}
+
+
+def _speak(protocol: str, server: fo.FakeOpenAI, settings: Any, monkeypatch: Any) -> None:
+    model, env = PROTOCOLS[protocol]
+    settings.VALIDATOR_MODEL = model
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.format(v1=server.base_url, root=server.root_url))
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_a_cut_verdict_is_asked_again_with_a_larger_allowance(
+    server: fo.FakeOpenAI, settings: Any, monkeypatch: Any, protocol: str
+) -> None:
+    """Issue 37 item 3: the real OpenAI and Anthropic client libraries against a server
+    that cuts the first verdict at its output limit: the validator asks once more with a
+    larger allowance and the second, whole verdict is used; both requests are counted."""
+    _speak(protocol, server, settings, monkeypatch)
+    server.set_script(fo.reply(VERDICT, cut=True), fo.reply(VERDICT))
+    task = validating_task()
+    snapshot = validation_run(task_id=task.pk, attempt_index=1)
+    task.refresh_from_db()
+    assert snapshot.status == "accepted", snapshot.result
+    assert task.status == S.AWAITING_FEEDBACK
+    assert snapshot.request_count == 2
+    assert [r["finish_reason"] for r in snapshot.raw_responses] == ["length", "stop"]
+    first, second = server.output_allowances
+    assert first is not None and second is not None and second > first
+    RESULTS[f"cut once ({protocol})"] = "cut, retried -> accepted"
+
+
+@pytest.mark.parametrize("protocol", list(PROTOCOLS))
+def test_a_verdict_cut_twice_is_a_validator_error_naming_the_reason(
+    server: fo.FakeOpenAI, settings: Any, monkeypatch: Any, protocol: str
+) -> None:
+    """Issue 37 item 3: cut again at the larger allowance: validator_error naming the
+    reason, the task to a person, no third request."""
+    _speak(protocol, server, settings, monkeypatch)
+    server.set_script(fo.reply(VERDICT, cut=True), fo.reply(VERDICT, cut=True), fo.reply(VERDICT))
+    task = validating_task()
+    snapshot = validation_run(task_id=task.pk, attempt_index=1)
+    task.refresh_from_db()
+    assert snapshot.status == "validator_error", snapshot.result
+    assert "The model stopped: length twice" in snapshot.error
+    assert task.status == S.NEEDS_REVIEW
+    assert len(server.requests) == 2
+    RESULTS[f"cut twice ({protocol})"] = "cut twice -> validator_error, needs_review"
+
+
+def test_each_part_of_a_chunked_validation_gets_its_retry(
+    server: fo.FakeOpenAI, settings: Any
+) -> None:
+    """Issue 37 item 3 (V11 parts): the first part's verdict is cut, retried with a larger
+    allowance and used; the second part answers at once; every request is counted on its
+    part."""
+    settings.VALIDATOR_CONTEXT_CHARS = {"compat:drill": 12_000}
+    server.set_script(fo.reply(VERDICT, cut=True), fo.reply(VERDICT))
+    task = validating_task(
+        evidence=["x " * 6000, "The annual training budget per employee is 1,750 EUR."]
+    )
+    snapshot = validation_run(task_id=task.pk, attempt_index=1)
+    parts = len(snapshot.chunk_verdicts)
+    assert parts >= 2
+    assert snapshot.request_count == parts + 1
+    assert [r["part"] for r in snapshot.raw_responses][:2] == [1, 1]
+    assert [v["stop_reason"] for v in snapshot.chunk_verdicts] == ["ok"] * parts
+    RESULTS["cut part"] = "part 1 cut, retried; every part judged"
+
+
+def test_a_replay_gets_its_retry(server: fo.FakeOpenAI) -> None:
+    """Issue 37 item 3: a replay whose verdict is cut is asked once more too."""
+    server.set_script(fo.reply(VERDICT))
+    task = validating_task()
+    original = validation_run(task_id=task.pk, attempt_index=1)
+    server.set_script(fo.reply(VERDICT, cut=True), fo.reply(VERDICT))
+    replay = replay_validation(snapshot=original)
+    assert replay.status == "accepted", replay.result
+    assert replay.request_count == 2
+    RESULTS["cut replay"] = "replay cut, retried -> accepted"

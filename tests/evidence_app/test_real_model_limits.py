@@ -99,15 +99,18 @@ def test_a_validator_answer_cut_or_refused_is_a_validator_error_naming_why(
     scripted_judge: ScriptedJudge, finish_reason: str
 ) -> None:
     """A verdict the provider cut (``length``) or refused (``content_filter``) is never
-    parsed, even when it holds a valid object: validator_error, the reason named."""
+    parsed, even when it holds a valid object: validator_error, the reason named. A cut
+    one is asked once more with a larger output allowance (issue 37), a refused one
+    not."""
     cut = ModelResponse(parts=[TextPart(verdict("accepted"))], finish_reason=finish_reason)
-    scripted_judge.replies = [cut]
+    scripted_judge.replies = [cut, cut]
     task = validating_task()
     snapshot = validation_run(task_id=task.pk, attempt_index=1)
     assert snapshot is not None
     assert snapshot.status == "validator_error"
     assert f"The model stopped: {finish_reason}" in snapshot.error
-    assert snapshot.request_count == 1
-    assert snapshot.raw_responses[0]["finish_reason"] == finish_reason
+    expected = 2 if finish_reason == "length" else 1
+    assert snapshot.request_count == expected
+    assert [r["finish_reason"] for r in snapshot.raw_responses] == [finish_reason] * expected
     task.refresh_from_db()
     assert task.status == "needs_review"

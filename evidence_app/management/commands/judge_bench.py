@@ -37,7 +37,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evidence_app.judge_bench import (
-    DEFAULT_CASE_FILES,
+    BENCH_CASE_FILES,
     SPLITS,
     CaseResult,
     format_report,
@@ -195,7 +195,7 @@ class Command(BaseCommand):
         for flag in ("since", "until", "out"):
             if options[flag]:
                 raise CommandError(f"--{flag} goes with --from-reviews")
-        return self._cases(options, split, default_files=DEFAULT_CASE_FILES)
+        return self._cases(options, split, default_files=BENCH_CASE_FILES)
 
     def _cases(
         self, options: dict[str, Any], split: str, *, default_files: tuple[Path, ...]

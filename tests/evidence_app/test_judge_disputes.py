@@ -1,0 +1,156 @@
+"""Issue 37 item 1: offline:judge reads all the evidence. A claim one tool result states
+word for word is disputed, never accepted, when another result states something
+incompatible about the same subject (another figure in any spelling, date or name,
+a negation, an update or a correction); a restatement, or figures about another subject,
+keep it accepted. Each case runs through the full validation path."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from evidence_app.validation.services import validation_run
+from tests.evidence_app.validation_helpers import validating_task
+
+pytestmark = pytest.mark.django_db
+
+REQUEST = "What is the maximum hotel rate per night?"
+OTHER_RATE = "The maximum hotel rate is 150 EUR per night."
+
+
+def _judge(settings: Any, answer: str, second: str, **fields: Any) -> Any:
+    settings.VALIDATOR_MODEL = "offline:judge"
+    task = validating_task(
+        answer=answer, evidence=[answer, second], request=fields.pop("request", REQUEST), **fields
+    )
+    snapshot = validation_run(task_id=task.pk, attempt_index=1)
+    assert snapshot is not None
+    return snapshot
+
+
+def _stances(snapshot: Any) -> list[tuple[str, str, bool]]:
+    claim = snapshot.result["claims"][0]
+    return [(c["stance"], c["quote"], c["verified"]) for c in claim["citations"]]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Hotel stays on standard business trips are capped at 120 EUR a night.",
+        "The maximum hotel rate is 120 EUR per night.",
+        "The maximum hotel rate is EUR 120 per night.",
+        "The maximum hotel rate is not 150 EUR per night.",
+    ],
+)
+def test_the_testers_hotel_answers_beside_a_150_eur_source_go_to_a_person(
+    settings: Any, answer: str
+) -> None:
+    """The tester's example: each answer is stated word for word by the first result and
+    disputed by a second saying 150 EUR: insufficient evidence, with both quotes."""
+    snapshot = _judge(settings, answer, OTHER_RATE)
+    assert snapshot.status == "insufficient_evidence", snapshot.result
+    assert snapshot.task.status == "needs_review"
+    assert _stances(snapshot) == [("supports", answer, True), ("contradicts", OTHER_RATE, True)]
+    assert "a person must decide" in snapshot.result["claims"][0]["note"]
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "The maximum hotel rate is €150 per night.",
+        "The maximum hotel rate is one hundred and fifty euros per night.",
+        "Hotels are no longer capped at 120 EUR per night.",
+        "The maximum hotel rate was raised from 120 EUR to 150 EUR per night.",
+        "Since March the maximum hotel rate is now 150 EUR per night.",
+        "The maximum hotel rate is not 120 EUR but 150 EUR per night.",
+    ],
+    ids=["euro sign", "number words", "no longer", "changed from to", "since now", "not but"],
+)
+def test_other_figures_updates_and_corrections_dispute_the_claim(
+    settings: Any, second: str
+) -> None:
+    answer = "The maximum hotel rate is 120 EUR per night."
+    snapshot = _judge(settings, answer, second)
+    assert snapshot.status == "insufficient_evidence", snapshot.result
+    assert _stances(snapshot)[1] == ("contradicts", second, True)
+
+
+@pytest.mark.parametrize(
+    ("answer", "second"),
+    [
+        (
+            "The travel handbook was written by Anna Berg in 2019.",
+            "The travel handbook was written by Anna Berg in 2021.",
+        ),
+        (
+            "The travel handbook was written by Anna Berg.",
+            "The travel handbook was written by Jonas Lind.",
+        ),
+        (
+            "The travel handbook was written by Anna Berg.",
+            "The travel handbook is often named as written by Anna Berg, but it was written "
+            "by Jonas Lind.",
+        ),
+        (
+            "Morse code is less sensitive to poor signal conditions than voice.",
+            "Morse code is more sensitive to poor signal conditions than voice.",
+        ),
+    ],
+    ids=["another year", "another name", "often named as, but", "the opposite word"],
+)
+def test_other_dates_names_and_corrections_dispute_the_claim(
+    settings: Any, answer: str, second: str
+) -> None:
+    snapshot = _judge(settings, answer, second, request="What does the source say?")
+    assert snapshot.status == "insufficient_evidence", snapshot.result
+    assert _stances(snapshot)[1] == ("contradicts", second, True)
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "Hotel stays are capped at EUR 120 a night.",
+        "Hotel stays in London are capped at 180 EUR per night.",
+        "The daily meal allowance is 46 EUR.",
+        "The maximum hotel rate was raised from 100 EUR to 120 EUR per night.",
+        "A night in a hotel may cost at most 120 EUR.",
+    ],
+    ids=["restated", "another subject", "another figure's subject", "update to it", "bound"],
+)
+def test_restatements_and_figures_about_other_subjects_keep_the_claim_accepted(
+    settings: Any, second: str
+) -> None:
+    answer = "The maximum hotel rate is 120 EUR per night."
+    snapshot = _judge(settings, answer, second)
+    assert snapshot.status == "accepted", snapshot.result
+    assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
+
+
+def test_the_task_page_shows_the_disputed_claim_with_both_quotes(
+    client: Client, reviewer: Any, requester: Any, settings: Any
+) -> None:
+    """The disputed claim is shown as disputed, with what each source says (both quotes
+    when figures do not tell them apart), and its evidence fragment shows both."""
+    answer = "Contractors are covered by the travel insurance."
+    second = "Contractors are not covered by the travel insurance."
+    snapshot = _judge(settings, answer, second, owner=requester, request="Are contractors insured?")
+    assert snapshot.status == "insufficient_evidence", snapshot.result
+    client.force_login(reviewer)
+
+    html = client.get(f"/tasks/{snapshot.task.pk}/").content.decode()
+
+    item = re.search(
+        r'<li class="claim-item claim-disputed-item" id="claim-item-1">.*?</li>', html, re.S
+    )
+    assert item, "claim 1 is not shown as disputed"
+    assert f'R1: "{answer}"; R2 says "{second}"' in item.group(0).replace("&quot;", '"')
+    fragment = client.get(
+        reverse("claim_evidence", args=[snapshot.task.pk, snapshot.pk, "1"]),
+        headers={"HX-Request": "true"},
+    ).content.decode()
+    assert f"{answer}</mark>" in fragment and f"{second}</mark>" in fragment
+    assert "states otherwise" in fragment
