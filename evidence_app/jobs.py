@@ -20,6 +20,7 @@ from evidence_app.validation.current_judge import SHADOW_JOB
 from evidence_app.validation.replay import REPLAY_JOB, replay_request_run
 from evidence_app.validation.services import VALIDATE_JOB, validation_attempt
 from project.errors import first_line
+from project.queues import MAINTENANCE, VALIDATION
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,18 @@ def shadow_validation_job(self: Any, pending_id: int) -> str:
 
 # The certification job's name (project.celery schedules it by name).
 CERTIFY_JOB = "evidence_app.certify_thresholds"
+
+# Where each job goes (project.queues.register_routes, in EvidenceAppConfig.ready):
+# finishing work, never behind a backlog of attempts. Changing the judge: a candidate's
+# comparison (in slices) and its shadow verdicts.
+JOB_ROUTES = {
+    VALIDATE_JOB: VALIDATION,
+    REPLAY_JOB: VALIDATION,
+    COMPARISON_JOB: VALIDATION,
+    SHADOW_JOB: VALIDATION,
+    # Recertifying the auto-accept thresholds (issue 38): periodic bookkeeping.
+    CERTIFY_JOB: MAINTENANCE,
+}
 
 
 @shared_task(name=CERTIFY_JOB)

@@ -7,7 +7,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from tasks_app.models import Task
+from tasks_app.records import Task
 
 __all__ = [
     "ValidationSnapshot",

@@ -1,6 +1,6 @@
-"""What evidence_app registers when Django starts (``EvidenceAppConfig.ready``): the
-validator tasks_app sends answers to (``tasks_app.workflow.verdicts``), and the validator's
-families on /metrics."""
+"""What evidence_app registers when Django starts (``EvidenceAppConfig.ready``): its jobs
+and the queues they go to (``jobs.JOB_ROUTES``), the validator tasks_app sends answers to
+(``tasks_app.workflow.verdicts``), and the validator's families on /metrics."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from prometheus_client.core import (
     Metric,
 )
 
+from evidence_app.jobs import JOB_ROUTES
 from evidence_app.models import AutoAcceptThreshold, ValidationSnapshot
 from evidence_app.trust.rates import WINDOW_DAYS, trust_window
 from evidence_app.trust.team import audit_queue, decisions_by_role, queue_age
@@ -28,7 +29,8 @@ from project.metrics import (
     register_source,
     usage_families,
 )
-from tasks_app.workflow.verdicts import register_validator
+from project.queues import register_routes
+from tasks_app.actions import register_validator
 
 
 def _tallies() -> dict[str, Tally]:
@@ -213,6 +215,7 @@ def _autoaccept_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
 
 
 def register() -> None:
+    register_routes(JOB_ROUTES)
     register_validator(StoredVerdicts())
     register_source(MetricSource("evidence_app", _families, _tallies))
     register_source(MetricSource("review_team", _review_team))

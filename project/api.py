@@ -9,7 +9,6 @@ object or a request body over ``API_MAX_BODY_BYTES`` (A3).
 from __future__ import annotations
 
 import functools
-import json
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -21,9 +20,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.operation import Operation
+from ninja.parser import Parser
 from pydantic import ValidationError as PydanticValidationError
 
-from project import request_bodies
+from project import request_bodies, strict_json
 from project.errors import DomainError
 from project.middleware import DB_RETRY_AFTER_SECONDS, log_database_unavailable
 from tasks_app.accounts.auth import api_auth
@@ -40,7 +40,23 @@ class EvidentiaAPI(NinjaAPI):
         return f"{app}_api_{operation.view_func.__name__}"
 
 
+# Where the request guard leaves the body it parsed, for the parser below.
+_PARSED_BODY = "_evidentia_parsed_json"
+
+
+class StrictParser(Parser):
+    """The body the request guard already parsed and checked (``strict_json``), so a body
+    is parsed once; ``json.loads`` for any other request."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        parsed = getattr(request, _PARSED_BODY, None)
+        if parsed is not None:
+            return parsed[0]
+        return strict_json.loads(request.body, max_depth=settings.API_MAX_JSON_DEPTH)
+
+
 api = EvidentiaAPI(
+    parser=StrictParser(),
     title="Evidentia API",
     version="1",
     description=(
@@ -107,6 +123,35 @@ def _nul_refusal(request: HttpRequest, field: str) -> HttpResponse:
     return api.create_response(request, body, status=422)
 
 
+def _unsafe_json_refusal(request: HttpRequest, exc: strict_json.UnsafeJson) -> HttpResponse:
+    body = error_body(422, str(exc), "validation_error")
+    body["errors"] = [{"field": exc.field, "message": exc.problem}]
+    return api.create_response(request, body, status=422)
+
+
+_FORM_TYPES = ("multipart/form-data", "application/x-www-form-urlencoded")
+
+
+def _strict_body(request: HttpRequest, raw: bytes) -> HttpResponse | None:
+    """Parse a JSON body once with ``strict_json`` and keep it for the parser; a 422
+    naming the field for NaN/Infinity, a lone surrogate or nesting over
+    ``API_MAX_JSON_DEPTH``. A body that is not JSON is left to ninja (400)."""
+    if request.META.get("CONTENT_TYPE", "").split(";", 1)[0].strip().lower() in _FORM_TYPES:
+        return None
+    try:
+        parsed = strict_json.loads(raw, max_depth=settings.API_MAX_JSON_DEPTH)
+    except strict_json.UnsafeJson as exc:
+        return _unsafe_json_refusal(request, exc)
+    except ValueError:
+        return None
+    setattr(request, _PARSED_BODY, (parsed,))
+    if b"\x00" in raw or b"\\u0000" in raw:
+        where = _nul_path(parsed)
+        if where is not None:
+            return _nul_refusal(request, ".".join(where) or "body")
+    return None
+
+
 def guard_request(run: Callable[..., Any]) -> Callable[..., Any]:
     """Refuse what must never reach a view, before auth or parsing (A3).
 
@@ -118,6 +163,9 @@ def guard_request(run: Callable[..., Any]) -> Callable[..., Any]:
       field. PostgreSQL text and jsonb cannot store it, so it would otherwise surface as
       a database error (a 500) deep inside a query. Not on the OTLP endpoint, whose
       decoder replaces NUL itself and whose errors are google.rpc.Status.
+    - NaN/Infinity, a lone surrogate or nesting deeper than ``API_MAX_JSON_DEPTH`` in a
+      JSON body: 422 naming the field (``project.strict_json``), nothing stored. The
+      OTLP endpoint refuses them in its own encoding (400).
     """
 
     @functools.wraps(run)
@@ -150,14 +198,9 @@ def guard_request(run: Callable[..., Any]) -> Callable[..., Any]:
                 raw = request.body
             except RequestDataTooBig:
                 return _too_large(request)
-            if b"\x00" in raw or b"\\u0000" in raw:
-                try:
-                    parsed = json.loads(raw)
-                except (ValueError, UnicodeDecodeError):
-                    parsed = None  # ninja answers 400 for a body it cannot parse
-                where = _nul_path(parsed) if parsed is not None else None
-                if where is not None:
-                    return _nul_refusal(request, ".".join(where) or "body")
+            refusal = _strict_body(request, raw)
+            if refusal is not None:
+                return refusal
         return run(request, *args, **kwargs)
 
     return wrapper

@@ -21,9 +21,9 @@ from project.heartbeats import (
 from project.logs import on_before_publish, on_job_end, on_job_start
 from project.queues import (
     MAINTENANCE,
-    ROUTES,
     all_queue_names,
     queue_name,
+    route_job,
 )
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
@@ -79,7 +79,7 @@ def configure(app: Celery) -> None:
         timezone="UTC",
         # A worker started without -Q consumes all of these (bin/run-dev).
         task_queues=[Queue(name) for name in all_queue_names()],
-        task_routes={pattern: {"queue": queue_name(p)} for pattern, p in ROUTES.items()},
+        task_routes=(route_job,),
         # The reaper recovers attempts whose worker died (stale heartbeat); `-B` on the
         # worker (bin/run-dev) or a separate `celery beat` (Procfile) sends it, to the
         # maintenance queue. A sweep not picked up within an interval is dropped: the

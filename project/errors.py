@@ -42,7 +42,7 @@ class ClaimConflict(DomainError):
 class Forbidden(DomainError):
     """The actor may not do this to this object (e.g. undo someone else's decision)."""
 
-    code = "forbidden"
+    code = "permission_denied"
     http_status = 403
 
 

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
+from django.utils.cache import add_never_cache_headers
 
 from project.errors import first_line
 
@@ -92,4 +93,23 @@ class DatabaseUnavailableMiddleware:
             content_type="text/plain; charset=utf-8",
         )
         response["Retry-After"] = str(DB_RETRY_AFTER_SECONDS)
+        return response
+
+
+class PrivateResponsesMiddleware:
+    """``Cache-Control: no-store`` (Django's ``never_cache`` headers) on every API answer
+    and on every page answered to a signed-in person: they hold someone's tasks, answers
+    and evidence, which no browser or shared cache may keep. Static files and the
+    anonymous pages (login) keep their own headers."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if request.path.startswith(f"/{settings.STATIC_URL.lstrip('/')}"):
+            return response
+        user = getattr(request, "user", None)
+        if request.path.startswith("/api/") or (user is not None and user.is_authenticated):
+            add_never_cache_headers(response)
         return response

@@ -23,10 +23,13 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 from django.utils.functional import cached_property
 from ninja import Field, Schema, pagination
-from ninja.errors import ValidationError
+from ninja.errors import HttpError, ValidationError
 from ninja.pagination import PaginationBase
 
 MAX_LIMIT = 1000
+# What a cursor looks like (base64url without padding); whether it names a page of this
+# list only the server can tell (404 when it does not).
+CURSOR_PATTERN = r"^[A-Za-z0-9_-]+$"
 MAX_OFFSET = 10_000_000
 
 
@@ -93,8 +96,11 @@ class LimitOffsetCursor(LimitOffset):
         offset: int = Field(0, ge=0, le=MAX_OFFSET)
         cursor: str | None = Field(
             None,
+            min_length=1,
             max_length=1000,
-            description="The `next` of the previous page (opaque); not with `offset`",
+            pattern=CURSOR_PATTERN,
+            description="The `next` of the previous page (opaque, base64url); not with "
+            "`offset`. A well-formed cursor this list did not give answers 404",
         )
 
     def paginate_queryset(
@@ -106,9 +112,9 @@ class LimitOffsetCursor(LimitOffset):
     ) -> dict[str, Any]:
         keys = ordering_keys(queryset)
         if pagination.cursor is not None:
+            after = decode_cursor(pagination.cursor, keys, queryset.model)
             if pagination.offset:
                 raise ValidationError([_cursor_error("give either cursor or offset, not both")])
-            after = decode_cursor(pagination.cursor, keys, queryset.model)
             rows = list(queryset.filter(keyset_after(keys, after))[: pagination.limit + 1])
             known = getattr(queryset, "known_count", None)
             count = known if known is not None else queryset.count()
@@ -167,7 +173,9 @@ def decode_cursor(cursor: str, keys: list[str], model: type[models.Model]) -> li
             _typed(model, key.lstrip("-"), value) for key, value in zip(keys, values, strict=True)
         ]
     except (binascii.Error, ValueError, KeyError, TypeError, OverflowError) as exc:
-        raise ValidationError([_cursor_error("not a cursor of this list")]) from exc
+        # Well formed (the parameter's pattern) but no page this list gave: like an id
+        # that names nothing, not found.
+        raise HttpError(404, "No page of this list at this cursor (not a cursor it gave).") from exc
 
 
 def _typed(model: type[models.Model], name: str, value: Any) -> Any:

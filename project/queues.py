@@ -3,6 +3,10 @@ so the app (project.celery), the heartbeats and the health checks can all use th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from fnmatch import fnmatchcase
+from typing import Any
+
 from django.conf import settings
 
 # One queue per purpose (issue 16). Finishing work (validation) never waits behind a
@@ -15,27 +19,29 @@ WEBHOOKS = "webhooks"
 MAINTENANCE = "maintenance"
 PURPOSES = (ATTEMPTS, VALIDATION, WEBHOOKS, MAINTENANCE)
 
-# Job name (or glob) -> purpose. A job not listed goes to CELERY_TASK_DEFAULT_QUEUE,
-# which the maintenance worker consumes too.
-ROUTES = {
-    "tasks_app.run_attempt": ATTEMPTS,
-    "evidence_app.validate_attempt": VALIDATION,
-    "evidence_app.replay_validation": VALIDATION,
-    # Changing the judge: a candidate's comparison (in slices) and its shadow verdicts.
-    "evidence_app.judge_comparison": VALIDATION,
-    "evidence_app.shadow_validation": VALIDATION,
-    "tasks_app.reap_attempts": MAINTENANCE,
-    "tasks_app.relay_outbox": MAINTENANCE,
-    # A complete OTLP trace becomes an attempt and goes to validation: finishing work.
-    "tasks_app.otlp_assemble_traces": VALIDATION,
-    "tasks_app.otlp_sweep": MAINTENANCE,
-    # A decision whose undo window closed: it closes the task or queues the next attempt.
-    "tasks_app.apply_decision": MAINTENANCE,
-    "tasks_app.apply_due_decisions": MAINTENANCE,
-    # Recertifying the auto-accept thresholds (issue 38): periodic bookkeeping.
-    "evidence_app.certify_thresholds": MAINTENANCE,
-    "*webhook*": WEBHOOKS,
-}
+# Job name (or glob) -> purpose, registered by each app in ``AppConfig.ready``
+# (``register_routes``). A job not listed goes to CELERY_TASK_DEFAULT_QUEUE, which the
+# maintenance worker consumes too.
+_ROUTES: dict[str, str] = {}
+
+
+def register_routes(routes: Mapping[str, str]) -> None:
+    """Send each job named (or matched by a glob such as ``*webhook*``) to the queue of
+    its purpose."""
+    for name, purpose in routes.items():
+        if purpose not in PURPOSES:
+            raise ValueError(f"job {name!r}: unknown queue purpose {purpose!r}")
+    _ROUTES.update(routes)
+
+
+def route_job(name: str, *args: Any, **kwargs: Any) -> dict[str, str] | None:
+    """Celery's router (``task_routes``): the queue of a job's purpose, the exact name
+    first, then the globs; None (the default queue) for a job no app routes."""
+    purpose = _ROUTES.get(name)
+    if purpose is None:
+        globs = (p for pattern, p in _ROUTES.items() if fnmatchcase(name, pattern))
+        purpose = next(globs, None)
+    return None if purpose is None else {"queue": queue_name(purpose)}
 
 
 def queue_name(purpose: str) -> str:

@@ -120,6 +120,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # no-store on the API and on every page a signed-in person sees.
+    "project.middleware.PrivateResponsesMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -217,6 +219,9 @@ STATIC_ROOT = VAR_DIR / "staticfiles"
 # Request bodies above this get 413 (A3). Django's own limit raises RequestDataTooBig.
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
+# JSON a client sends (API bodies, and OTLP attributes that hold JSON text) may nest this
+# deep; deeper gets 422 (API) or stays text (OTLP attribute) (docs/api.md "Bad input").
+API_MAX_JSON_DEPTH = env_int("API_MAX_JSON_DEPTH", 64, minimum=8)
 
 # --- Security (production) --------------------------------------------------------------
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
@@ -500,6 +505,11 @@ OTLP_TRACE_MAX_WAIT_SECONDS = env_float("OTLP_TRACE_MAX_WAIT_SECONDS", 600.0, mi
 OTLP_SOURCE_VALUE_LENGTH_LIMIT = env_int("OTLP_SOURCE_VALUE_LENGTH_LIMIT", 0, minimum=0) or None
 # Spans one account may send per minute; above it the endpoint answers 429 + Retry-After.
 OTLP_MAX_SPANS_PER_MINUTE = env_int("OTLP_MAX_SPANS_PER_MINUTE", 120_000, minimum=1)
+# A trace whose assembly fails (an error, not an unusable trace) is tried again after
+# OTLP_TRACE_RETRY_SECONDS, at most OTLP_TRACE_ASSEMBLY_ATTEMPTS times in all, then marked
+# unusable with the reason; the sweep takes due traces a few per account at a time.
+OTLP_TRACE_ASSEMBLY_ATTEMPTS = env_int("OTLP_TRACE_ASSEMBLY_ATTEMPTS", 3, minimum=1)
+OTLP_TRACE_RETRY_SECONDS = env_float("OTLP_TRACE_RETRY_SECONDS", 30.0, minimum=0.0)
 # --- External agents and webhooks (issue 14) ---------------------------------------------
 # Largest body of an external attempt submission (after gzip decompression too): 413 above.
 EXTERNAL_ATTEMPT_MAX_BYTES = env_int("EXTERNAL_ATTEMPT_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)

@@ -11,6 +11,7 @@ from typing import Any
 
 from celery import shared_task
 
+from project.queues import ATTEMPTS, MAINTENANCE, VALIDATION, WEBHOOKS
 from tasks_app.api.idempotency import idempotency_purge
 from tasks_app.intake.otlp.ingest import OTLP_ASSEMBLE_JOB, otlp_due_traces, otlp_trace_assemble
 from tasks_app.notifications.webhooks import (
@@ -18,7 +19,8 @@ from tasks_app.notifications.webhooks import (
     webhook_send_pending,
     webhook_sweep,
 )
-from tasks_app.runtime.attempts import attempt_reap, attempt_run
+from tasks_app.runtime.attempts import attempt_run
+from tasks_app.runtime.reaper import attempt_reap
 from tasks_app.workflow.outbox import outbox_purge, outbox_relay
 from tasks_app.workflow.services import (
     APPLY_DECISION_JOB,
@@ -86,7 +88,7 @@ def otlp_assemble_traces_job(self, trace_pks: list[int]) -> dict[str, int]:
     for trace_pk in trace_pks:
         outcome = otlp_trace_assemble(trace_pk=int(trace_pk))
         outcomes[outcome.outcome] = outcomes.get(outcome.outcome, 0) + 1
-        if outcome.outcome == "wait":
+        if outcome.outcome in ("wait", "retry"):
             waiting.append((int(trace_pk), outcome.wait_seconds))
     if waiting and not self.app.conf.task_always_eager:
         # In eager mode (tests, debugging) the maintenance sweep picks them up instead of
@@ -99,7 +101,8 @@ def otlp_assemble_traces_job(self, trace_pks: list[int]) -> dict[str, int]:
 
 @shared_task(name="tasks_app.otlp_sweep")
 def otlp_sweep_job() -> list[int]:
-    """Periodic: assemble complete traces whose job was lost (a broker restart)."""
+    """Periodic: assemble complete traces whose job was lost (a broker restart), fairly
+    across accounts; a trace that fails is counted and retried later, never raised."""
     done = []
     for trace_pk in otlp_due_traces():
         if otlp_trace_assemble(trace_pk=trace_pk).outcome == "submitted":
@@ -124,3 +127,19 @@ def sweep_webhooks_job() -> int:
     idempotency_purge()
     outbox_purge()
     return len(webhook_sweep())
+
+
+# Where each job goes (project.queues.register_routes, in TasksAppConfig.ready).
+JOB_ROUTES = {
+    RUN_ATTEMPT_JOB: ATTEMPTS,
+    "tasks_app.reap_attempts": MAINTENANCE,
+    "tasks_app.relay_outbox": MAINTENANCE,
+    # A complete OTLP trace becomes an attempt and goes to validation: finishing work.
+    OTLP_ASSEMBLE_JOB: VALIDATION,
+    "tasks_app.otlp_sweep": MAINTENANCE,
+    # A decision whose undo window closed: it closes the task or queues the next attempt.
+    APPLY_DECISION_JOB: MAINTENANCE,
+    "tasks_app.apply_due_decisions": MAINTENANCE,
+    # Slow outbound calls never hold up the other queues (the delivery and the sweep).
+    "*webhook*": WEBHOOKS,
+}

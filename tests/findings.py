@@ -32,7 +32,17 @@ FINDINGS: dict[int, dict[int, str]] = {
         12: "OTLP trace ids are scoped by account",
         13: "no-store on pages showing a secret; no webhook URL query string in logs",
         14: "NUL in free-form object keys stated in the schema",
-    }
+    },
+    34: {
+        1: "one account's poisoned OTLP traces cannot delay another's work",
+        2: "NaN, Infinity, lone surrogates and deep nesting answer 4xx, nothing stored",
+        3: "decisions through the API apply at once; breaking changes caught in CI",
+        4: "the OpenAPI document says what the server checks (hooks-free schemathesis)",
+        5: "Cache-Control: no-store on the API and every signed-in page",
+        6: "validator internals through the API for staff only, as on the pages",
+        7: "the same error for unresolvable and non-public webhook hosts",
+        8: "one documented 403 code",
+    },
 }
 
 _outcomes: dict[tuple[int, int], list[tuple[str, str, str]]] = defaultdict(list)

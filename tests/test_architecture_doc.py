@@ -4,6 +4,7 @@ behaviour lives" table names exists, and its model table lists every model of th
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 from django.apps import apps
@@ -44,3 +45,75 @@ def test_the_model_table_lists_every_model_of_the_apps() -> None:
         if model._meta.app_label in {"tasks_app", "evidence_app"}
     }
     assert listed == actual
+
+
+def _app_packages() -> set[str]:
+    """Every package of the two apps (a folder with an ``__init__.py``), migrations aside."""
+    return {
+        init.parent.relative_to(ROOT).as_posix() + "/"
+        for app in ("tasks_app", "evidence_app")
+        for init in (ROOT / app).glob("*/__init__.py")
+        if init.parent.name != "migrations"
+    }
+
+
+def _capability_rows() -> dict[str, str]:
+    """Package -> the rest of its row, from the tables of "The apps by capability"."""
+    rows: dict[str, str] = {}
+    for line in _section("The apps by capability").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        names = re.findall(r"`([^`]+)`", cells[0]) if line.startswith("| `") else []
+        if names:
+            rows[names[0]] = " | ".join(cells[1:])
+    return rows
+
+
+def test_every_package_of_the_apps_has_a_row_and_every_module_it_names_exists() -> None:
+    """Issue 35: the capability tables list every package of tasks_app and evidence_app
+    (no more, no fewer), and each module a row names (relative to its package) exists."""
+    rows = _capability_rows()
+    assert set(rows) == _app_packages()
+    missing = [
+        f"{package}{name}"
+        for package, rest in rows.items()
+        for name in re.findall(r"`([\w/]+(?:\.py|/))`", rest)
+        if not (ROOT / package / name).exists() and not (ROOT / name).exists()
+    ]
+    assert missing == []
+    assert sum(len(re.findall(r"`[\w/]+\.py`", rest)) for rest in rows.values()) > 60
+
+
+def test_the_layers_the_doc_gives_are_the_contracts_order() -> None:
+    """Issue 35: the evidence_app table lists its packages in the order of the layers
+    contract in pyproject.toml (top first), so the doc says which package may import which."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    for app in ("tasks_app", "evidence_app"):
+        (contract,) = [c for c in contracts if c.get("containers") == [app]]
+        layered = [
+            name
+            for layer in contract["layers"]
+            for name in re.split(r"[|:]", layer)
+            if f"{app}/{name.strip()}/" in _app_packages()
+        ]
+        documented = [
+            package.split("/")[1]
+            for package in _capability_rows()
+            if package.startswith(f"{app}/")
+            and package.split("/")[1] in {name.strip() for name in layered}
+        ]
+        assert documented == [name.strip() for name in layered]
+
+
+def test_where_to_look_first_names_functions_that_exist() -> None:
+    """Issue 35: each place the newcomer's table points to defines the function it names."""
+    section = _section("The apps by capability")
+    start = section.index("### Where to look first")
+    for row in section[start:].splitlines()[4:]:
+        if not row.startswith("| "):
+            continue
+        cell = row.split(" | ")[1]
+        for path, names in re.findall(r"`([\w/]+\.py)` \(([^)]*)\)", cell):
+            source = (ROOT / path).read_text(encoding="utf-8")
+            for name in re.findall(r"`([\w.]+)`", names):
+                assert re.search(rf"(def|class) {name.split('.')[-1]}\b", source), (path, name)

@@ -53,11 +53,8 @@ from project.llm.registry import resolve_model
 from project.pagination import LimitOffset100, LimitOffsetCursor, paginate
 from project.roles import require_operator
 from project.schemas import error_responses
-from tasks_app.api.idempotency import idempotency_header, run_idempotent
-from tasks_app.api.tasks import require_can_decide
-from tasks_app.models import Feedback, ToolEvidence
-from tasks_app.runtime.selectors import get_visible_run
-from tasks_app.workflow.selectors import require_visible_task
+from tasks_app.actions import idempotency_header, require_can_decide, run_idempotent
+from tasks_app.records import Feedback, ToolEvidence, get_visible_run, require_visible_task
 
 router = Router(tags=["evidence"])
 
@@ -139,10 +136,21 @@ def get_visible_validation(user: Any, validation_id: int) -> ValidationSnapshot:
     "/validations/{validation_id}",
     response={200: ValidationOut, **error_responses(404)},
     summary="One validation snapshot: verdict, V7 metadata, rendered input, raw responses",
+    description="The validator's internals (`system_prompt`, `rendered_input`, "
+    "`raw_responses`, `schema_errors`) are for reviewers and operators, as on the pages: "
+    "empty for a requester.",
     tags=["validations"],
 )
 def get_validation(request: HttpRequest, validation_id: int) -> ValidationSnapshot:
-    return get_visible_validation(request.auth, validation_id)  # type: ignore[attr-defined]
+    user = request.auth  # type: ignore[attr-defined]
+    snapshot = get_visible_validation(user, validation_id)
+    if not roles.is_staff_role(user):
+        # The validator's internals are reviewers' and operators' material, as on the
+        # pages: the requester gets the verdict in words, with these fields empty.
+        snapshot.system_prompt = snapshot.rendered_input = ""
+        snapshot.raw_responses = []
+        snapshot.schema_errors = []
+    return snapshot
 
 
 def _field_error(field: str, message: str) -> ValidationError:
@@ -388,7 +396,7 @@ def _audit_or_404(audit_id: int) -> Audit:
 
 @router.get(
     "/audits",
-    response={200: AuditListOut, **error_responses(403)},
+    response={200: AuditListOut, **error_responses(403, 404)},
     summary="Audits, oldest first (reviewers and operators); an open one shows no verdict",
     tags=["audits"],
 )

@@ -24,7 +24,7 @@ from project.schemas import (
     json_integer,
     not_blank,
 )
-from tasks_app.models import ToolEvidence
+from tasks_app.records import ToolEvidence
 
 # The template names get_template accepts, surrounding blanks allowed, blank = default.
 TEMPLATE_NAME = (

@@ -42,7 +42,7 @@ from evidence_app.trust.agreement import judges_disagree
 from evidence_app.validation.judge_calls import attempt_judge, attempt_judge_pair
 from evidence_app.validator.citations import normalised
 from evidence_app.validator.schema import STATUSES
-from tasks_app.models import Run, Task, ToolEvidence
+from tasks_app.records import Run, Task, ToolEvidence
 
 CASES_PATH = Path(__file__).resolve().parent / "cases.json"
 PUBLIC_CASES_PATH = Path(__file__).resolve().parent / "public_cases.json"

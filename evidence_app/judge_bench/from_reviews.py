@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from evidence_app.models import Audit, ClaimLabel
 from evidence_app.packets.task_packet import build_packet
-from tasks_app.models import Feedback, FeedbackAction, Task
+from tasks_app.records import Feedback, FeedbackAction, Task
 
 __all__ = ["DATASET", "QUEUES", "labelled_cases", "team_split"]
 

@@ -32,7 +32,7 @@ from evidence_app.models import (
 )
 from evidence_app.trust.agreement import HUMAN_DECISIONS, cohen_kappa
 from evidence_app.trust.stats import clopper_pearson, mcnemar_exact
-from tasks_app.models import Feedback, FeedbackAction
+from tasks_app.records import Feedback, FeedbackAction
 
 __all__ = [
     "BETTER",

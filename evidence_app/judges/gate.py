@@ -36,7 +36,7 @@ from evidence_app.validation.current_judge import active_shadow, current_judge
 from evidence_app.validation.shadow import shadow_validation
 from evidence_app.validator.templates import get_template
 from project.errors import InvalidInput, StaleAction, first_line
-from tasks_app.workflow.services import job_enqueue
+from tasks_app.actions import job_enqueue
 
 log = logging.getLogger(__name__)
 

@@ -15,8 +15,7 @@ from django.views.decorators.http import require_GET
 
 from evidence_app.models import ValidationSnapshot, ValidationStatus
 from project.views import operator_required, render_page
-from tasks_app.models import Task, TaskEvent
-from tasks_app.workflow.states import TaskStatus
+from tasks_app.records import Task, TaskEvent, TaskStatus
 
 # Colours told apart by hue and lightness (Okabe-Ito based, safe for the common colour
 # vision deficiencies); no two statuses share a near-identical green (issue 13).

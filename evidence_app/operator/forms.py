@@ -10,7 +10,7 @@ from django.conf import settings
 
 from evidence_app.models import ValidationStatus
 from project.llm.registry import ModelConfigurationError, resolve_model
-from tasks_app.workflow.states import TaskStatus
+from tasks_app.records import TaskStatus
 
 
 class ReplayForm(forms.Form):

@@ -13,7 +13,7 @@ from django.db.models import CharField, F, QuerySet, Value
 from django.shortcuts import get_object_or_404
 
 from evidence_app.models import ValidationSnapshot
-from tasks_app.models import LLMRequestSnapshot
+from tasks_app.records import LLMRequestSnapshot
 
 AGENT = "agent"
 VALIDATOR = "validator"

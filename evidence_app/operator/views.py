@@ -25,7 +25,7 @@ from evidence_app.validator.templates import list_templates
 from project.diffs import DIFF_MAX_LINES, diff_lines
 from project.health import run_checks
 from project.views import operator_required, render_page
-from tasks_app.models import LLMRequestSnapshot, Task
+from tasks_app.records import LLMRequestSnapshot, Task
 
 LLM_REQUESTS_PER_PAGE = 25
 # The operator overview's cost window (issue 18).

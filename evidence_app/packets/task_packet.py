@@ -12,14 +12,8 @@ from django.db.models.fields.json import KeyTextTransform
 from pydantic import BaseModel, Field
 
 from project.db import MARKER_ID, MARKER_INDEX, Prepared
-from tasks_app.models import (
-    RUN_ABANDONED_BY_DEAD_WORKER,
-    Run,
-    RunKind,
-    RunMessage,
-    Task,
-)
-from tasks_app.models import ToolEvidence as StoredToolEvidence
+from tasks_app.records import RUN_ABANDONED_BY_DEAD_WORKER, Run, RunKind, RunMessage, Task
+from tasks_app.records import ToolEvidence as StoredToolEvidence
 
 
 class ToolEvidence(BaseModel):

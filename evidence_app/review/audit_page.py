@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404
 from evidence_app.models import Audit, AuditState
 from evidence_app.trust.claim_labels import snapshot_claims
 from evidence_app.validation.selectors import evidence_labels_for_task
-from tasks_app.models import Run, RunKind, ToolEvidence
+from tasks_app.records import Run, RunKind, ToolEvidence
 
 # The blind page lists at most this many tool results of the audited attempt (without
 # their content, which loads on click).

@@ -20,10 +20,8 @@ from evidence_app.trust.claim_labels import task_decide_with_claim_labels
 from project.errors import DomainError, Forbidden
 from project.roles import is_reviewer, is_staff_role
 from project.views import HtmxHttpRequest, render_page
-from tasks_app.models import Feedback, FeedbackAction
-from tasks_app.workflow import services
-from tasks_app.workflow.selectors import can_act, visible_task
-from tasks_app.workflow.states import TaskStatus
+from tasks_app import actions
+from tasks_app.records import Feedback, FeedbackAction, TaskStatus, can_act, visible_task
 
 
 def _refusal_status(exc: DomainError) -> int:
@@ -97,7 +95,7 @@ def _decision_message(request: HttpRequest, decision: Feedback) -> None:
         # The undo toast beside this message names the decision and counts down.
         messages.info(request, f"#{task.pk} {task.title}: {label}, applying in a moment.")
         return
-    target = TaskStatus(services.FEEDBACK_TARGETS[FeedbackAction(decision.action)])
+    target = TaskStatus(actions.FEEDBACK_TARGETS[FeedbackAction(decision.action)])
     messages.success(request, f"#{task.pk} {task.title}: {label} → {target.label}.")
 
 
@@ -109,9 +107,7 @@ def decision_undo(request: HtmxHttpRequest, task_id: int, feedback_id: int) -> H
     task = visible_task(request, task_id)
     status = 200
     try:
-        undone = services.decision_undo(
-            feedback_id=feedback_id, task_id=task.pk, actor=request.user
-        )
+        undone = actions.decision_undo(feedback_id=feedback_id, task_id=task.pk, actor=request.user)
     except Feedback.DoesNotExist:
         raise Http404("No such decision on this task.") from None
     except Forbidden as exc:
@@ -200,10 +196,10 @@ def task_claim(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
     status = 200
     try:
         if op == "release":
-            services.task_release_claim(task_id=task.pk, reviewer=request.user, force=force)
+            actions.task_release_claim(task_id=task.pk, reviewer=request.user, force=force)
             messages.info(request, f"Released #{task.pk}.")
         else:
-            services.task_claim(task_id=task.pk, reviewer=request.user, force=force)
+            actions.task_claim(task_id=task.pk, reviewer=request.user, force=force)
             messages.success(request, f"You {'took over' if force else 'claimed'} #{task.pk}.")
     except DomainError as exc:
         messages.error(request, f"Not applied: {exc.message}")
@@ -221,7 +217,7 @@ def task_note(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
     status = 200
     if form.is_valid():
         try:
-            services.task_add_note(
+            actions.task_add_note(
                 task_id=task.pk, actor=request.user, comment=form.cleaned_data["comment"]
             )
             messages.success(request, "Note added.")

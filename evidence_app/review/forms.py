@@ -12,9 +12,8 @@ from django import forms
 from evidence_app.models import ClaimStance, FailureCategory, ValidationStatus
 from evidence_app.trust.audits import AUDIT_COMMENT_MAX
 from project.errors import DomainError, InvalidInput
-from tasks_app.models import ValidationPolicy
-from tasks_app.runtime.agents.plans import parse_plan
-from tasks_app.workflow.services import second_model_checked
+from tasks_app.actions import parse_plan, second_model_checked
+from tasks_app.records import ValidationPolicy
 
 FEEDBACK_CHOICES = [
     ("satisfied", "Satisfied"),

@@ -37,10 +37,16 @@ from project.errors import DomainError
 from project.pagination import CountedPaginator
 from project.roles import REVIEWERS, is_reviewer
 from project.views import render_fragment, render_page, reviewer_required, wants_fragment
-from tasks_app.models import Feedback, Task, TaskEvent, TaskStatusCount
-from tasks_app.workflow import services
-from tasks_app.workflow.selectors import status_counts, visible_task
-from tasks_app.workflow.states import TaskStatus
+from tasks_app import actions
+from tasks_app.records import (
+    Feedback,
+    Task,
+    TaskEvent,
+    TaskStatus,
+    TaskStatusCount,
+    status_counts,
+    visible_task,
+)
 
 QUEUE_PAGE_SIZE = 50
 
@@ -285,7 +291,7 @@ def task_assign(request: HttpRequest, task_id: int) -> HttpResponse:
             messages.error(request, "Not applied: no such reviewer.")
             return redirect("task_detail", task_id=task.pk)
     try:
-        services.task_assign(task_id=task.pk, assignee=assignee, actor=request.user)
+        actions.task_assign(task_id=task.pk, assignee=assignee, actor=request.user)
     except DomainError as exc:
         messages.error(request, f"Not applied: {exc.message}")
     else:

@@ -25,7 +25,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 from django.utils.timesince import TIME_STRINGS, timesince
 
-from tasks_app.workflow.states import TaskStatus
+from tasks_app.records import TaskStatus
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).resolve().parent / "jinja2"),
@@ -180,7 +180,7 @@ def queue_rows(
     vstatuses: Mapping[str, str],
     categories: Mapping[str, str],
 ) -> SafeString:
-    """The ``<tr>`` of each queue task (``views_review.queue_queryset`` annotations)."""
+    """The ``<tr>`` of each queue task (``queue_views.queue_queryset`` annotations)."""
     urls = TaskUrls()
     strings = time_strings()
     suffix = f"?{query}" if query else ""

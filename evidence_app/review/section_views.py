@@ -22,8 +22,7 @@ from evidence_app.validation.selectors import citation_excerpts, evidence_labels
 from project.downloads import set_attachment
 from project.roles import is_staff_role
 from project.views import render_fragment
-from tasks_app.models import Run, RunMessage, Task, ToolEvidence
-from tasks_app.workflow.selectors import visible_task
+from tasks_app.records import Run, RunMessage, Task, ToolEvidence, visible_task
 
 TEXT_SECTIONS = {"request": "request", "rules": "rules", "answer": "final_answer"}
 

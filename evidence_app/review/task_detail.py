@@ -25,11 +25,19 @@ from evidence_app.validation.claims import (
 from evidence_app.validation.selectors import answer_segments, evidence_labels_of, task_cost_of
 from project.diffs import diff_lines
 from project.roles import is_operator, is_reviewer, is_staff_role
-from tasks_app.models import ClaimEvent, Feedback, FeedbackAction, Run, RunKind, Task, TaskEvent
-from tasks_app.workflow import states
-from tasks_app.workflow.selectors import can_act
+from tasks_app import records
+from tasks_app.records import (
+    ClaimEvent,
+    Feedback,
+    FeedbackAction,
+    Run,
+    RunKind,
+    Task,
+    TaskEvent,
+    can_act,
+)
 
-POLLING_STATUSES = states.EXECUTION_ACTIVE_STATUSES | states.RUNNABLE_STATUSES
+POLLING_STATUSES = records.EXECUTION_ACTIVE_STATUSES | records.RUNNABLE_STATUSES
 
 
 # The detail page lists this many tool results; the rest load on request (a 500-result

@@ -12,15 +12,7 @@ from django.shortcuts import get_object_or_404
 
 from evidence_app.models import ValidationSnapshot
 from evidence_app.review import trace_tree
-from tasks_app.models import (
-    ClaimEvent,
-    Feedback,
-    OtlpTrace,
-    Run,
-    Task,
-    TaskEvent,
-    ToolEvidence,
-)
+from tasks_app.records import ClaimEvent, Feedback, OtlpTrace, Run, Task, TaskEvent, ToolEvidence
 
 
 def task(user: Any, task_id: int, *, limit: int) -> Task:

@@ -26,10 +26,8 @@ from project.views import (
     reviewer_required,
     wants_fragment,
 )
-from tasks_app.models import Task
-from tasks_app.workflow import services
-from tasks_app.workflow.selectors import count_of, status_counts
-from tasks_app.workflow.states import TaskStatus
+from tasks_app import actions
+from tasks_app.records import Task, TaskStatus, count_of, status_counts
 
 TASKS_PER_PAGE = 50
 
@@ -92,7 +90,7 @@ def task_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            task = services.task_create(
+            task = actions.task_create(
                 owner=request.user,
                 title=data["title"],
                 request=data["request"],
@@ -120,5 +118,5 @@ def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
     if is_staff_role(request.user):
         # The team page's time per item counts from a reviewer's first view of the
         # attempt; a requester looking at their own task is not review work.
-        services.review_visit_record(task=context["task"], reviewer=request.user)
+        actions.review_visit_record(task=context["task"], reviewer=request.user)
     return render_page(request, "evidence_app/task_detail.html", context)

@@ -30,7 +30,7 @@ from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
 from project.costs import CostTotal
-from tasks_app.models import LLMRequestSnapshot, Run, RunMessage, Task, ToolEvidence
+from tasks_app.records import LLMRequestSnapshot, Run, RunMessage, Task, ToolEvidence
 
 # Children per page: a "more" row loads the next page (Langfuse shows traces of up to
 # 20,000 observations; 200 rows of the tree are about 60 KB of HTML).

@@ -13,8 +13,7 @@ from django.views.decorators.http import require_GET
 from evidence_app.review import trace_tree
 from project.roles import is_staff_role
 from project.views import render_fragment
-from tasks_app.models import Task
-from tasks_app.workflow.selectors import visible_task
+from tasks_app.records import Task, visible_task
 
 TEMPLATE = "evidence_app/_trace_tree.html"
 

@@ -16,8 +16,7 @@ from evidence_app.models import FailureCategory, SnapshotKind, ValidationStatus
 from evidence_app.review import rows
 from project.costs import CostTotal, format_cost
 from project.llm.registry import display_model_name
-from tasks_app.models import FeedbackAction, RunKind, RunStatus
-from tasks_app.workflow.states import TaskStatus
+from tasks_app.records import FeedbackAction, RunKind, RunStatus, TaskStatus
 
 register = template.Library()
 

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 
 from evidence_app.models import SnapshotKind, ValidationSnapshot, ValidationStatus
 from evidence_app.trust import stats
-from tasks_app.models import Feedback, FeedbackAction
+from tasks_app.records import Feedback, FeedbackAction
 
 HUMAN_DECISIONS = (FeedbackAction.SATISFIED, FeedbackAction.REVISE, FeedbackAction.ABANDON)
 

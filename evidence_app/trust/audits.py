@@ -25,10 +25,8 @@ from evidence_app.models import (
 from evidence_app.trust.claim_labels import claim_labels_record
 from project.errors import Forbidden, InvalidInput, StaleAction
 from project.roles import is_reviewer
-from tasks_app.models import Task
-from tasks_app.notifications.models import WebhookEvent
-from tasks_app.notifications.webhooks import webhook_events_for_audit
-from tasks_app.workflow.states import TaskStatus
+from tasks_app.actions import webhook_events_for_audit
+from tasks_app.records import Task, TaskStatus, WebhookEvent
 
 __all__ = [
     "AUDIT_COMMENT_MAX",

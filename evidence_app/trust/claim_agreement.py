@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 
 from evidence_app.models import AuditState, ClaimLabel, ClaimStance
 from evidence_app.trust import stats
-from tasks_app.models import DecisionState
+from tasks_app.records import DecisionState
 
 __all__ = ["ClaimAgreementGroup", "claim_agreement_stats", "counted_claim_labels"]
 

@@ -10,8 +10,8 @@ from django.db import transaction
 
 from evidence_app.models import Audit, ClaimLabel, ClaimStance, ValidationSnapshot
 from project.errors import Forbidden, InvalidInput, StaleAction
-from tasks_app.models import DecisionState, Feedback, FeedbackAction, ToolEvidence
-from tasks_app.workflow import services
+from tasks_app import actions
+from tasks_app.records import DecisionState, Feedback, FeedbackAction, ToolEvidence
 
 __all__ = [
     "claim_labels_record",
@@ -149,7 +149,7 @@ def task_decide_with_claim_labels(
     decided on, in one transaction: a refused label refuses the decision too, so nothing
     is half written. ``snapshot_id`` is the validation whose claims the person saw; when
     the task's latest is another one, StaleAction."""
-    decision = services.task_decide(
+    decision = actions.task_decide(
         task_id=task_id,
         actor=actor,
         action=action,

@@ -36,15 +36,15 @@ from django.utils import timezone
 
 from evidence_app.models import Audit, AuditState
 from project.roles import OPERATORS, REVIEWERS
-from tasks_app.models import (
+from tasks_app.records import (
     DecisionState,
     Feedback,
     FeedbackAction,
     ReviewVisit,
     Task,
     TaskEvent,
+    TaskStatus,
 )
-from tasks_app.workflow.states import TaskStatus
 
 __all__ = [
     "DEFAULT_PERIOD",

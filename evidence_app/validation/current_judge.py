@@ -13,7 +13,7 @@ from django.conf import settings
 
 from evidence_app.models import JudgeDefault, ShadowJudge, ShadowVerdict, ValidationSnapshot
 from evidence_app.validator.templates import DEFAULT_TEMPLATE
-from tasks_app.workflow.services import job_enqueue
+from tasks_app.actions import job_enqueue
 
 __all__ = ["SHADOW_JOB", "active_shadow", "current_judge", "shadow_enqueue"]
 

@@ -28,8 +28,8 @@ from evidence_app.validator.schema import ValidationResult
 from evidence_app.validator.templates import TemplateVersion, get_template
 from project.db import MARKER_ID, MARKER_TIME, Prepared, release_connection
 from project.llm.registry import resolve_model
-from tasks_app.models import Feedback, FeedbackAction, Run, RunKind, Task
-from tasks_app.workflow.services import NO_SECOND_JUDGE
+from tasks_app.actions import NO_SECOND_JUDGE
+from tasks_app.records import Feedback, FeedbackAction, Run, RunKind, Task
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from evidence_app.validator.prompt import system_prompt
 from evidence_app.validator.templates import DEFAULT_TEMPLATE, get_template
 from project.costs import CostTotal, estimate_cost
 from project.errors import first_line
-from tasks_app.workflow.services import job_enqueue
+from tasks_app.actions import job_enqueue
 
 log = logging.getLogger(__name__)
 

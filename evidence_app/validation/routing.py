@@ -18,8 +18,7 @@ from evidence_app.trust.thresholds import AutoAcceptGate
 from evidence_app.validation.claims import disagreement_reason
 from evidence_app.validation.judge_calls import JudgePair
 from evidence_app.validator.schema import ValidationResult
-from tasks_app.models import NO_USABLE_ANSWER, Task
-from tasks_app.workflow.states import TaskStatus
+from tasks_app.records import NO_USABLE_ANSWER, Task, TaskStatus
 
 
 def pair_target(

@@ -21,7 +21,7 @@ from evidence_app.validator.citations import find_quote
 from evidence_app.validator.schema import stored_result
 from project.costs import CostTotal
 from project.schemas import as_list
-from tasks_app.models import Run, RunKind, Task, ToolEvidence
+from tasks_app.records import Run, RunKind, Task, ToolEvidence
 
 
 def rendered_attempt_evidence(task: Task, attempt_index: int) -> str:

@@ -31,19 +31,17 @@ from evidence_app.validation.judge_calls import (
 from evidence_app.validation.routing import pair_target
 from evidence_app.validation.snapshots import snapshot_store
 from project.errors import StaleAction, first_line
-from tasks_app.models import Task, ValidationPolicy
-from tasks_app.workflow.services import (
+from tasks_app.actions import (
+    ClaimKeeper,
+    Transition,
     attempt_enqueue,
     new_job_id,
     task_transition,
-    validation_enqueue,
-)
-from tasks_app.workflow.states import TaskStatus
-from tasks_app.workflow.validation_claims import (
-    ClaimKeeper,
     validation_claim_and_read,
     validation_claim_release,
+    validation_enqueue,
 )
+from tasks_app.records import Task, TaskStatus, ValidationPolicy
 
 log = logging.getLogger(__name__)
 
@@ -174,15 +172,15 @@ def _validation_crashed(task_id: int, attempt_index: int, exc: Exception) -> Val
         validation_enqueue(task_id, attempt_index, countdown=5 * tries)
         return ValidationOutcome(CRASHED)
     task_transition(
-        task_id=task_id,
-        to_status=TaskStatus.NEEDS_REVIEW,
-        actor_kind="system",
-        reason=(
-            f"the validation failed {tries} times in a row and was stopped; a person "
-            f"decides. Last error: {error}"
-        ),
-        expected_from=TaskStatus.VALIDATING,
-        expected_attempt=attempt_index,
+        Transition(
+            task_id=task_id,
+            to_status=TaskStatus.NEEDS_REVIEW,
+            actor_kind="system",
+            reason=f"the validation failed {tries} times in a row and was stopped; a person "
+            f"decides. Last error: {error}",
+            expected_from=TaskStatus.VALIDATING,
+            expected_attempt=attempt_index,
+        )
     )
     return ValidationOutcome(GAVE_UP)
 
@@ -224,12 +222,14 @@ def _validation_skipped(
     """Move the task on without a verdict (the policy, or an empty answer: V6)."""
     with transaction.atomic():
         task_transition(
-            task_id=task_id,
-            to_status=to_status,
-            actor_kind="validator",
-            reason=reason,
-            expected_from=TaskStatus.VALIDATING,
-            updates=updates,
+            Transition(
+                task_id=task_id,
+                to_status=to_status,
+                actor_kind="validator",
+                reason=reason,
+                expected_from=TaskStatus.VALIDATING,
+                updates=updates,
+            )
         )
     return ValidationOutcome(NO_VALIDATION)
 
@@ -274,15 +274,15 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
     )
     try:
         task_transition(
-            task_id=task_id,
-            to_status=to_status,
-            actor_kind="validator",
-            reason=reason,
-            expected_from=TaskStatus.VALIDATING,
-            expected_attempt=attempt_index,
-            updates=updates,
-            # In the transition's transaction, before the change is announced: the
-            # verdict, the second judge's verdict, the audit draw, the retry's job.
+            Transition(
+                task_id=task_id,
+                to_status=to_status,
+                actor_kind="validator",
+                reason=reason,
+                expected_from=TaskStatus.VALIDATING,
+                expected_attempt=attempt_index,
+                updates=updates,
+            ),
             on_applied=verdict.store_and_draw_audit,
         )
     except StaleAction as exc:

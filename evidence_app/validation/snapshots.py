@@ -15,7 +15,7 @@ from evidence_app.validator.judging import Judgement
 from evidence_app.validator.schema import claim_summary
 from project.costs import CURRENCY
 from project.db import insert_new
-from tasks_app.models import Task
+from tasks_app.records import Task
 
 
 def snapshot_store(

@@ -20,9 +20,8 @@ from evidence_app.validation.selectors import (
     verdict,
 )
 from evidence_app.validation.services import VALIDATE_JOB
-from tasks_app.models import Task, TaskQuerySet
-from tasks_app.workflow.services import job_send_on_commit
-from tasks_app.workflow.verdicts import Verdict
+from tasks_app.actions import Verdict, job_send_on_commit
+from tasks_app.records import Task, TaskQuerySet
 
 
 class StoredVerdicts:

@@ -51,6 +51,13 @@ class ExternalAttemptOut(Schema):
     tool_result_count: int
 
 
+# http or https, a host (letters, digits, dots, dashes, or a bracketed IPv6 literal), an
+# optional port, then a path, query or nothing; no credentials, no whitespace or NUL.
+WEBHOOK_URL_PATTERN = (
+    r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
+    r"([/?#][^\s\x00]*)?$"
+)
+
 WebhookEventName = Literal[
     "task.needs_review",
     "task.awaiting_feedback",
@@ -59,6 +66,7 @@ WebhookEventName = Literal[
     "task.failed",
     "task.abandoned",
     "validation.completed",
+    "trace.unusable",
 ]
 
 
@@ -68,8 +76,10 @@ class WebhookIn(Schema):
     url: str = Field(
         min_length=1,
         max_length=2000,
-        pattern=NO_NUL,
-        description="http(s) URL; public hosts only",
+        pattern=WEBHOOK_URL_PATTERN,
+        json_schema_extra={"format": "uri"},
+        description="http(s) URL with a host and no credentials; the host must resolve "
+        "to public addresses only (422 otherwise: the one rule a schema cannot state)",
     )
     events: list[WebhookEventName] | None = Field(
         None, description="Events to receive (default: all)", max_length=20

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
-from ninja import Router
+from ninja import Query, Router, Schema
+from pydantic import Field
 
-from project.schemas import ErrorOut
+from project.schemas import ErrorOut, error_responses
+from tasks_app.intake.models import OtlpTrace
 from tasks_app.intake.otlp.decode import (
     JSON,
     PROTOBUF,
@@ -107,11 +110,10 @@ def export_traces(request: HttpRequest) -> HttpResponse:
     # The API's request guard has applied OTLP_MAX_BODY_BYTES (413) and undone gzip
     # (project.request_bodies) by the time the body is read here.
     try:
-        export = parse_request(request.body, content_type)
+        records, rejected = spans_of(parse_request(request.body, content_type))
     except UndecodableRequest as exc:
         body, ctype = encode_status(content_type, str(exc))
         return _reply(415 if "Content-Type" in str(exc) else 400, body, ctype)
-    records, rejected = spans_of(export)
     user = request.auth  # type: ignore[attr-defined]
     wait = _throttled(user.pk, len(records) + len(rejected))
     if wait is not None:
@@ -135,3 +137,64 @@ def export_traces(request: HttpRequest) -> HttpResponse:
         message = f"{len(rejected)} span(s) rejected: " + "; ".join(reasons[:10])
     body, ctype = encode_response(content_type, rejected=len(rejected), message=message)
     return _reply(200, body, ctype)
+
+
+class OtlpTraceOut(Schema):
+    """A trace sent to the OTLP endpoint and what became of it: ``unusable`` traces say
+    why in ``error`` (no GenAI span, no answer, or an assembly that kept failing)."""
+
+    trace_id: str
+    state: Literal["collecting", "submitted", "unusable"]
+    error: str = Field(description="Why the trace is unusable, or why its last assembly failed")
+    assembly_failures: int = Field(description="Assemblies that failed with an error so far")
+    span_count: int
+    late_span_count: int
+    task_id: int | None
+    attempt_index: int | None
+    first_span_at: datetime
+    last_span_at: datetime
+    submitted_at: datetime | None
+
+
+class OtlpTraceList(Schema):
+    items: list[OtlpTraceOut]
+    count: int
+
+
+class OtlpTraceFilter(Schema):
+    state: Literal["collecting", "submitted", "unusable"] | None = None
+    limit: int = Field(50, ge=1, le=200, description="The newest traces first, at most this many")
+
+
+_TRACE_FIELDS = (
+    "trace_id",
+    "state",
+    "error",
+    "assembly_failures",
+    "span_count",
+    "late_span_count",
+    "task_id",
+    "attempt_index",
+    "first_span_at",
+    "last_span_at",
+    "submitted_at",
+)
+
+
+@router.get(
+    "/otlp/traces",
+    response={200: OtlpTraceList, **error_responses()},
+    summary="Your OTLP traces and what became of them",
+    description=(
+        "The traces you sent to `/otlp/v1/traces`, newest first: collecting spans, "
+        "submitted as an attempt (`task_id`, `attempt_index`), or unusable with the reason "
+        "in `error`. A trace whose assembly fails is tried again "
+        "(`OTLP_TRACE_ASSEMBLY_ATTEMPTS` times in all) before it is marked unusable."
+    ),
+)
+def list_traces(request: HttpRequest, filters: Query[OtlpTraceFilter]) -> dict[str, Any]:
+    traces = OtlpTrace.objects.filter(owner=request.auth)  # type: ignore[attr-defined]
+    if filters.state:
+        traces = traces.filter(state=filters.state)
+    items = list(traces.order_by("-first_span_at", "-pk").values(*_TRACE_FIELDS)[: filters.limit])
+    return {"items": items, "count": len(items)}

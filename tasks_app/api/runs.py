@@ -7,7 +7,9 @@ from typing import Any
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from ninja import Router
+from ninja.errors import HttpError
 
+from project import roles
 from project.pagination import LimitOffset200, paginate
 from project.schemas import error_responses
 from tasks_app.api.schemas import RunListOut, RunMessageListOut
@@ -31,10 +33,15 @@ def get_task_runs(request: HttpRequest, task_id: int) -> dict[str, Any]:
 
 @router.get(
     "/runs/{run_id}/messages",
-    response={200: RunMessageListOut, **error_responses(404)},
-    summary="A run's transcript, in order",
+    response={200: RunMessageListOut, **error_responses(403, 404)},
+    summary="A run's transcript, in order (reviewers and operators)",
+    description="Transcripts are reviewers' and operators' material, as on the pages (the "
+    "trace view): a requester is answered 403 for a run of their own task, 404 for any other.",
 )
 @paginate(LimitOffset200)
 def get_run_messages(request: HttpRequest, run_id: int) -> QuerySet[RunMessage]:
-    run = get_visible_run(request.auth, run_id)  # type: ignore[attr-defined]
+    user = request.auth  # type: ignore[attr-defined]
+    run = get_visible_run(user, run_id)
+    if not roles.is_staff_role(user):
+        raise HttpError(403, "A run's transcript is for reviewers and operators.")
     return run.messages.order_by("index")

@@ -111,11 +111,12 @@ class FeedbackIn(Schema):
         None, ge=0, description="The task version you saw; a changed task answers 409"
     )
     undo_seconds: int | None = Field(
-        None,
+        0,
         ge=0,
         le=3600,
         description="How long the decision can be undone before it applies (answered as "
-        "pending_decision); by default the server's DECISION_UNDO_SECONDS, 0 applies it at once",
+        "pending_decision); 0 or null, the default, applies it at once (the review pages "
+        "keep their DECISION_UNDO_SECONDS window)",
     )
     force: JsonBool = Field(False, description="Act even though someone else holds the claim")
 

@@ -101,7 +101,7 @@ def create_task(
 
 @router.get(
     "/tasks",
-    response={200: TaskListOut, **error_responses()},
+    response={200: TaskListOut, **error_responses(404)},
     summary="List tasks (filters, ordering, limit/offset or cursor)",
 )
 @paginate(LimitOffsetCursor)
@@ -128,7 +128,7 @@ def get_tasks(
 
 @router.get(
     "/tasks/active",
-    response={200: TaskListOut, **error_responses()},
+    response={200: TaskListOut, **error_responses(404)},
     summary="Open tasks (not terminal; includes needs_review)",
 )
 @paginate(LimitOffsetCursor)
@@ -152,11 +152,11 @@ def get_task(request: HttpRequest, task_id: int) -> Task:
     "/tasks/{task_id}/feedback",
     response={200: TaskOut, **error_responses(403, 404, 409)},
     summary="satisfied / revise (comment required) / abandon; undoable until it applies",
-    description="The decision waits DECISION_UNDO_SECONDS (or `undo_seconds`) before it "
-    "applies: the answer's `pending_decision` says when (`applies_at`) and where to undo it "
-    "(`undo_url`); until then the task's status, its webhooks and the agreement figures do "
-    "not count it. `undo_seconds: 0` applies it at once. An optional `comment` goes with "
-    "satisfied and abandon (a reason) too.",
+    description="The decision applies at once (the answer is the task in its new status) "
+    "unless you ask for an undo window with `undo_seconds`: then the answer's "
+    "`pending_decision` says when it applies (`applies_at`) and where to undo it "
+    "(`undo_url`), and until then the task's status, its webhooks and the agreement figures "
+    "do not count it. An optional `comment` goes with satisfied and abandon (a reason) too.",
 )
 def give_feedback(
     request: HttpRequest,
@@ -187,7 +187,7 @@ def give_feedback(
                 comment=payload.comment,
                 expected_version=payload.expected_version,
                 force=payload.force,
-                undo_seconds=payload.undo_seconds,
+                undo_seconds=payload.undo_seconds or 0,
             )
             return 200, TaskOut.model_validate(get_visible_task(user, task_id)).model_dump()
 

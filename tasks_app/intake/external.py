@@ -14,7 +14,7 @@ These functions take validated pydantic data, not HTTP requests, so other front 
 transaction: an error stores nothing.
 
 Streamed attempts hold the same lease as internal ones: every append refreshes the
-heartbeat; the reaper (``attempts.attempt_reap``) sends an attempt whose agent went
+heartbeat; the reaper (``reaper.attempt_reap``) sends an attempt whose agent went
 silent for ``ATTEMPT_LEASE_SECONDS`` back to ``open`` or to ``failed``
 (``EXTERNAL_ATTEMPT_STALE_ACTION``), its runs kept and marked unfinished.
 """
@@ -33,7 +33,7 @@ from project.errors import DomainError
 from project.schemas import NO_NUL, NO_NUL_KEYS, Text
 from tasks_app.runtime import runs
 from tasks_app.runtime.models import Run, RunKind, RunMessage, RunStatus, ToolEvidence
-from tasks_app.workflow import services
+from tasks_app.workflow import services, transitions
 from tasks_app.workflow.models import Feedback, FeedbackAction, Task, TaskAgent
 from tasks_app.workflow.states import RUNNABLE_STATUSES, TaskStatus
 from tasks_app.workflow.verdicts import validator
@@ -151,6 +151,20 @@ def _check_unique_keys(runs: list[RunIn]) -> None:
 
 class AttemptIn(_In):
     """A whole attempt in one body, or the start of a streamed one (``stream: true``)."""
+
+    # The stream/final_answer rule below, stated in the schema: a streamed attempt has no
+    # final_answer yet, a whole one has one.
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "if": {"properties": {"stream": {"const": True}}, "required": ["stream"]},
+            "then": {"properties": {"final_answer": {"type": "null"}}},
+            "else": {
+                "required": ["final_answer"],
+                "properties": {"final_answer": {"type": "string"}},
+            },
+        },
+    )
 
     runs: list[RunIn] = Field(
         min_length=1,
@@ -362,14 +376,16 @@ def _claim(task: Task, *, stream: bool, actor: Any = None) -> Task:
             f"Task {task.pk} is '{task.status}'; it takes an attempt only when 'open' or "
             "'needs_revision'."
         )
-    return services.task_transition(
-        task_id=task.pk,
-        to_status=TaskStatus.RUNNING,
-        expected_from=RUNNABLE_STATUSES,
-        actor=actor,
-        actor_kind="agent",
-        reason=f"external attempt {task.attempt_count + 1} "
-        + ("started (streaming)" if stream else "submitted"),
+    return transitions.task_transition(
+        transitions.Transition(
+            task_id=task.pk,
+            to_status=TaskStatus.RUNNING,
+            expected_from=RUNNABLE_STATUSES,
+            actor=actor,
+            actor_kind="agent",
+            reason=f"external attempt {task.attempt_count + 1} "
+            + ("started (streaming)" if stream else "submitted"),
+        )
     )
 
 
@@ -399,22 +415,26 @@ def _complete(task: Task, attempt_index: int, final_answer: str, actor: Any = No
                 "attempt's answer-bearing run; send the same text or leave one empty",
             )
     if not final_answer.strip():
-        return services.task_transition(
+        return transitions.task_transition(
+            transitions.Transition(
+                task_id=task.pk,
+                to_status=TaskStatus.FAILED,
+                expected_from=TaskStatus.RUNNING,
+                actor=actor,
+                actor_kind="agent",
+                reason=f"external attempt {attempt_index} ended without an answer",
+            )
+        )
+    updated = transitions.task_transition(
+        transitions.Transition(
             task_id=task.pk,
-            to_status=TaskStatus.FAILED,
+            to_status=TaskStatus.VALIDATING,
             expected_from=TaskStatus.RUNNING,
             actor=actor,
             actor_kind="agent",
-            reason=f"external attempt {attempt_index} ended without an answer",
+            reason=f"external attempt {attempt_index} produced an answer",
+            updates={"final_answer": final_answer},
         )
-    updated = services.task_transition(
-        task_id=task.pk,
-        to_status=TaskStatus.VALIDATING,
-        expected_from=TaskStatus.RUNNING,
-        actor=actor,
-        actor_kind="agent",
-        reason=f"external attempt {attempt_index} produced an answer",
-        updates={"final_answer": final_answer},
     )
     services.validation_enqueue(task.pk, attempt_index)
     return updated

@@ -43,6 +43,10 @@ class OtlpTrace(models.Model):
     last_span_at = models.DateTimeField(default=timezone.now)
     submitted_at = models.DateTimeField(null=True, blank=True)
     error = models.TextField(blank=True, default="")
+    # Assemblies that failed with an error (not "unusable"): the trace is tried again
+    # after retry_at, and marked unusable after OTLP_TRACE_ASSEMBLY_ATTEMPTS.
+    assembly_failures = models.PositiveSmallIntegerField(default=0)
+    retry_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["state", "last_span_at"], name="otlptrace_state_last")]

@@ -1,7 +1,7 @@
 """Signed webhooks back to external agents and other programs (issue 14).
 
 Events come from the one place every status change goes through:
-``tasks_app.workflow.services.task_transition`` calls ``webhook_events_for_transition`` inside its
+``tasks_app.workflow.transitions.task_transition`` calls ``webhook_events_for_transition`` in its
 transaction, which writes one ``WebhookDelivery`` row (the outbox) per subscribed
 endpoint and sends the delivery job once the transaction commits. A rolled-back change
 sends nothing; a committed one cannot skip its events.
@@ -87,6 +87,12 @@ def resolve_webhook_address(host: str, port: int) -> str:
         raise WebhookRefused(str(exc)) from None
 
 
+UNUSABLE_HOST = (
+    "url: the host '{host}' cannot receive webhooks: it must resolve, and to public "
+    "addresses only (an operator can allow private ones with WEBHOOK_ALLOW_PRIVATE=1)"
+)
+
+
 def webhook_url_check(url: str) -> str:
     """The URL, stripped, if it may receive webhooks; InvalidInput naming ``url`` if not."""
     url = (url or "").strip()
@@ -102,11 +108,10 @@ def webhook_url_check(url: str) -> str:
     try:
         resolve_webhook_address(parts.hostname, port)
     except WebhookRefused as exc:
-        message = str(exc)
-        raise InvalidInput(
-            f"url: {message}"
-            + ("; set WEBHOOK_ALLOW_PRIVATE=1 to allow it" if "refused" in message else "")
-        ) from None
+        # One answer whether the host does not resolve or resolves to a private address:
+        # telling them apart would let anyone map internal host names. The log says which.
+        log.info("webhook URL refused: %s", exc)
+        raise InvalidInput(UNUSABLE_HOST.format(host=parts.hostname)) from None
     return url
 
 
@@ -202,7 +207,7 @@ def webhook_events_for_transition(
     *, task: Task, from_status: str, to_status: str, actor_kind: str, reason: str
 ) -> list[WebhookDelivery]:
     """Write the deliveries a status change causes, in the caller's transaction, and send
-    their jobs after commit. Connected to ``task_transitioned`` (tasks_app.operations)."""
+    their jobs after commit. Connected to ``task_transitioned`` (tasks_app.registrations)."""
     verdict = from_status == TaskStatus.VALIDATING and actor_kind == "validator"
     event_types = _event_types(to_status, verdict=verdict)
     if not event_types:
@@ -288,6 +293,35 @@ def webhook_events_for_audit(
     }
     payload = json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":"))
     deliveries = [_delivery(endpoint, task, event_type, payload, now) for endpoint in endpoints]
+    _store_and_send(deliveries)
+    return deliveries
+
+
+def webhook_events_for_trace(*, trace: Any, reason: str, **_: Any) -> list[WebhookDelivery]:
+    """``trace.unusable`` for an OTLP trace that names one of its owner's tasks and could
+    not become an attempt, with the reason, in the caller's transaction (connected to
+    ``tasks_app.intake.signals.trace_unusable``). A trace that names no task is listed by
+    ``GET /otlp/traces`` only: a delivery belongs to a task."""
+    task = trace.task
+    if task is None:
+        return []
+    endpoints = _subscribed(task, [WebhookEvent.TRACE_UNUSABLE])
+    if not endpoints:
+        return []
+    now = timezone.now()
+    body = {
+        "type": WebhookEvent.TRACE_UNUSABLE.value,
+        "timestamp": now.isoformat(),
+        "data": {
+            "task": task_summary(task),
+            "trace": {"trace_id": trace.trace_id, "state": "unusable", "error": reason},
+        },
+    }
+    payload = json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":"))
+    deliveries = [
+        _delivery(endpoint, task, WebhookEvent.TRACE_UNUSABLE, payload, now)
+        for endpoint in endpoints
+    ]
     _store_and_send(deliveries)
     return deliveries
 

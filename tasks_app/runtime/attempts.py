@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
-from django.db.models import Q
 from django.utils import timezone
 
-from project.broker import Held, held_jobs
 from project.db import Keeper, close_quietly
 from project.dbturn import db_turn
 from project.errors import DomainError, StaleAction
@@ -40,16 +37,13 @@ from tasks_app.runtime.agents.plans import SinglePlan, TeamPlan, parse_plan
 from tasks_app.runtime.agents.team import run_team
 from tasks_app.runtime.agents.tools import DEFAULT_TOOLS
 from tasks_app.runtime.models import (
-    RUN_LEASE_EXPIRED,
     RUN_TAKEN_OVER,
     Run,
     RunStatus,
-    ServiceHeartbeat,
 )
-from tasks_app.workflow import services
+from tasks_app.workflow import services, transitions
 from tasks_app.workflow.fence import Fence, LeaseLost
 from tasks_app.workflow.models import Feedback, FeedbackAction, Task, TaskAgent
-from tasks_app.workflow.outbox import outbox_waiting_job_ids
 from tasks_app.workflow.states import RUNNABLE_STATUSES, TaskStatus
 from tasks_app.workflow.verdicts import validator
 
@@ -118,19 +112,21 @@ def _claim_next(*, task_id: int, worker: str) -> Claim:
     # winner when two deliveries of the job start at the same moment; the attempt
     # number is read from the locked row.
     with db_turn():
-        task = services.task_transition(
-            task_id=task_id,
-            to_status=TaskStatus.RUNNING,
-            expected_from=RUNNABLE_STATUSES,
-            reason=lambda locked: (
-                (
-                    f"attempt {locked.attempt_count} re-run {locked.requeue_count} started"
-                    if locked.attempt_interrupted
-                    else f"attempt {locked.attempt_count + 1} started"
-                )
-                + (f" on {worker}" if worker else "")
-            ),
-            updates=_refuse_external,
+        task = transitions.task_transition(
+            transitions.Transition(
+                task_id=task_id,
+                to_status=TaskStatus.RUNNING,
+                expected_from=RUNNABLE_STATUSES,
+                reason=lambda locked: (
+                    (
+                        f"attempt {locked.attempt_count} re-run {locked.requeue_count} started"
+                        if locked.attempt_interrupted
+                        else f"attempt {locked.attempt_count + 1} started"
+                    )
+                    + (f" on {worker}" if worker else "")
+                ),
+                updates=_refuse_external,
+            )
         )
     return Claim(
         task_id=task_id, attempt_index=task.attempt_count, lease_token=task.lease_token, task=task
@@ -179,28 +175,27 @@ def attempt_takeover(
                 finished_at=now,
             )
         if locked.requeue_count >= settings.ATTEMPT_MAX_REQUEUES:
-            return services.task_transition(
+            return transitions.task_transition(
+                transitions.Transition(
+                    task_id=task_id,
+                    to_status=TaskStatus.FAILED,
+                    expected_from=TaskStatus.RUNNING,
+                    lease_token=locked.lease_token,
+                    reason=f"attempt lease expired (last heartbeat: {seen}) and the task was "
+                    f"already re-run {locked.requeue_count} times",
+                )
+            )
+        task = transitions.task_transition(
+            transitions.Transition(
                 task_id=task_id,
-                to_status=TaskStatus.FAILED,
+                to_status=TaskStatus.RUNNING,
                 expected_from=TaskStatus.RUNNING,
                 lease_token=locked.lease_token,
-                reason=(
-                    f"attempt lease expired (last heartbeat: {seen}) and the task was "
-                    f"already re-run {locked.requeue_count} times"
-                ),
-            )
-        task = services.task_transition(
-            task_id=task_id,
-            to_status=TaskStatus.RUNNING,
-            expected_from=TaskStatus.RUNNING,
-            lease_token=locked.lease_token,
-            # The reason starts like the reaper's: project.metrics counts both.
-            reason=(
-                f"attempt lease expired (last heartbeat: {seen}); attempt "
+                reason=f"attempt lease expired (last heartbeat: {seen}); attempt "
                 f"{locked.attempt_count} taken over{by} (re-run {locked.requeue_count + 1} "
-                f"of at most {settings.ATTEMPT_MAX_REQUEUES})"
-            ),
-            updates={"requeue_count": locked.requeue_count + 1},
+                f"of at most {settings.ATTEMPT_MAX_REQUEUES})",
+                updates={"requeue_count": locked.requeue_count + 1},
+            )
         )
     return Claim(
         task_id=task_id,
@@ -302,16 +297,18 @@ def attempt_finish(*, claim: Claim, result: AgentResult | None, error: str = "")
         with db_turn():
             if result is not None and result.usable:
                 job_id = services.new_job_id()
-                task = services.task_transition(
-                    task_id=claim.task_id,
-                    to_status=TaskStatus.VALIDATING,
-                    lease_token=claim.lease_token,
-                    expected_from=TaskStatus.RUNNING,
-                    reason=(
-                        f"attempt {claim.attempt_index} produced an answer ({result.finish_reason})"
+                task = transitions.task_transition(
+                    transitions.Transition(
+                        task_id=claim.task_id,
+                        to_status=TaskStatus.VALIDATING,
+                        lease_token=claim.lease_token,
+                        expected_from=TaskStatus.RUNNING,
+                        reason=(
+                            f"attempt {claim.attempt_index} produced an answer "
+                            f"({result.finish_reason})"
+                        ),
+                        updates={"final_answer": result.output_text, "job_id": job_id},
                     ),
-                    # The attempt is over: the transition releases the lease.
-                    updates={"final_answer": result.output_text, "job_id": job_id},
                     on_applied=lambda moved: services.validation_enqueue(
                         moved.pk, claim.attempt_index, job_id=job_id
                     ),
@@ -322,12 +319,14 @@ def attempt_finish(*, claim: Claim, result: AgentResult | None, error: str = "")
                     or (result.error if result else "")
                     or (f"no usable answer ({result.finish_reason})" if result else "no answer")
                 )
-                task = services.task_transition(
-                    task_id=claim.task_id,
-                    to_status=TaskStatus.FAILED,
-                    lease_token=claim.lease_token,
-                    expected_from=TaskStatus.RUNNING,
-                    reason=f"attempt {claim.attempt_index} failed: {why}"[:2000],
+                task = transitions.task_transition(
+                    transitions.Transition(
+                        task_id=claim.task_id,
+                        to_status=TaskStatus.FAILED,
+                        lease_token=claim.lease_token,
+                        expected_from=TaskStatus.RUNNING,
+                        reason=f"attempt {claim.attempt_index} failed: {why}"[:2000],
+                    )
                 )
     except StaleAction as exc:
         log.warning(
@@ -432,243 +431,3 @@ def _attempt_run_claimed(claim: Claim, *, task_id: int) -> AttemptOutcome:
     if finished is None:
         return AttemptOutcome(JobResult.LEASE_LOST)
     return AttemptOutcome(JobResult.TAKEN_OVER if claim.taken_over else finished.status, finished)
-
-
-@dataclass
-class ReapReport:
-    requeued: list[int]
-    failed: list[int]
-    reenqueued: list[int] = field(default_factory=list)
-    revalidated: list[int] = field(default_factory=list)
-
-
-def attempt_reap(*, now: datetime | None = None) -> ReapReport:
-    """Recover running attempts whose heartbeat is older than ATTEMPT_LEASE_SECONDS or
-    missing: back to ``open`` and re-enqueued (at most ATTEMPT_MAX_REQUEUES times), else
-    ``failed`` with the reason. Fresh attempts and needs_review are untouched. Runnable
-    tasks left waiting a whole lease period get their job sent again."""
-    now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
-    stale = list(
-        Task.objects.filter(status=TaskStatus.RUNNING)
-        .filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=cutoff))
-        .values_list("pk", "heartbeat_at", "requeue_count", "lease_token", "agent")
-    )
-    report = ReapReport(requeued=[], failed=[])
-    for task_id, heartbeat_at, requeue_count, lease_token, agent in stale:
-        external = agent == TaskAgent.EXTERNAL
-        seen = heartbeat_at.isoformat() if heartbeat_at else "never"
-        try:
-            with db_turn(), transaction.atomic():
-                # Fenced by the token we read: if the worker beat or finished in the
-                # meantime, its token or status changed and we leave it alone.
-                locked = Task.objects.select_for_update().get(pk=task_id)
-                if locked.status != TaskStatus.RUNNING or locked.lease_token != lease_token:
-                    continue
-                if locked.heartbeat_at is not None and locked.heartbeat_at >= cutoff:
-                    continue
-                # The dead worker's runs would otherwise show "running" forever.
-                for run in Run.objects.filter(
-                    task_id=task_id, attempt_index=locked.attempt_count, status=RunStatus.RUNNING
-                ).only("pk"):
-                    runs.run_finish(
-                        run=run,
-                        status=RunStatus.FAILED,
-                        finish_reason=RUN_LEASE_EXPIRED,
-                        error=(
-                            f"The external agent stopped (last heartbeat: {seen}); the run "
-                            "is unfinished."
-                            if external
-                            else f"The worker stopped (last heartbeat: {seen}); the run was "
-                            "abandoned."
-                        ),
-                        finished_at=now,
-                    )
-                # An external attempt (issue 14) goes back to open (its agent may submit
-                # again; no job is queued) or to failed, as EXTERNAL_ATTEMPT_STALE_ACTION says.
-                back_to_open = requeue_count < settings.ATTEMPT_MAX_REQUEUES and (
-                    not external or settings.EXTERNAL_ATTEMPT_STALE_ACTION == "open"
-                )
-                if back_to_open:
-                    # An internal attempt is re-run as the same attempt (issue 17: an
-                    # outage does not spend the task's attempts); an external agent
-                    # submits a new one.
-                    services.task_transition(
-                        task_id=task_id,
-                        to_status=TaskStatus.OPEN,
-                        lease_token=lease_token,
-                        reason=(
-                            f"external attempt lease expired (last heartbeat: {seen}); "
-                            "waiting for a new attempt"
-                            if external
-                            else f"attempt lease expired (last heartbeat: {seen}); attempt "
-                            f"{locked.attempt_count} re-queued (re-run {requeue_count + 1} of "
-                            f"at most {settings.ATTEMPT_MAX_REQUEUES})"
-                        ),
-                        updates={"requeue_count": requeue_count + 1},
-                        rerun=not external,
-                    )
-                    services.attempt_enqueue(task_id)
-                    report.requeued.append(task_id)
-                elif external and settings.EXTERNAL_ATTEMPT_STALE_ACTION == "failed":
-                    services.task_transition(
-                        task_id=task_id,
-                        to_status=TaskStatus.FAILED,
-                        lease_token=lease_token,
-                        reason=f"external attempt lease expired (last heartbeat: {seen})",
-                    )
-                    report.failed.append(task_id)
-                else:
-                    services.task_transition(
-                        task_id=task_id,
-                        to_status=TaskStatus.FAILED,
-                        lease_token=lease_token,
-                        reason=(
-                            f"attempt lease expired (last heartbeat: {seen}) and the task was "
-                            f"already re-run {requeue_count} times"
-                        ),
-                    )
-                    report.failed.append(task_id)
-        except (StaleAction, Task.DoesNotExist):
-            continue
-    held = _HeldJobs()
-    report.reenqueued = _reenqueue_waiting(cutoff=cutoff, now=now, held=held)
-    report.revalidated = _resend_stale_validations(cutoff=cutoff, now=now, held=held)
-    return report
-
-
-class _HeldJobs:
-    """The broker's queued and unacknowledged job ids, read at most once per sweep and
-    only when some task is waiting (issue 16)."""
-
-    def __init__(self) -> None:
-        self._held: Held | None = None
-        self._waiting: set[str] = set()
-        self._live: set[str] | None = None
-        self._read = False
-
-    def holds(self, job_id: str) -> bool:
-        """True when the broker still holds ``job_id`` for a live worker: queued, or
-        delivered to a worker that is alive and not yet acknowledged (running). False
-        when it is lost, when the worker it was delivered to died (issue 17: Redis would
-        hand it back only after the visibility timeout), or when the broker cannot be
-        inspected (then a re-send is the safe choice: duplicates are harmless)."""
-        if not self._read:
-            self._read = True
-            self._held = held_jobs()
-            # Recorded in the outbox and not published yet (the broker was down): the
-            # relay sends it; a re-send now would only add a copy (issue 17).
-            self._waiting = outbox_waiting_job_ids()
-        if not job_id:
-            return False
-        if job_id in self._waiting:
-            return True
-        if self._held is None:
-            return False
-        if job_id in self._held.queued:
-            return True
-        if job_id not in self._held.unacked:
-            return False
-        delivered = self._held.unacked[job_id]
-        grace = 2 * settings.OPS_HEARTBEAT_SECONDS
-        if delivered is None or delivered > time.time() - grace:
-            return True  # just delivered: its worker may not have reported it yet
-        live = self._live_jobs()
-        return live is None or job_id in live
-
-    def _live_jobs(self) -> set[str] | None:
-        """Jobs the live workers report holding (heartbeat rows younger than two
-        periods); None when a live worker does not report them (an older version)."""
-        if self._live is None:
-            fresh = timezone.now() - timedelta(seconds=2 * settings.OPS_HEARTBEAT_SECONDS)
-            jobs: set[str] = set()
-            for detail in ServiceHeartbeat.objects.filter(
-                kind=ServiceHeartbeat.Kind.WORKER, seen_at__gte=fresh
-            ).values_list("detail", flat=True):
-                listed = (detail or {}).get("jobs")
-                if not isinstance(listed, list):
-                    return None
-                jobs.update(str(j) for j in listed)
-            self._live = jobs
-        return self._live
-
-
-def _quiet_since(cutoff: datetime) -> Q:
-    """Neither changed nor re-sent since ``cutoff`` (issue 11: ``resent_at`` is the
-    re-send marker; ``updated_at`` only says the row changed)."""
-    return Q(updated_at__lt=cutoff) & (Q(resent_at__isnull=True) | Q(resent_at__lt=cutoff))
-
-
-def _resend_marked(
-    task_id: int,
-    *,
-    statuses: frozenset[str],
-    seen: tuple[datetime, datetime | None],
-    now: datetime,
-) -> str:
-    """Record a re-send: a new job id and ``resent_at``, conditional on the row being as
-    read (same status, ``seen`` = its updated_at and resent_at unchanged), so a
-    transition or a second reaper in between means no send. Returns the new job id, or
-    "" when the row moved on."""
-    updated_at, resent_at = seen
-    new_id = services.new_job_id()
-    touched = Task.objects.filter(
-        pk=task_id, status__in=statuses, updated_at=updated_at, resent_at=resent_at
-    ).update(resent_at=now, job_id=new_id)
-    return new_id if touched else ""
-
-
-def _reenqueue_waiting(*, cutoff: datetime, now: datetime, held: _HeldJobs) -> list[int]:
-    """Runnable tasks (open/needs_revision, never needs_review) neither changed nor
-    re-sent for a whole lease period whose job the broker no longer holds get it sent
-    again (it was lost: broker down at commit time, or a broker restart). A job still
-    waiting in the queue is left alone, however long the backlog. A duplicate is harmless
-    anyway: only one delivery can claim the attempt. ``resent_at`` spaces re-sends one
-    lease period apart."""
-    waiting = list(
-        Task.objects.filter(_quiet_since(cutoff), status__in=RUNNABLE_STATUSES)
-        .exclude(agent=TaskAgent.EXTERNAL)  # waits for its agent, never re-queued (issue 14)
-        .values_list("pk", "updated_at", "resent_at", "job_id")
-    )
-    sent: list[int] = []
-    for task_id, updated_at, resent_at, job_id in waiting:
-        if held.holds(job_id):
-            continue
-        with db_turn(), transaction.atomic():
-            new_id = _resend_marked(
-                task_id, statuses=RUNNABLE_STATUSES, seen=(updated_at, resent_at), now=now
-            )
-            if new_id:
-                services.attempt_enqueue(task_id, job_id=new_id)
-                sent.append(task_id)
-    return sent
-
-
-def _resend_stale_validations(*, cutoff: datetime, now: datetime, held: _HeldJobs) -> list[int]:
-    """Tasks in ``validating`` for a whole lease period with no snapshot of their
-    current attempt, whose validation job the broker no longer holds, get it sent again:
-    the first one was lost (broker down at commit, or the message dropped). A second
-    copy never calls the model twice (the validation claims first); ``resent_at`` sends
-    at most one per lease period."""
-    waiting = list(
-        Task.objects.filter(_quiet_since(cutoff), status=TaskStatus.VALIDATING).values_list(
-            "pk", "updated_at", "resent_at", "attempt_count", "job_id"
-        )
-    )
-    sent: list[int] = []
-    for task_id, updated_at, resent_at, attempt_index, job_id in waiting:
-        if held.holds(job_id):
-            continue  # still queued or running: never a second copy (issue 16)
-        if validator().verdict(task_id, attempt_index) is not None:
-            continue
-        with db_turn(), transaction.atomic():
-            new_id = _resend_marked(
-                task_id,
-                statuses=frozenset({TaskStatus.VALIDATING}),
-                seen=(updated_at, resent_at),
-                now=now,
-            )
-            if new_id:
-                services.validation_enqueue(task_id, attempt_index, job_id=new_id)
-                sent.append(task_id)
-    return sent

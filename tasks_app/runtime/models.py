@@ -171,8 +171,6 @@ class ToolEvidence(models.Model):
     objects = ToolEvidenceQuerySet.as_manager()
 
     class Meta:
-        # Created by evidence_app and moved here with its table (migration 0016).
-        db_table = "evidence_app_toolevidence"
         ordering = ["run", "sequence"]
         indexes = [
             # An attempt's results (packets), and the task page's first results in list

@@ -12,16 +12,13 @@ may not touch them. Claims change hands only through ``task_claim`` and
 
 from __future__ import annotations
 
-import functools
 import logging
-import secrets
 import uuid
-from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from project.errors import (
@@ -36,7 +33,6 @@ from project.logs import bind as bind_log_context
 from project.roles import is_reviewer
 from tasks_app.workflow import states
 from tasks_app.workflow.models import (
-    ClaimEvent,
     ClaimEventKind,
     DecisionState,
     Feedback,
@@ -44,48 +40,23 @@ from tasks_app.workflow.models import (
     ReviewVisit,
     Task,
     TaskAgent,
-    TaskEvent,
     ValidationOutcome,
     ValidationPolicy,
 )
 from tasks_app.workflow.outbox import outbox_send
-from tasks_app.workflow.signals import task_transitioned
 from tasks_app.workflow.states import TaskStatus
+from tasks_app.workflow.transitions import (
+    Transition,
+    claim_event,
+    refuse_stale,
+    task_transition,
+)
 from tasks_app.workflow.verdicts import validator
 
 if TYPE_CHECKING:
     pass
 
 log = logging.getLogger(__name__)
-
-# Fields only task_transition (status, version, attempt, lease, claim), the claim and
-# assignment services and the reaper's re-send write: ``updates`` naming one is a bug.
-TRANSITION_OWNED_FIELDS = frozenset(
-    {
-        "status",
-        "version",
-        "attempt_count",
-        "attempt_interrupted",
-        "lease_token",
-        "heartbeat_at",
-        "claimed_by",
-        "claimed_by_id",
-        "claimed_at",
-        "assigned_to",
-        "assigned_to_id",
-        "resent_at",
-        "updated_at",
-    }
-)
-
-
-def _refuse_owned(updates: dict[str, Any]) -> None:
-    owned = sorted(TRANSITION_OWNED_FIELDS.intersection(updates))
-    if owned:
-        raise ValueError(
-            f"task_transition(updates=...) may not set {', '.join(owned)}: the transition "
-            "service (or the claim service) is the one writer of those fields"
-        )
 
 
 def new_job_id() -> str:
@@ -145,273 +116,6 @@ def validation_enqueue(
     """Queue the validation of ``attempt_index`` once the current transaction commits
     (no earlier than ``countdown`` seconds from now), through the registered validator."""
     return validator().enqueue(task_id, attempt_index, job_id=job_id, countdown=countdown)
-
-
-@transaction.atomic
-def task_transition(
-    *,
-    task_id: int,
-    to_status: str,
-    actor: Any = None,
-    actor_kind: str = "system",
-    reason: str | Callable[[Task], str] = "",
-    expected_from: str | set[str] | frozenset[str] | None = None,
-    expected_version: int | None = None,
-    expected_attempt: int | None = None,
-    lease_token: str | None = None,
-    updates: dict[str, Any] | Callable[[Task], dict[str, Any]] | None = None,
-    on_applied: Callable[[Task], object] | None = None,
-    rerun: bool = False,
-) -> Task:
-    """Move a task to ``to_status`` atomically and record a ``TaskEvent``.
-
-    ``expected_from``/``expected_version``/``expected_attempt`` refuse a change based on
-    a stale view (StaleAction); ``lease_token`` fences a worker whose lease was taken
-    over. An edge missing from the transition table raises ``IllegalTransition``.
-    Entering ``running`` starts the next attempt: ``attempt_count + 1`` and a new lease
-    (read it from the returned task); ``running`` -> ``running`` (a takeover) keeps the
-    attempt and writes a new lease, and so does the claim after ``rerun=True`` (the
-    reaper's ``running`` -> ``open`` of an attempt whose worker died: an infrastructure
-    re-run, not a new attempt, issue 17); any other status releases the lease. Leaving
-    review ends a claim (with a ``ClaimEvent``). ``reason`` and ``updates`` may be
-    functions of the locked row; ``updates`` naming a field this service owns
-    (``TRANSITION_OWNED_FIELDS``) raises ValueError and nothing is written.
-    ``on_applied`` writes what must commit with the change (a verdict), in the same
-    transaction, so hot paths need no outer transaction and no savepoint.
-    """
-    if isinstance(updates, dict):
-        _refuse_owned(updates)
-    # Row lock: two concurrent actions (two reviewers, a reviewer and a worker) are
-    # serialised here, so the second one sees the first one's result and is judged on it.
-    task = _lock_task(task_id)
-    from_status = task.status
-    _refuse_stale(
-        task,
-        lease_token=lease_token,
-        expected_version=expected_version,
-        expected_attempt=expected_attempt,
-        expected_from=expected_from,
-    )
-    if not states.can_transition(from_status, to_status):
-        raise IllegalTransition(task_id=task_id, from_status=from_status, to_status=to_status)
-
-    task.status = to_status
-    task.version = task.version + 1
-    changed = ["status", "version", "updated_at"]
-    if callable(updates):
-        updates = updates(task)
-        _refuse_owned(updates)
-    if callable(reason):
-        reason = reason(task)
-    for field, value in (updates or {}).items():
-        setattr(task, field, value)
-        changed.append(field)
-    if to_status not in states.USER_ACTION_STATUSES:
-        changed += _release_review_claim(
-            task, from_status=from_status, actor=actor, actor_kind=actor_kind
-        )
-    changed += _move_lease(task, from_status=from_status, rerun=rerun)
-    if from_status == TaskStatus.VALIDATING and to_status != TaskStatus.VALIDATING:
-        # The validation (if any) is over: the next attempt's validation claims afresh.
-        task.validation_claimed_at = None
-        changed.append("validation_claimed_at")
-    _save_with_event(
-        task,
-        sorted(set(changed)),
-        TaskEvent(
-            task=task,
-            from_status=from_status,
-            to_status=to_status,
-            actor=actor if getattr(actor, "is_authenticated", False) else None,
-            actor_kind=actor_kind,
-            reason=reason,
-            attempt_index=task.attempt_count,
-        ),
-    )
-    if on_applied is not None:
-        on_applied(task)
-    # What follows the change subscribes to it (webhook events, issue 14); in this
-    # transaction and after on_applied, whose verdict a subscriber may read.
-    task_transitioned.send(
-        sender=Task,
-        task=task,
-        from_status=from_status,
-        to_status=to_status,
-        actor_kind=actor_kind,
-        reason=reason,
-    )
-    log.info(
-        "task %s: %s -> %s",
-        task_id,
-        from_status,
-        to_status,
-        extra={
-            "event": "transition",
-            "task_id": task_id,
-            "from_status": from_status,
-            "to_status": to_status,
-            "actor_kind": actor_kind,
-        },
-    )
-    return task
-
-
-def _refuse_stale(
-    task: Task,
-    *,
-    lease_token: str | None,
-    expected_version: int | None,
-    expected_attempt: int | None,
-    expected_from: str | set[str] | frozenset[str] | None,
-) -> None:
-    """StaleAction when the locked row is not what the caller's change was based on."""
-    if lease_token is not None and task.lease_token != lease_token:
-        raise StaleAction(f"Task {task.pk}: the attempt lease was taken over; result discarded.")
-    if expected_version is not None and task.version != expected_version:
-        raise StaleAction(
-            f"Task {task.pk} changed since you loaded it (now '{task.status}'). Reload and retry."
-        )
-    if expected_attempt is not None and task.attempt_count != expected_attempt:
-        raise StaleAction(
-            f"Task {task.pk} is at attempt {task.attempt_count}, not {expected_attempt}."
-        )
-    if expected_from is not None:
-        allowed = {expected_from} if isinstance(expected_from, str) else set(expected_from)
-        if task.status not in allowed:
-            raise StaleAction(
-                f"Task {task.pk} is '{task.status}', not {' or '.join(sorted(allowed))}."
-            )
-
-
-def _release_review_claim(
-    task: Task, *, from_status: str, actor: Any, actor_kind: str
-) -> list[str]:
-    """A claim only means something while a person is expected to act: end it (with a
-    ``ClaimEvent`` when there was one). Returns the fields changed."""
-    if task.claimed_by_id is not None:
-        _claim_event(
-            task,
-            kind=ClaimEventKind.RELEASED,
-            actor=actor,
-            actor_kind=actor_kind,
-            reason=f"the task moved to {task.status}",
-            task_status=from_status,
-        )
-    task.claimed_by = None
-    task.claimed_at = None
-    return ["claimed_by", "claimed_at"]
-
-
-def _move_lease(task: Task, *, from_status: str, rerun: bool) -> list[str]:
-    """The attempt's lease after the change (X1, issue 17); returns the fields changed."""
-    if task.status == TaskStatus.RUNNING:
-        # The next attempt starts, under a lease of its own: its worker holds the token,
-        # refreshes the heartbeat, and every result write is fenced by the token (X1).
-        # running -> running is a takeover of the same attempt (issue 17): a new lease
-        # fences the previous worker out; the attempt number stays.
-        if from_status != TaskStatus.RUNNING and not task.attempt_interrupted:
-            task.attempt_count = task.attempt_count + 1
-        task.attempt_interrupted = False
-        task.lease_token = secrets.token_hex(16)
-        task.heartbeat_at = timezone.now()
-        return ["attempt_count", "attempt_interrupted", "lease_token", "heartbeat_at"]
-    # No attempt runs any more (the answer is with the validator, or the task moved on):
-    # release the lease so a late worker is fenced out.
-    task.lease_token = ""
-    task.heartbeat_at = None
-    changed = ["lease_token", "heartbeat_at"]
-    if rerun or task.attempt_interrupted:
-        # Only an attempt re-queued after its worker died is re-run (issue 17).
-        task.attempt_interrupted = rerun and from_status == TaskStatus.RUNNING
-        changed.append("attempt_interrupted")
-    return changed
-
-
-@functools.cache
-def _task_loader() -> tuple[str, list[str], list[tuple[int, Any, list[Any]]]]:
-    """(``SELECT ... FOR UPDATE`` of one task, its attnames, the converters per column)
-    as the ORM's compiler would use them, built once per process."""
-    quote = connection.ops.quote_name
-    fields: list[Any] = list(Task._meta.concrete_fields)
-    sql = (
-        f"SELECT {', '.join(quote(f.column) for f in fields)} "
-        f'FROM {quote(Task._meta.db_table)} WHERE "id" = %s FOR UPDATE'
-    )
-    converters = []
-    for i, field in enumerate(fields):
-        col = field.cached_col
-        found = connection.ops.get_db_converters(col) + field.get_db_converters(connection)
-        if found:
-            converters.append((i, col, found))
-    return sql, [f.attname for f in fields], converters
-
-
-def _lock_task(task_id: int) -> Task:
-    """``Task.objects.select_for_update().get(pk=task_id)``; on PostgreSQL from a query
-    built once (issue 16: the ORM compiled it again on every transition)."""
-    if connection.vendor != "postgresql":
-        return Task.objects.select_for_update().get(pk=task_id)
-    sql, names, converters = _task_loader()
-    with connection.cursor() as cur:
-        cur.execute(sql, [task_id])
-        row = cur.fetchone()
-    if row is None:
-        raise Task.DoesNotExist(f"Task matching query does not exist (pk={task_id}).")
-    values = list(row)
-    for i, col, functions in converters:
-        for convert in functions:
-            values[i] = convert(values[i], col, connection)
-    return Task.from_db(connection.alias, names, values)
-
-
-@functools.cache
-def _event_insert() -> tuple[list[Any], str]:
-    """(fields, ``INSERT INTO taskevent ... SELECT ... FROM moved``) with typed
-    placeholders, built once per process."""
-    quote = connection.ops.quote_name
-    fields: list[Any] = [f for f in TaskEvent._meta.concrete_fields if not f.primary_key]
-    columns = ", ".join(quote(f.column) for f in fields)
-    values = ", ".join(f"%s::{f.db_type(connection)}" for f in fields)
-    sql = (
-        f"INSERT INTO {quote(TaskEvent._meta.db_table)} ({columns}) "
-        f'SELECT {values} FROM moved RETURNING "id"'
-    )
-    return fields, sql
-
-
-def _save_with_event(task: Task, update_fields: list[str], event: TaskEvent) -> None:
-    """``task.save(update_fields=...)`` and ``event.save()``. On PostgreSQL one statement
-    (issue 16): ``WITH moved AS (UPDATE task ... RETURNING id) INSERT INTO taskevent
-    ... FROM moved``, without the ORM's per-call compilation. The caller holds the
-    row lock, so the update always finds the row."""
-    if connection.vendor != "postgresql":
-        task.save(update_fields=update_fields)
-        event.save()
-        return
-    quote = connection.ops.quote_name
-    meta = Task._meta
-    assignments = []
-    params: list[Any] = []
-    for name in update_fields:
-        field: Any = meta.get_field(name)
-        # pre_save fills auto_now (updated_at) on the instance, as save() would.
-        value = field.pre_save(task, add=False)
-        assignments.append(f"{quote(field.column)} = %s")
-        params.append(field.get_db_prep_save(value, connection))
-    params.append(task.pk)
-    fields, insert = _event_insert()
-    params += [f.get_db_prep_save(f.pre_save(event, add=True), connection) for f in fields]
-    with connection.cursor() as cur:
-        cur.execute(
-            f"WITH moved AS (UPDATE {quote(meta.db_table)} SET {', '.join(assignments)} "
-            f'WHERE "id" = %s RETURNING "id") {insert}',
-            params,
-        )
-        row = cur.fetchone()
-    if row is None:
-        raise DatabaseError(f"task {task.pk}: the transition's update found no row")
-    event.pk = row[0]
-    event._state.adding = False
 
 
 @transaction.atomic
@@ -561,7 +265,7 @@ def task_decide(
     # here and then finds this one pending, and is refused.
     locked = Task.objects.select_for_update().get(pk=task_id)
     _refuse_decision(locked, actor=actor, action=decided, force=force)
-    _refuse_stale(
+    refuse_stale(
         locked,
         lease_token=None,
         expected_version=expected_version,
@@ -614,13 +318,15 @@ def _decision_transition(feedback: Feedback, *, expected_version: int | None = N
         )
     comment = feedback.comment
     task = task_transition(
-        task_id=feedback.task_id,
-        to_status=FEEDBACK_TARGETS[action],
-        actor=feedback.author,
-        actor_kind="user",
-        reason=f"{action.label}: {comment}" if comment else action.label,
-        expected_version=expected_version,
-        updates=updates,
+        Transition(
+            task_id=feedback.task_id,
+            to_status=FEEDBACK_TARGETS[action],
+            actor=feedback.author,
+            actor_kind="user",
+            reason=f"{action.label}: {comment}" if comment else action.label,
+            expected_version=expected_version,
+            updates=updates,
+        )
     )
     if action == FeedbackAction.REVISE:
         attempt_enqueue(task.pk)
@@ -752,32 +458,6 @@ def task_add_note(*, task_id: int, actor: Any, comment: str) -> Feedback:
     )
 
 
-def _claim_event(
-    task: Task,
-    *,
-    kind: str,
-    actor: Any,
-    actor_kind: str = "user",
-    reason: str = "",
-    task_status: str = "",
-    at: Any = None,
-) -> ClaimEvent:
-    """Record the claim on the locked ``task`` changing hands; call before changing it,
-    so the row still names the previous holder."""
-    return ClaimEvent.objects.create(
-        task=task,
-        kind=kind,
-        actor=actor if getattr(actor, "is_authenticated", False) else None,
-        actor_kind=actor_kind,
-        previous_holder_id=task.claimed_by_id,
-        previous_claimed_at=task.claimed_at,
-        task_status=task_status or task.status,
-        attempt_index=task.attempt_count,
-        reason=reason,
-        at=at or timezone.now(),
-    )
-
-
 @transaction.atomic
 def task_claim(*, task_id: int, reviewer: Any, force: bool = False) -> Task:
     """Claim a task for review (U3). A live claim by someone else is refused unless
@@ -791,7 +471,7 @@ def task_claim(*, task_id: int, reviewer: Any, force: bool = False) -> Task:
     someone_else_holds = task.claim_is_live(now) and task.claimed_by_id != reviewer.pk
     if someone_else_holds and not force:
         raise ClaimConflict(f"Task {task_id} is already claimed by {task.claimed_by}.")
-    _claim_event(
+    claim_event(
         task,
         kind=ClaimEventKind.TAKEN_OVER if someone_else_holds else ClaimEventKind.CLAIMED,
         actor=reviewer,
@@ -812,7 +492,7 @@ def task_release_claim(*, task_id: int, reviewer: Any, force: bool = False) -> T
         raise ClaimConflict(f"Task {task_id} is claimed by {task.claimed_by}, not by you.")
     if task.claimed_by_id is None:
         return task
-    _claim_event(task, kind=ClaimEventKind.RELEASED, actor=reviewer)
+    claim_event(task, kind=ClaimEventKind.RELEASED, actor=reviewer)
     task.claimed_by = None
     task.claimed_at = None
     task.save(update_fields=["claimed_by", "claimed_at", "updated_at"])

@@ -1,5 +1,5 @@
 """Signals of the task workflow: what follows a status change subscribes to it, and the
-state machine (``tasks_app.workflow.services.task_transition``) knows nothing of its subscribers.
+state machine (``tasks_app.workflow.transitions.task_transition``) knows nothing of its subscribers.
 
 ``task_transitioned`` is sent inside the transition's transaction, right after the task
 row and its event row are written (and after the transition's ``on_applied``), with

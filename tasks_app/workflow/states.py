@@ -1,7 +1,7 @@
 """Task statuses and the one transition table (S1–S3).
 
 Nothing else in the code base decides which status may follow which: the service
-``tasks_app.workflow.services.task_transition`` consults ``TRANSITIONS`` and nothing else.
+``tasks_app.workflow.transitions.task_transition`` consults ``TRANSITIONS`` and nothing else.
 """
 
 from __future__ import annotations

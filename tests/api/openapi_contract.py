@@ -94,6 +94,11 @@ def _compare_schema(
             continue
         if request and name in new_required and name not in old_required:
             breaks.append(f"{path}: request field became required")
+        old_default, new_default = old_prop.get("default"), new_props[name].get("default")
+        if request and name not in old_required and old_default != new_default:
+            # A client that leaves the field out gets another behaviour (a decision that
+            # applied at once and now waits, or the reverse); no default stated is null.
+            breaks.append(f"{path}: default {old_default!r} became {new_default!r}")
         if not request and name in old_required and name not in new_required:
             breaks.append(f"{path}: response field no longer always present")
         _compare_schema(
@@ -195,3 +200,9 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[str], l
         additions.append(f"{path}: path added")
     # A field reached through two variants (anyOf/oneOf) is reported once.
     return list(dict.fromkeys(breaks)), list(dict.fromkeys(additions))
+
+
+def unannounced(breaks: list[str], changelog: str) -> list[str]:
+    """The breaking changes the changelog does not name: each must appear, word for
+    word, in docs/api-changelog.md (inside backticks), so a client reading it learns of it."""
+    return [line for line in breaks if f"`{line}`" not in changelog]

@@ -49,7 +49,10 @@ def test_labels_join_the_pending_decision_and_count_once_it_applies(
     task = reviewable(requester)
     evidence = ToolEvidenceFactory(run__task=task, run__attempt_index=1)
     assert (
-        post(alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied"}).status_code == 200
+        post(
+            alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied", "undo_seconds": 30}
+        ).status_code
+        == 200
     )
     response = post(
         alice,
@@ -99,7 +102,7 @@ def test_a_bad_entry_refuses_the_whole_set(alice: Client, requester: Any) -> Non
     evidence, refuses everything (422) and writes nothing."""
     task = reviewable(requester)
     foreign = ToolEvidenceFactory()
-    post(alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied"})
+    post(alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied", "undo_seconds": 30})
     for claims in (
         [{"claim_index": 0, "label": "supported"}, {"claim_index": 5, "label": "supported"}],
         [
@@ -125,7 +128,9 @@ def test_no_pending_decision_an_undone_one_or_someone_elses_is_refused(
     task = reviewable(requester)
     labels = {"claims": [{"claim_index": 0, "label": "supported"}]}
     assert post(alice, url(task), labels).status_code == 404
-    decided = post(alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied"}).json()
+    decided = post(
+        alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied", "undo_seconds": 30}
+    ).json()
     assert post(rita, url(task), labels).status_code == 403
     feedback_id = decided["pending_decision"]["id"]
     assert post(alice, decided["pending_decision"]["undo_url"]).status_code == 200

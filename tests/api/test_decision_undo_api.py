@@ -42,7 +42,9 @@ def test_feedback_answers_a_pending_decision_and_its_undo_url(
     when it applies and where to undo it; the undo answers the task with no pending
     decision and no last decision, and a second undo is a 409."""
     task = reviewable(requester)
-    response = post(alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied"})
+    response = post(
+        alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied", "undo_seconds": 30}
+    )
     assert response.status_code == 200, response.content
     body = response.json()
     assert (body["status"], body["version"], body["last_decision"]) == (S.NEEDS_REVIEW, 3, None)
@@ -70,7 +72,9 @@ def test_undo_after_the_window_is_409_and_changes_nothing(
     """Issue 26 item 1: once applies_at has passed the undo is refused even if the job has
     not run yet; the decision then applies."""
     task = reviewable(requester)
-    body = post(alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "abandon"}).json()
+    body = post(
+        alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "abandon", "undo_seconds": 30}
+    ).json()
     Feedback.objects.filter(pk=body["pending_decision"]["id"]).update(
         applies_at=Feedback.objects.get().created_at - timedelta(seconds=1)
     )
@@ -88,7 +92,9 @@ def test_someone_elses_decision_cannot_be_undone(
     """Issue 26 item 1: a reviewer's pending decision on alice's task: alice (neither its
     author nor staff) gets 403 and nothing changes; an unknown decision is 404."""
     task = reviewable(requester)
-    body = post(rita, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied"}).json()
+    body = post(
+        rita, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied", "undo_seconds": 30}
+    ).json()
     refused = post(alice, body["pending_decision"]["undo_url"])
     assert refused.status_code == 403
     assert Feedback.objects.get().state == DecisionState.PENDING
@@ -100,8 +106,10 @@ def test_a_second_decision_while_one_is_pending_is_409(
 ) -> None:
     """Issue 26 item 1: the task accepts no other decision during the window."""
     task = reviewable(requester)
-    post(rita, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied"})
-    second = post(alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "abandon"})
+    post(rita, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied", "undo_seconds": 30})
+    second = post(
+        alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "abandon", "undo_seconds": 30}
+    )
     assert second.status_code == 409
     assert "undo it first" in second.json()["detail"]
     assert Feedback.objects.filter(task=task).count() == 1
@@ -137,7 +145,9 @@ def test_a_pending_decision_sends_no_webhook_until_it_applies(
     task = reviewable(requester)
     webhook_endpoint_create(owner=requester, url="http://127.0.0.1:1/hook", events=None)
     body = post(
-        alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": "satisfied", "comment": "Spot on."}
+        alice,
+        f"/api/v1/tasks/{task.pk}/feedback",
+        {"action": "satisfied", "comment": "Spot on.", "undo_seconds": 30},
     ).json()
     assert not WebhookDelivery.objects.filter(task=task).exists()
     feedback = Feedback.objects.get(pk=body["pending_decision"]["id"])
@@ -145,3 +155,29 @@ def test_a_pending_decision_sends_no_webhook_until_it_applies(
     assert services.decision_apply(feedback_id=feedback.pk, now=later) == "applied"
     delivery = WebhookDelivery.objects.get(task=task, event_type="task.closed")
     assert json.loads(delivery.payload)["data"]["decision"]["comment"] == "Spot on."
+
+
+@pytest.mark.finding(34, 3)
+@pytest.mark.parametrize(
+    ("action", "status"),
+    [("satisfied", S.CLOSED), ("abandon", S.ABANDONED), ("revise", S.NEEDS_REVISION)],
+)
+def test_a_decision_through_the_api_applies_at_once_without_undo_seconds(
+    window: int, alice: Client, requester: Any, action: str, status: str
+) -> None:
+    """Issue 34 finding 3: before, a decision through the API waited the review pages'
+    30 s window by default, so a client's satisfied, abandon or revise left the status
+    unchanged. Now it applies at once unless the client asks for a window; the pages keep
+    theirs (tests/ui/test_undo_browser.py)."""
+    task = reviewable(requester)
+    response = post(
+        alice, f"/api/v1/tasks/{task.pk}/feedback", {"action": action, "comment": "Why."}
+    )
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == status
+    assert body["pending_decision"] is None
+    assert body["last_decision"]["action"] == action
+    task.refresh_from_db()
+    assert task.status == status
+    assert Feedback.objects.get(task=task).state == DecisionState.APPLIED

@@ -42,9 +42,9 @@ def test_run_evidence_list_has_no_bodies(alice: Client, requester: Any) -> None:
     assert item["content_chars"] == len(BIG)
     assert item["title"] == "Travel policy"
     assert "content" not in item
-    evidence_sql = [q["sql"] for q in queries if "evidence_app_toolevidence" in q["sql"]]
+    evidence_sql = [q["sql"] for q in queries if "tasks_app_toolevidence" in q["sql"]]
     assert evidence_sql
-    assert not any('"evidence_app_toolevidence"."content"' in sql for sql in evidence_sql)
+    assert not any('"tasks_app_toolevidence"."content"' in sql for sql in evidence_sql)
     assert "deep fact" not in response.content.decode()
 
 
@@ -89,10 +89,10 @@ def test_reviewer_reads_any_evidence(rita: Client, requester: Any) -> None:
 
 
 def test_validations_list_without_bodies_and_detail_with_everything(
-    alice: Client, requester: Any
+    alice: Client, rita: Client, requester: Any
 ) -> None:
     """V7, V9, A1: the list skips rendered input and raw responses; one snapshot shows
-    every V7 field, the rendered input and the raw responses."""
+    every V7 field, and to a reviewer the rendered input and the raw responses."""
     task = TaskFactory(owner=requester)
     original = ValidationSnapshotFactory(
         task=task,
@@ -136,7 +136,7 @@ def test_validations_list_without_bodies_and_detail_with_everything(
         '"evidence_app_validationsnapshot"."rendered_input"' in q["sql"] for q in queries
     )
 
-    body = alice.get(f"/api/v1/validations/{original.pk}").json()
+    body = rita.get(f"/api/v1/validations/{original.pk}").json()
     assert body["status"] == "rejected"
     assert body["passed"] is False
     assert body["issues"] == ["wrong figure"]
@@ -156,6 +156,32 @@ def test_validations_list_without_bodies_and_detail_with_everything(
     assert (body["input_tokens"], body["output_tokens"]) == (100, 20)
     assert body["schema_retry_count"] == 1
     assert body["schema_errors"] == [{"stage": "json-parse"}]
+
+
+@pytest.mark.finding(34, 6)
+def test_a_requester_gets_the_verdict_without_the_validators_internals(
+    alice: Client, rita: Client, requester: Any
+) -> None:
+    """Issue 34 finding 6: before, a requester read the rendered validator input and the
+    raw responses through the API, which the pages show to reviewers and operators only.
+    Now the verdict in words comes with those fields empty; a reviewer gets them."""
+    snapshot = ValidationSnapshotFactory(
+        task=TaskFactory(owner=requester),
+        result={"status": "rejected", "issues": ["wrong figure"], "reasoning": "Because."},
+        rendered_input="RENDERED INPUT",
+        system_prompt="You are a validator.",
+        raw_responses=['{"status": "rejected"}'],
+        schema_errors=[{"stage": "json-parse"}],
+    )
+    mine = alice.get(f"/api/v1/validations/{snapshot.pk}").json()
+    assert (mine["issues"], mine["reasoning"]) == (["wrong figure"], "Because.")
+    assert (mine["rendered_input"], mine["system_prompt"]) == ("", "")
+    assert (mine["raw_responses"], mine["schema_errors"]) == ([], [])
+    staff = rita.get(f"/api/v1/validations/{snapshot.pk}").json()
+    assert staff["rendered_input"] == "RENDERED INPUT"
+    assert staff["raw_responses"] == ['{"status": "rejected"}']
+    snapshot.refresh_from_db()
+    assert snapshot.rendered_input == "RENDERED INPUT"  # nothing written
 
 
 def test_validations_of_another_requester_are_404(bob: Client, requester: Any) -> None:

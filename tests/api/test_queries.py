@@ -76,7 +76,7 @@ def test_listing_1000_tasks_takes_a_constant_number_of_queries_and_no_bodies(
         '"evidence_app_validationsnapshot"."rendered_input"',
         '"evidence_app_validationsnapshot"."result"',
         '"evidence_app_validationsnapshot"."raw_responses"',
-        "evidence_app_toolevidence",
+        "tasks_app_toolevidence",
     ):
         assert column not in sql, column
     assert BIG not in response.content.decode()

@@ -108,8 +108,10 @@ class _Row:
 
 def test_a_bad_cursor_is_refused(rita: Client, requester: Any) -> None:
     """Issue 28 item 2: a forged cursor (not base64 JSON, a date at the calendar's edge,
-    an id beyond a bigint, a date without a zone), one from another ordering, or a
-    cursor with an offset answer 422 and no page."""
+    an id beyond a bigint, a date without a zone) answers 404 (issue 34 finding 4: well
+    formed, as the document says, but no page of this list), one from another ordering or
+    a cursor with an offset 422, and none of them a page; outside the documented format,
+    422."""
     for _ in range(3):
         TaskFactory(owner=requester)
     first = rita.get("/api/v1/tasks?limit=1").json()
@@ -122,8 +124,14 @@ def test_a_bad_cursor_is_refused(rita: Client, requester: Any) -> None:
     for url in (
         *[f"/api/v1/tasks?cursor={c}" for c in forged],
         "/api/v1/tasks?cursor=not-a-cursor",
+    ):
+        response = rita.get(url)
+        assert response.status_code == 404, url
+        assert "items" not in response.json()
+    for url in (
         f"/api/v1/tasks?ordering=-id&cursor={cursor}",
         f"/api/v1/tasks?cursor={cursor}&offset=1",
+        "/api/v1/tasks?cursor=no%20spaces",
     ):
         response = rita.get(url)
         assert response.status_code == 422, url

@@ -585,8 +585,9 @@ def test_events_list_the_state_changes(alice: Client, requester: Any) -> None:
     assert "More" in event["reason"]
 
 
-def test_runs_and_messages(alice: Client, requester: Any) -> None:
-    """E1, A1: runs with their evidence counts, and a run's ordered transcript."""
+def test_runs_and_messages(alice: Client, rita: Client, requester: Any) -> None:
+    """E1, A1: runs with their evidence counts, and a run's ordered transcript (for
+    reviewers and operators, as on the pages; issue 34 finding 6: a requester is 403)."""
     task = TaskFactory(owner=requester)
     run = RunFactory(task=task, kind="main", output_text="answer", finish_reason="stop")
     ToolEvidenceFactory(run=run)
@@ -600,9 +601,12 @@ def test_runs_and_messages(alice: Client, requester: Any) -> None:
     assert runs["items"][0]["evidence_count"] == 2
     assert runs["items"][0]["output_text"] == "answer"
 
-    messages = alice.get(f"/api/v1/runs/{run.pk}/messages").json()
+    messages = rita.get(f"/api/v1/runs/{run.pk}/messages").json()
     assert messages["count"] == 2
     assert [m["content"] for m in messages["items"]] == ["first", "second"]
+    refused = alice.get(f"/api/v1/runs/{run.pk}/messages")
+    assert refused.status_code == 403
+    assert refused.json()["code"] == "permission_denied"
     assert alice.get("/api/v1/runs/999999/messages").status_code == 404
 
 

@@ -61,7 +61,8 @@ API_MATRIX: dict[str, dict[str, int]] = {
     "DELETE /api/v1/tasks/{task_id}/claim": row(401, 403, 404, 200, 403),
     "GET /api/v1/tasks/{task_id}/events": OWNED,
     "GET /api/v1/tasks/{task_id}/runs": OWNED,
-    "GET /api/v1/runs/{run_id}/messages": OWNED,
+    # Transcripts are reviewers' and operators' material, as on the pages (issue 34).
+    "GET /api/v1/runs/{run_id}/messages": row(401, 403, 404, 200, 200),
     "GET /api/v1/runs/{run_id}/evidence": OWNED,
     "GET /api/v1/evidence/{evidence_id}": OWNED,
     "GET /api/v1/tasks/{task_id}/validations": OWNED,
@@ -92,6 +93,8 @@ API_MATRIX: dict[str, dict[str, int]] = {
     # OTLP ingestion (issue 15): any signed-in account sends its own traces; an empty
     # export request is a valid one.
     "POST /api/v1/otlp/v1/traces": SIGNED_IN,
+    # Each account's own traces and what became of them (issue 34).
+    "GET /api/v1/otlp/traces": SIGNED_IN,
     # Claim labels (issue 27): only the person who took the pending decision (the
     # requester here); a reviewer or operator is refused another's decision.
     "POST /api/v1/tasks/{task_id}/claim-labels": row(401, 201, 404, 403, 403),

@@ -6,8 +6,8 @@ import pytest
 from django.test import Client
 
 from tasks_app.models import TaskEvent
-from tasks_app.workflow.services import task_transition
 from tasks_app.workflow.states import TaskStatus as S
+from tasks_app.workflow.transitions import Transition, task_transition
 from tests import factories
 
 pytestmark = pytest.mark.django_db
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 def test_superuser_cannot_change_or_delete_task_events_in_the_admin() -> None:
     admin_user = factories.UserFactory(username="root", is_staff=True, is_superuser=True)
     task = factories.TaskFactory()
-    task_transition(task_id=task.pk, to_status=S.RUNNING, reason="test")
+    task_transition(Transition(task_id=task.pk, to_status=S.RUNNING, reason="test"))
     event = TaskEvent.objects.get(task=task)
     client = Client()
     client.force_login(admin_user)

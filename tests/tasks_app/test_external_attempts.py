@@ -25,8 +25,9 @@ from tasks_app.intake.external import (
     revision_feedback,
 )
 from tasks_app.models import Run, RunMessage, Task, TaskEvent, ToolEvidence
-from tasks_app.runtime.attempts import attempt_reap, attempt_run
-from tasks_app.workflow import services
+from tasks_app.runtime.attempts import attempt_run
+from tasks_app.runtime.reaper import attempt_reap
+from tasks_app.workflow import services, transitions
 from tasks_app.workflow.states import TaskStatus as S
 
 pytestmark = pytest.mark.django_db(transaction=False)
@@ -149,7 +150,7 @@ def test_a_whole_run_is_two_inserts_with_the_size_and_digest_of_each_result(
         external_attempt_submit(task_id=task.pk, attempt=attempt)
     inserts = [q["sql"] for q in captured.captured_queries if q["sql"].startswith("INSERT")]
     assert sum('"tasks_app_runmessage"' in sql for sql in inserts) == 1
-    assert sum('"evidence_app_toolevidence"' in sql for sql in inserts) == 1
+    assert sum('"tasks_app_toolevidence"' in sql for sql in inserts) == 1
     stored = list(ToolEvidence.objects.filter(task=task).order_by("sequence"))
     assert [e.sequence for e in stored] == list(range(6))
     assert [e.content for e in stored] == [FACT] + [f"{FACT} ({i})" for i in range(2, 7)]
@@ -169,7 +170,9 @@ def test_attempt_for_a_task_not_waiting_gets_refused_and_changes_nothing(
     """Issue 14: a submission for a task in needs_review is refused (409), nothing stored."""
     task = external_task(requester)
     external_attempt_submit(task_id=task.pk, attempt=whole_attempt())
-    services.task_transition(task_id=task.pk, to_status=S.NEEDS_REVIEW, actor_kind="validator")
+    transitions.task_transition(
+        transitions.Transition(task_id=task.pk, to_status=S.NEEDS_REVIEW, actor_kind="validator")
+    )
     before = (TaskEvent.objects.count(), Run.objects.count(), ToolEvidence.objects.count())
     with pytest.raises(AttemptNotExpected):
         external_attempt_submit(task_id=task.pk, attempt=whole_attempt())
@@ -323,7 +326,11 @@ def test_revision_feedback_carries_the_validator_feedback_and_the_persons_commen
         status="accepted",
         result={"issues": [], "reasoning": "supported"},
     )
-    services.task_transition(task_id=task.pk, to_status=S.AWAITING_FEEDBACK, actor_kind="validator")
+    transitions.task_transition(
+        transitions.Transition(
+            task_id=task.pk, to_status=S.AWAITING_FEEDBACK, actor_kind="validator"
+        )
+    )
     services.task_apply_feedback(
         task_id=task.pk, actor=requester, action="revise", comment="Also give it per month."
     )

@@ -19,8 +19,9 @@ from tasks_app.jobs import reap_attempts_job, run_attempt_job
 from tasks_app.models import OutboxJob, Run, RunMessage, Task, TaskEvent, ToolEvidence
 from tasks_app.runtime.agents.loop import AgentResult
 from tasks_app.runtime.agents.tools import REGISTRY, Tool, ToolOutput, register_tool
-from tasks_app.runtime.attempts import attempt_claim, attempt_finish, attempt_reap
-from tasks_app.workflow import services
+from tasks_app.runtime.attempts import attempt_claim, attempt_finish
+from tasks_app.runtime.reaper import attempt_reap
+from tasks_app.workflow import services, transitions
 from tasks_app.workflow.fence import Fence, LeaseLost
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import (
@@ -369,7 +370,11 @@ def test_next_attempt_prompt_carries_validator_feedback_and_revise_comment(
             "recommended_revision_prompt": "State whether unused budget carries over.",
         },
     )
-    services.task_transition(task_id=task.pk, to_status=S.AWAITING_FEEDBACK, actor_kind="validator")
+    transitions.task_transition(
+        transitions.Transition(
+            task_id=task.pk, to_status=S.AWAITING_FEEDBACK, actor_kind="validator"
+        )
+    )
     services.task_apply_feedback(
         task_id=task.pk, actor=requester, action="revise", comment="Please mention part-time staff."
     )

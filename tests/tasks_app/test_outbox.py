@@ -34,7 +34,7 @@ from tasks_app.models import (
     WebhookDelivery,
 )
 from tasks_app.notifications.webhooks import webhook_endpoint_create
-from tasks_app.runtime.attempts import attempt_reap
+from tasks_app.runtime.reaper import attempt_reap
 from tasks_app.workflow.outbox import outbox_relay
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import KnowledgeDocumentFactory, TaskFactory, ValidationSnapshotFactory

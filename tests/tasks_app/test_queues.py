@@ -15,7 +15,7 @@ from project.celery import app as celery_app
 from project.celery import configure
 from project.queues import queue_name
 from tasks_app.models import Task
-from tasks_app.runtime.attempts import attempt_reap
+from tasks_app.runtime.reaper import attempt_reap
 from tasks_app.workflow import services
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory

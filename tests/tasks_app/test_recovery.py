@@ -26,8 +26,9 @@ from project.celery import app as celery_app
 from tasks_app.jobs import run_attempt_job
 from tasks_app.models import Run, RunStatus, Task, TaskEvent, ToolEvidence
 from tasks_app.runtime.agents.loop import AgentResult
-from tasks_app.runtime.attempts import Heartbeat, attempt_claim, attempt_finish, attempt_reap
-from tasks_app.workflow import services
+from tasks_app.runtime.attempts import Heartbeat, attempt_claim, attempt_finish
+from tasks_app.runtime.reaper import attempt_reap
+from tasks_app.workflow import transitions
 from tasks_app.workflow.fence import LeaseLost
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import (
@@ -298,7 +299,9 @@ def test_takeover_past_the_rerun_budget_fails_the_task_with_the_reason(
     task.refresh_from_db()
     assert task.requeue_count == 1 and task.attempt_count == 1
     # The validator asks for a revision; attempt 2's worker dies too.
-    services.task_transition(task_id=task.pk, to_status=S.NEEDS_REVISION, reason="test")
+    transitions.task_transition(
+        transitions.Transition(task_id=task.pk, to_status=S.NEEDS_REVISION, reason="test")
+    )
     assert attempt_claim(task_id=task.pk, worker="dies-too") is not None
     Task.objects.filter(pk=task.pk).update(heartbeat_at=timezone.now() - timedelta(hours=1))
 

@@ -19,8 +19,9 @@ from django.utils import timezone
 
 from tasks_app.models import ClaimEvent, OutboxJob, Run, RunStatus, Task, TaskEvent
 from tasks_app.runtime import runs
-from tasks_app.runtime.attempts import attempt_claim, attempt_reap
-from tasks_app.workflow import services
+from tasks_app.runtime.attempts import attempt_claim
+from tasks_app.runtime.reaper import attempt_reap
+from tasks_app.workflow import services, transitions
 from tasks_app.workflow.fence import Fence, LeaseLost
 from tasks_app.workflow.states import TaskStatus as S
 from tests.api.conftest import bearer_client
@@ -64,7 +65,9 @@ def test_transition_refuses_updates_to_a_field_it_owns_and_writes_nothing(
 
     for updates in ({field: value, "final_answer": "after"}, lambda locked: {field: value}):
         with pytest.raises(ValueError, match=field):
-            services.task_transition(task_id=task.pk, to_status=S.RUNNING, updates=updates)
+            transitions.task_transition(
+                transitions.Transition(task_id=task.pk, to_status=S.RUNNING, updates=updates)
+            )
 
     assert _row(task) == before
     assert not TaskEvent.objects.filter(task=task).exists()
@@ -82,11 +85,13 @@ def test_entering_running_starts_the_attempt_and_its_lease_leaving_releases_it()
     assert task.status == S.RUNNING and task.attempt_count == claim.attempt_index == 1
     assert task.lease_token and task.lease_token == claim.lease_token
     assert task.heartbeat_at is not None
-    services.task_transition(
-        task_id=task.pk,
-        to_status=S.VALIDATING,
-        lease_token=claim.lease_token,
-        updates={"final_answer": "An answer."},
+    transitions.task_transition(
+        transitions.Transition(
+            task_id=task.pk,
+            to_status=S.VALIDATING,
+            lease_token=claim.lease_token,
+            updates={"final_answer": "An answer."},
+        )
     )
     task.refresh_from_db()
     assert task.status == S.VALIDATING and task.final_answer == "An answer."
@@ -106,13 +111,15 @@ def test_a_transition_returns_and_stores_the_rows_the_orm_reads_on_either_backen
         validation_keywords=["budget", "EUR"],
     )
     with CaptureQueriesContext(connection) as captured:
-        moved = services.task_transition(
-            task_id=task.pk,
-            to_status=S.RUNNING,
-            actor=actor,
-            actor_kind="user",
-            reason="started by hand",
-            updates={"title": "Renamed", "final_answer": "draft"},
+        moved = transitions.task_transition(
+            transitions.Transition(
+                task_id=task.pk,
+                to_status=S.RUNNING,
+                actor=actor,
+                actor_kind="user",
+                reason="started by hand",
+                updates={"title": "Renamed", "final_answer": "draft"},
+            )
         )
     stored = Task.objects.get(pk=task.pk)
     for field in Task._meta.concrete_fields:
@@ -277,7 +284,9 @@ def test_a_superuser_can_neither_change_nor_delete_task_or_claim_events_in_the_a
     root = UserFactory(username="root", is_staff=True, is_superuser=True)
     task = TaskFactory(status=S.NEEDS_REVIEW)
     services.task_claim(task_id=task.pk, reviewer=reviewer)
-    services.task_transition(task_id=task.pk, to_status=S.ABANDONED, reason="kept")
+    transitions.task_transition(
+        transitions.Transition(task_id=task.pk, to_status=S.ABANDONED, reason="kept")
+    )
     event = TaskEvent.objects.get(task=task)
     claim_event = ClaimEvent.objects.filter(task=task).first()
     assert claim_event is not None

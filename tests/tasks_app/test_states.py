@@ -8,7 +8,7 @@ import pytest
 
 from project.errors import IllegalTransition, InvalidInput, StaleAction
 from tasks_app.models import Feedback, Task, TaskEvent
-from tasks_app.workflow import services, states
+from tasks_app.workflow import services, states, transitions
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory, ValidationSnapshotFactory
 
@@ -89,7 +89,9 @@ def test_every_legal_transition_applies_and_records_an_event(edge: tuple[S, S]) 
     """S3."""
     from_status, to_status = edge
     task = TaskFactory(status=from_status)
-    updated = services.task_transition(task_id=task.pk, to_status=to_status, reason="test")
+    updated = transitions.task_transition(
+        transitions.Transition(task_id=task.pk, to_status=to_status, reason="test")
+    )
     assert updated.status == to_status
     task.refresh_from_db()
     assert task.status == to_status
@@ -105,7 +107,7 @@ def test_every_illegal_transition_raises_and_changes_nothing(edge: tuple[S, S]) 
     from_status, to_status = edge
     task = TaskFactory(status=from_status)
     with pytest.raises(IllegalTransition):
-        services.task_transition(task_id=task.pk, to_status=to_status)
+        transitions.task_transition(transitions.Transition(task_id=task.pk, to_status=to_status))
     task.refresh_from_db()
     assert task.status == from_status
     assert not TaskEvent.objects.filter(task=task).exists()
@@ -115,7 +117,7 @@ def test_every_illegal_transition_raises_and_changes_nothing(edge: tuple[S, S]) 
 def test_stale_version_is_refused() -> None:
     """S3/U3: an action based on an old view of the task is refused."""
     task = TaskFactory(status=S.NEEDS_REVIEW)
-    services.task_transition(task_id=task.pk, to_status=S.NEEDS_REVISION)
+    transitions.task_transition(transitions.Transition(task_id=task.pk, to_status=S.NEEDS_REVISION))
     with pytest.raises(StaleAction):
         services.task_apply_feedback(
             task_id=task.pk, actor=task.owner, action="abandon", expected_version=0
@@ -127,7 +129,9 @@ def test_fenced_write_with_a_taken_over_lease_is_refused() -> None:
     """X1: a worker whose lease was taken over cannot move the task."""
     task = TaskFactory(status=S.RUNNING, lease_token="new-owner")
     with pytest.raises(StaleAction):
-        services.task_transition(task_id=task.pk, to_status=S.VALIDATING, lease_token="old-owner")
+        transitions.task_transition(
+            transitions.Transition(task_id=task.pk, to_status=S.VALIDATING, lease_token="old-owner")
+        )
     task.refresh_from_db()
     assert task.status == S.RUNNING
 

@@ -9,7 +9,7 @@ import pytest
 from django.db.models import Count
 
 from tasks_app.models import Task
-from tasks_app.workflow import services
+from tasks_app.workflow import transitions
 from tasks_app.workflow.selectors import count_of, status_counts
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory
@@ -27,9 +27,9 @@ def test_status_counters_follow_every_kind_of_write(requester: Any) -> None:
     counters; on SQLite status_counts counts the rows)."""
     assert status_counts() == counted() == {}
     tasks = [TaskFactory(owner=requester) for _ in range(5)]
-    services.task_transition(task_id=tasks[0].pk, to_status=S.RUNNING)
-    services.task_transition(task_id=tasks[0].pk, to_status=S.VALIDATING)
-    services.task_transition(task_id=tasks[1].pk, to_status=S.ABANDONED)
+    transitions.task_transition(transitions.Transition(task_id=tasks[0].pk, to_status=S.RUNNING))
+    transitions.task_transition(transitions.Transition(task_id=tasks[0].pk, to_status=S.VALIDATING))
+    transitions.task_transition(transitions.Transition(task_id=tasks[1].pk, to_status=S.ABANDONED))
     Task.objects.bulk_create([Task(owner=requester, title=f"b{i}", request="r") for i in range(40)])
     Task.objects.filter(pk=tasks[2].pk).update(heartbeat_at=None, title="renamed")
     Task.objects.filter(pk__in=[tasks[3].pk, tasks[4].pk]).update(status=S.NEEDS_REVIEW)

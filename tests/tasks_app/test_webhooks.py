@@ -25,7 +25,7 @@ from tasks_app.notifications.webhooks import (
     webhook_endpoint_create,
     webhook_send_pending,
 )
-from tasks_app.workflow import services
+from tasks_app.workflow import transitions
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory
 from tests.webhook_receiver import running_receiver
@@ -51,7 +51,25 @@ def test_private_webhook_urls_are_refused_without_the_setting(
     settings.WEBHOOK_ALLOW_PRIVATE = False
     with pytest.raises(InvalidInput) as refused:
         webhook_endpoint_create(owner=requester, url=url)
-    assert refused.value.message.startswith("url: refused")
+    assert refused.value.message.startswith("url: the host")
+    assert not WebhookEndpoint.objects.exists()
+
+
+@pytest.mark.finding(34, 7)
+def test_an_unresolvable_host_and_a_private_one_get_the_same_refusal(
+    requester: Any, settings: Any
+) -> None:
+    """Issue 34 finding 7: before, registration said "cannot resolve" for an unknown host
+    and "refused: not public" for one that resolves, which let anyone map internal host
+    names. Now both get one message, the host named and nothing about its resolution."""
+    settings.WEBHOOK_ALLOW_PRIVATE = False
+    messages = []
+    for host in ("localhost", "no-such-host.invalid"):
+        with pytest.raises(InvalidInput) as refused:
+            webhook_endpoint_create(owner=requester, url=f"http://{host}/hooks")
+        messages.append(refused.value.message.replace(host, "HOST"))
+    assert messages[0] == messages[1]
+    assert "resolve" in messages[0] and "refused" not in messages[0]
     assert not WebhookEndpoint.objects.exists()
 
 
@@ -93,7 +111,11 @@ def test_a_status_change_writes_deliveries_in_its_own_transaction(
         task=task, attempt_index=1, status="insufficient_evidence", result={"issues": ["gap"]}
     )
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        services.task_transition(task_id=task.pk, to_status=S.NEEDS_REVIEW, actor_kind="validator")
+        transitions.task_transition(
+            transitions.Transition(
+                task_id=task.pk, to_status=S.NEEDS_REVIEW, actor_kind="validator"
+            )
+        )
     assert len(callbacks) == 1
     rows = list(WebhookDelivery.objects.order_by("id"))
     assert [(d.endpoint_id, d.event_type) for d in rows] == [
@@ -103,7 +125,9 @@ def test_a_status_change_writes_deliveries_in_its_own_transaction(
     assert not WebhookDelivery.objects.filter(endpoint__in=[only_closed, theirs]).exists()
 
     with pytest.raises(RuntimeError), transaction.atomic():
-        services.task_transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        transitions.task_transition(
+            transitions.Transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        )
         raise RuntimeError("the request failed after the change")
     assert WebhookDelivery.objects.count() == 2
 
@@ -118,7 +142,9 @@ def test_delivery_is_signed_and_verifies_with_standardwebhooks(
         endpoint = endpoint_for(requester, receiver.url)
         receiver.secret = endpoint.secret
         task = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK)
-        services.task_transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        transitions.task_transition(
+            transitions.Transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        )
         outcome = webhook_send_pending(endpoint_id=endpoint.pk, task_id=task.pk)
     assert outcome.startswith("idle")
     [got] = receiver.requests
@@ -140,7 +166,9 @@ def test_other_4xx_is_never_retried(requester: Any, settings: Any, code: int) ->
         receiver.secret = endpoint.secret
         receiver.script = [code]
         task = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK)
-        services.task_transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        transitions.task_transition(
+            transitions.Transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        )
         webhook_send_pending(endpoint_id=endpoint.pk, task_id=task.pk)
     delivery = WebhookDelivery.objects.get()
     assert delivery.status == "failed" and delivery.attempt_count == 1
@@ -160,8 +188,12 @@ def test_429_and_5xx_are_retried_later_and_hold_back_later_events(
         receiver.secret = endpoint.secret
         receiver.script = [code]
         task = TaskFactory(owner=requester, status=S.NEEDS_REVIEW)
-        services.task_transition(task_id=task.pk, to_status=S.NEEDS_REVISION, actor_kind="user")
-        services.task_transition(task_id=task.pk, to_status=S.ABANDONED, actor_kind="user")
+        transitions.task_transition(
+            transitions.Transition(task_id=task.pk, to_status=S.NEEDS_REVISION, actor_kind="user")
+        )
+        transitions.task_transition(
+            transitions.Transition(task_id=task.pk, to_status=S.ABANDONED, actor_kind="user")
+        )
         outcome = webhook_send_pending(endpoint_id=endpoint.pk, task_id=task.pk)
         assert outcome.startswith("retry in")
         first, second = WebhookDelivery.objects.order_by("id")
@@ -193,7 +225,9 @@ def test_connection_errors_are_retried(requester: Any, settings: Any) -> None:
         url = receiver.url
     endpoint = endpoint_for(requester, url)  # the receiver is gone: connection refused
     task = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK)
-    services.task_transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+    transitions.task_transition(
+        transitions.Transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+    )
     webhook_send_pending(endpoint_id=endpoint.pk, task_id=task.pk)
     delivery = WebhookDelivery.objects.get()
     assert delivery.status == "pending" and "connection error" in delivery.last_error
@@ -220,7 +254,9 @@ def test_send_again_requeues_a_failed_delivery_with_the_same_id(
         receiver.secret = endpoint.secret
         receiver.script = [404]
         task = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK)
-        services.task_transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        transitions.task_transition(
+            transitions.Transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        )
         webhook_send_pending(endpoint_id=endpoint.pk, task_id=task.pk)
         delivery = WebhookDelivery.objects.get()
         assert delivery.status == "failed"
@@ -241,7 +277,9 @@ def test_a_receiver_down_for_an_hour_loses_nothing(requester: Any, settings: Any
         receiver.secret = endpoint.secret
         receiver.script = [503]
         task = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK)
-        services.task_transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        transitions.task_transition(
+            transitions.Transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        )
         WebhookDelivery.objects.update(created_at=timezone.now() - timedelta(hours=1))
         webhook_send_pending(endpoint_id=endpoint.pk, task_id=task.pk)
         delivery = WebhookDelivery.objects.get()
@@ -262,7 +300,9 @@ def test_sweeper_resends_only_due_unclaimed_deliveries(requester: Any, settings:
     disabled = endpoint_for(requester, "http://127.0.0.1:9/b")
     tasks = [TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK) for _ in range(3)]
     for task in tasks:
-        services.task_transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        transitions.task_transition(
+            transitions.Transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        )
     webhook_endpoint_disable(endpoint_id=disabled.pk, owner=requester)
     soon = timezone.now() + timedelta(minutes=5)
     WebhookDelivery.objects.filter(endpoint=endpoint, task=tasks[1]).update(locked_until=soon)
@@ -279,7 +319,9 @@ def test_revoking_the_registering_token_stops_its_webhooks(requester: Any, setti
     webhook_endpoint_create(owner=requester, url="http://127.0.0.1:9/a", api_token=token)
     api_token_revoke(token_id=token.pk, user=requester)
     task = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK)
-    services.task_transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+    transitions.task_transition(
+        transitions.Transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+    )
     assert not WebhookDelivery.objects.exists()
 
 
@@ -298,10 +340,14 @@ def test_metrics_count_delivery_attempts_by_outcome_and_deliveries_by_status(
         receiver.secret = endpoint.secret
         receiver.script = [503, 200]
         first = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK)
-        services.task_transition(task_id=first.pk, to_status=S.CLOSED, actor_kind="user")
+        transitions.task_transition(
+            transitions.Transition(task_id=first.pk, to_status=S.CLOSED, actor_kind="user")
+        )
         webhook_send_pending(endpoint_id=endpoint.pk, task_id=first.pk)  # 503: retry
         second = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK)
-        services.task_transition(task_id=second.pk, to_status=S.CLOSED, actor_kind="user")
+        transitions.task_transition(
+            transitions.Transition(task_id=second.pk, to_status=S.CLOSED, actor_kind="user")
+        )
         webhook_send_pending(endpoint_id=endpoint.pk, task_id=second.pk)  # 200: delivered
     text = client.get("/metrics").content.decode()
     samples = {
@@ -335,7 +381,9 @@ def test_no_log_line_holds_the_webhook_urls_query_string(
         receiver.secret = endpoint.secret
         receiver.script = [answer or 200]
         task = TaskFactory(owner=requester, status=S.AWAITING_FEEDBACK)
-        services.task_transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        transitions.task_transition(
+            transitions.Transition(task_id=task.pk, to_status=S.CLOSED, actor_kind="user")
+        )
         if answer is not None:
             webhook_send_pending(endpoint_id=endpoint.pk, task_id=task.pk)
     if answer is None:  # the receiver is gone: connection refused

@@ -22,8 +22,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from evidence_app.models import Audit, AuditState
 from evidence_app.trust.audits import audit_judge
-from tasks_app.models import Task
-from tasks_app.workflow.states import TaskStatus
+from tasks_app.records import Task, TaskStatus
 
 SETTLED = {
     TaskStatus.AWAITING_FEEDBACK,

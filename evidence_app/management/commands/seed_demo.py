@@ -17,9 +17,9 @@ from evidence_app.judges.gate import shadow_start
 from evidence_app.models import ShadowJudge
 from evidence_app.validator.offline_judge import CORROBORATING_MODEL_NAME
 from project.roles import OPERATORS, REVIEWERS
-from tasks_app.knowledge.importer import import_folder
-from tasks_app.workflow import services
-from tasks_app.workflow.models import Task
+from tasks_app import actions
+from tasks_app.actions import import_folder
+from tasks_app.records import Task
 
 DEMO_DIR = settings.BASE_DIR / "demo"
 # The candidate the demo runs in shadow: another template on the stricter offline judge.
@@ -62,7 +62,7 @@ class Command(BaseCommand):
             else:
                 specs = json.loads(tasks_file.read_text(encoding="utf-8"))
                 for spec in specs:
-                    services.task_create(
+                    actions.task_create(
                         owner=requester,
                         title=spec["title"],
                         request=spec["request"],

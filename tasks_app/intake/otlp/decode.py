@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.conf import settings
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from google.rpc.status_pb2 import Status as RpcStatus
@@ -24,6 +25,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from project import strict_json
+
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 # google.rpc.Code.INVALID_ARGUMENT
@@ -31,7 +34,16 @@ INVALID_ARGUMENT = 3
 
 
 class UndecodableRequest(Exception):
-    """The body is not an OTLP trace export request (answered with 400)."""
+    """The body is not an OTLP trace export request (answered with 400). The message
+    quotes the client's text with any unencodable character escaped, so the answer
+    itself can always be encoded."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message.encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
+class _NonFiniteDouble(ValueError):
+    """A ``doubleValue`` that is NaN or infinite: JSON (and jsonb) has no such number."""
 
 
 @dataclass
@@ -81,9 +93,12 @@ def _hex_ids_to_base64(node: Any) -> Any:
                 try:
                     value = base64.b64encode(bytes.fromhex(value)).decode() if value else ""
                 except ValueError:
-                    raise UndecodableRequest(f"{key} '{value[:40]}' is not hex") from None
+                    raise UndecodableRequest(f"{key} {ascii(value[:40])} is not hex") from None
             elif key == "parent_span_id" and isinstance(value, str):
-                value = base64.b64encode(bytes.fromhex(value)).decode() if value else ""
+                try:
+                    value = base64.b64encode(bytes.fromhex(value)).decode() if value else ""
+                except ValueError:
+                    raise UndecodableRequest(f"{key} {ascii(value[:40])} is not hex") from None
             else:
                 value = _hex_ids_to_base64(value)
             out[key] = value
@@ -95,8 +110,12 @@ def _hex_ids_to_base64(node: Any) -> Any:
 
 def _parse_json(body: bytes, request: ExportTraceServiceRequest) -> ExportTraceServiceRequest:
     try:
-        document = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # OTLP/JSON nests twice per level of an attribute value (value, kvlistValue), and
+        # five levels hold the attributes of a span.
+        document = strict_json.loads(body, max_depth=2 * settings.API_MAX_JSON_DEPTH + 8)
+    except strict_json.UnsafeJson as exc:
+        raise UndecodableRequest(f"refused: {exc}") from None
+    except ValueError as exc:
         raise UndecodableRequest(f"not JSON: {exc}") from None
     if not isinstance(document, dict):
         raise UndecodableRequest("an OTLP/JSON request is a JSON object")
@@ -112,7 +131,7 @@ def parse_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
     if content_type == PROTOBUF:
         try:
             request.ParseFromString(body)
-        except (DecodeError, ValueError) as exc:
+        except (DecodeError, ValueError, RecursionError) as exc:
             raise UndecodableRequest(f"not an OTLP protobuf trace request: {exc}") from None
         return request
     if content_type == JSON:
@@ -142,6 +161,8 @@ def any_value(value: AnyValue) -> Any:
         return attributes(value.kvlist_value.values)
     if kind == "bytes_value":
         return base64.b64encode(value.bytes_value).decode()
+    if kind == "double_value" and not math.isfinite(value.double_value):
+        raise _NonFiniteDouble(str(value.double_value))
     return getattr(value, kind)
 
 
@@ -160,7 +181,10 @@ def attributes(pairs: Any) -> dict[str, Any]:
         elif kind == "int_value":
             item = value.int_value
         else:
-            item = any_value(value)
+            try:
+                item = any_value(value)
+            except _NonFiniteDouble as exc:
+                raise _NonFiniteDouble(f"attribute {pair.key!r}: doubleValue {exc}") from None
         out[pair.key.replace("\x00", "\ufffd")] = item
     return out
 
@@ -179,7 +203,19 @@ def _check(span: Span) -> str | None:
 
 
 def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], list[RejectedSpan]]:
-    """Every span of the request as a record, and the ones that cannot be used with why."""
+    """Every span of the request as a record, and the ones that cannot be used with why.
+    ``UndecodableRequest`` (400, nothing stored) for a NaN or infinite ``doubleValue``,
+    naming the span and the attribute: JSON has no such number."""
+    try:
+        return _spans_of(request)
+    except _NonFiniteDouble as exc:
+        raise UndecodableRequest(
+            f"{exc} is not a finite number (NaN and Infinity cannot be stored; "
+            "send a finite number, a string or nothing)"
+        ) from None
+
+
+def _spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], list[RejectedSpan]]:
     records: list[SpanRecord] = []
     rejected: list[RejectedSpan] = []
     for resource_spans in request.resource_spans:
@@ -191,40 +227,45 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanRecord], list
                 if problem is not None:
                     rejected.append(RejectedSpan(span.trace_id.hex(), span.span_id.hex(), problem))
                     continue
-                records.append(
-                    SpanRecord(
-                        trace_id=span.trace_id.hex(),
-                        span_id=span.span_id.hex(),
-                        parent_span_id=span.parent_span_id.hex(),
-                        name=text(span.name),
-                        kind=int(span.kind),
-                        start_ns=int(span.start_time_unix_nano),
-                        end_ns=int(span.end_time_unix_nano),
-                        attributes=attributes(span.attributes),
-                        events=[
-                            {
-                                "name": text(event.name),
-                                "time_ns": int(event.time_unix_nano),
-                                "attributes": attributes(event.attributes),
-                            }
-                            for event in span.events
-                        ],
-                        resource=resource,
-                        scope=scope,
-                        status_code=int(span.status.code),
-                        status_message=text(span.status.message),
-                        dropped={
-                            name: count
-                            for name, count in (
-                                ("attributes", span.dropped_attributes_count),
-                                ("events", span.dropped_events_count),
-                                ("links", span.dropped_links_count),
-                            )
-                            if count
-                        },
-                    )
-                )
+                try:
+                    records.append(_record(span, resource, scope))
+                except _NonFiniteDouble as exc:
+                    raise _NonFiniteDouble(f"span {span.span_id.hex()}: {exc}") from None
     return records, rejected
+
+
+def _record(span: Span, resource: dict[str, Any], scope: str) -> SpanRecord:
+    return SpanRecord(
+        trace_id=span.trace_id.hex(),
+        span_id=span.span_id.hex(),
+        parent_span_id=span.parent_span_id.hex(),
+        name=text(span.name),
+        kind=int(span.kind),
+        start_ns=int(span.start_time_unix_nano),
+        end_ns=int(span.end_time_unix_nano),
+        attributes=attributes(span.attributes),
+        events=[
+            {
+                "name": text(event.name),
+                "time_ns": int(event.time_unix_nano),
+                "attributes": attributes(event.attributes),
+            }
+            for event in span.events
+        ],
+        resource=resource,
+        scope=scope,
+        status_code=int(span.status.code),
+        status_message=text(span.status.message),
+        dropped={
+            name: count
+            for name, count in (
+                ("attributes", span.dropped_attributes_count),
+                ("events", span.dropped_events_count),
+                ("links", span.dropped_links_count),
+            )
+            if count
+        },
+    )
 
 
 def encode_response(

@@ -21,8 +21,9 @@ from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import F, Q
+from django.db import InterfaceError, OperationalError, connection, transaction
+from django.db.models import F, Q, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from project.errors import DomainError
@@ -38,6 +39,7 @@ from tasks_app.intake.otlp.mapping import (
     map_trace,
     other_spans,
 )
+from tasks_app.intake.signals import trace_unusable
 from tasks_app.runtime.models import Run
 from tasks_app.workflow.models import Task
 from tasks_app.workflow.services import task_create
@@ -171,8 +173,9 @@ def _locked_traces_postgresql(
         cursor.execute(
             f"""
             INSERT INTO {table} (trace_id, owner_id, state, root_span_id, root_ended, final,
-                span_count, late_span_count, first_span_at, last_span_at, error)
-            SELECT t, %s, %s, '', false, false, 0, 0, %s, %s, ''
+                span_count, late_span_count, first_span_at, last_span_at, error,
+                assembly_failures)
+            SELECT t, %s, %s, '', false, false, 0, 0, %s, %s, '', 0
             FROM unnest(%s::varchar[]) WITH ORDINALITY AS ids(t, n) ORDER BY n
             ON CONFLICT (owner_id, trace_id) DO NOTHING
             RETURNING id
@@ -466,7 +469,7 @@ def _task_for(trace: OtlpTrace, task_id: int | None, mapped: Any) -> Task:
 
 @dataclass
 class AssembleOutcome:
-    outcome: str  # "submitted" | "wait" | "done" | "unusable"
+    outcome: str  # "submitted" | "wait" | "retry" | "done" | "unusable"
     wait_seconds: float = 0.0
     task_id: int | None = None
     detail: str = ""
@@ -474,14 +477,58 @@ class AssembleOutcome:
 
 def otlp_trace_assemble(*, trace_pk: int, now: datetime | None = None) -> AssembleOutcome:
     """Submit a complete trace as an attempt, or say how long to wait. Idempotent: a
-    trace is submitted once; a second call answers "done"."""
+    trace is submitted once; a second call answers "done".
+
+    Whatever the trace holds, this returns: an assembly that fails with an error is
+    counted ("retry" after ``OTLP_TRACE_RETRY_SECONDS``), and after
+    ``OTLP_TRACE_ASSEMBLY_ATTEMPTS`` failures the trace is marked unusable with the
+    reason, so one account's poisoned trace never stops the jobs and the sweep that
+    assemble everyone's. Only a lost database is raised (no trace is to blame)."""
     now = now or timezone.now()
+    try:
+        return _assemble(trace_pk, now)
+    except (OperationalError, InterfaceError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - the reason is kept on the trace and logged
+        log.warning("trace pk %s: assembly failed", trace_pk, exc_info=True)
+        return _assembly_failed(trace_pk, f"{type(exc).__name__}: {exc}", now)
+
+
+def _assembly_failed(trace_pk: int, reason: str, now: datetime) -> AssembleOutcome:
+    """Count a failed assembly: try again later, or give up after the last attempt."""
+    reason = reason.encode("utf-8", "backslashreplace").decode("utf-8")[:1000]
+    attempts = int(settings.OTLP_TRACE_ASSEMBLY_ATTEMPTS)
+    retry = float(settings.OTLP_TRACE_RETRY_SECONDS)
+    with transaction.atomic():
+        trace = (
+            OtlpTrace.objects.select_for_update()
+            .filter(pk=trace_pk, state=OtlpTraceState.COLLECTING)
+            .first()
+        )
+        if trace is None:
+            return AssembleOutcome("done")
+        failures = trace.assembly_failures + 1
+        if failures >= attempts:
+            OtlpTrace.objects.filter(pk=trace.pk).update(assembly_failures=failures, retry_at=None)
+            return _unusable(trace, f"assembly failed {failures} time(s); last error: {reason}")
+        OtlpTrace.objects.filter(pk=trace.pk).update(
+            assembly_failures=failures,
+            retry_at=now + timedelta(seconds=retry),
+            error=f"assembly failed (try {failures} of {attempts}, tried again in "
+            f"{retry:g} s): {reason}",
+        )
+    return AssembleOutcome("retry", wait_seconds=retry, detail=reason)
+
+
+def _assemble(trace_pk: int, now: datetime) -> AssembleOutcome:
     quiet = float(settings.OTLP_TRACE_QUIET_SECONDS)
     max_wait = float(settings.OTLP_TRACE_MAX_WAIT_SECONDS)
     with transaction.atomic():
         trace = OtlpTrace.objects.select_for_update().filter(pk=trace_pk).first()
         if trace is None or trace.state != OtlpTraceState.COLLECTING:
             return AssembleOutcome("done")
+        if trace.retry_at is not None and trace.retry_at > now:
+            return AssembleOutcome("wait", wait_seconds=(trace.retry_at - now).total_seconds())
         idle = (now - trace.last_span_at).total_seconds()
         age = (now - trace.first_span_at).total_seconds()
         if not trace.final and age < max_wait:
@@ -533,26 +580,58 @@ def otlp_trace_assemble(*, trace_pk: int, now: datetime | None = None) -> Assemb
     return AssembleOutcome("submitted", task_id=task.pk)
 
 
+def _named_task(trace: OtlpTrace) -> Task | None:
+    """The task of its owner one of the trace's spans names (``evidentia.task_id``), if
+    any: an unusable trace is shown on that task's page."""
+    for attributes, resource in trace.spans.filter(late=False).values_list(
+        "attributes", "resource"
+    ):
+        value = attributes.get(TASK_ID_KEY, resource.get(TASK_ID_KEY))
+        if value not in (None, "") and _is_primary_key(str(value)):
+            return Task.objects.filter(pk=int(str(value)), owner_id=trace.owner_id).first()
+    return None
+
+
 def _unusable(trace: OtlpTrace, why: str) -> AssembleOutcome:
-    OtlpTrace.objects.filter(pk=trace.pk).update(state=OtlpTraceState.UNUSABLE, error=why[:2000])
+    """Mark the trace unusable with the reason, on its named task's page if it names one,
+    and tell its owner (``trace_unusable``: the ``trace.unusable`` webhook)."""
+    why = why[:2000]
+    with transaction.atomic():
+        trace.task = trace.task or _named_task(trace)
+        trace.state = OtlpTraceState.UNUSABLE
+        trace.error = why
+        OtlpTrace.objects.filter(pk=trace.pk).update(
+            state=OtlpTraceState.UNUSABLE, error=why, task=trace.task
+        )
+        trace_unusable.send(sender=OtlpTrace, trace=trace, reason=why)
     log.warning("trace %s: not submitted: %s", trace.trace_id, why)
     return AssembleOutcome("unusable", detail=why)
 
 
-def otlp_due_traces(*, now: datetime | None = None, limit: int = 200) -> list[int]:
+def otlp_due_traces(
+    *, now: datetime | None = None, limit: int = 200, per_account: int = 20
+) -> list[int]:
     """Collecting traces that are complete by now, or waited longer than the maximum:
-    the maintenance sweep assembles them when their job was lost."""
+    the maintenance sweep assembles them when their job was lost. Fair across accounts:
+    each account's oldest due trace first, then each one's second, and so on, at most
+    ``per_account`` each, so a flood of one account's traces (or its traces that wait
+    for a retry) cannot push another's out of the batch."""
     now = now or timezone.now()
     quiet = timedelta(seconds=float(settings.OTLP_TRACE_QUIET_SECONDS))
     max_wait = timedelta(seconds=float(settings.OTLP_TRACE_MAX_WAIT_SECONDS))
 
-    return list(
+    due = (
         OtlpTrace.objects.filter(state=OtlpTraceState.COLLECTING)
         .filter(
             Q(final=True)
             | Q(root_ended=True, last_span_at__lte=now - quiet)
             | Q(first_span_at__lte=now - max_wait)
         )
-        .order_by("last_span_at")
-        .values_list("pk", flat=True)[:limit]
+        .filter(Q(retry_at__isnull=True) | Q(retry_at__lte=now))
+        .annotate(
+            turn=Window(RowNumber(), partition_by=F("owner_id"), order_by=F("last_span_at").asc())
+        )
+        .filter(turn__lte=per_account)
+        .order_by("turn", "last_span_at", "pk")
     )
+    return list(due.values_list("pk", flat=True)[:limit])

@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
+
+from project import strict_json
 from tasks_app.intake.external import AttemptIn, MessageIn, RunIn, ToolResultIn, UsageIn
 
 AGENT = "invoke_agent"
@@ -84,11 +87,13 @@ class UnusableTrace(Exception):
 
 
 def _json(value: Any) -> Any:
+    """The value a string attribute holds as JSON, when it is JSON that can be kept
+    (``project.strict_json``: finite numbers, valid text, nesting within
+    ``API_MAX_JSON_DEPTH``); any other string stays the string it is."""
     if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
+        return strict_json.loads_or_text(
+            value, max_depth=settings.API_MAX_JSON_DEPTH, max_chars=settings.OTLP_MAX_BODY_BYTES
+        )
     return value
 
 

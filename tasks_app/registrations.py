@@ -1,5 +1,6 @@
-"""What tasks_app connects when Django starts (``TasksAppConfig.ready``): the webhook
-events that follow a status change, and what it registers into the project's
+"""What tasks_app connects when Django starts (``TasksAppConfig.ready``): its jobs and the
+queues they go to (``jobs.JOB_ROUTES``), the webhook events that follow a status change,
+and what it registers into the project's
 operations infrastructure: its families on /metrics, the worker and beat checks of
 /ready, where heartbeats are written, and the recovery a worker runs when it starts.
 ``project/`` reads none of this app's tables itself."""
@@ -34,11 +35,19 @@ from project.metrics import (
     register_source,
     usage_families,
 )
-from project.queues import MAINTENANCE, consumed_queues, queue_name, worker_queues
+from project.queues import (
+    MAINTENANCE,
+    consumed_queues,
+    queue_name,
+    register_routes,
+    worker_queues,
+)
+from tasks_app.intake.signals import trace_unusable
+from tasks_app.jobs import JOB_ROUTES
 from tasks_app.notifications.models import DeliveryStatus, WebhookDelivery, WebhookDeliveryAttempt
-from tasks_app.notifications.webhooks import webhook_events_for_transition
-from tasks_app.runtime.attempts import attempt_reap
+from tasks_app.notifications.webhooks import webhook_events_for_trace, webhook_events_for_transition
 from tasks_app.runtime.models import LLMRequestSnapshot, ServiceHeartbeat
+from tasks_app.runtime.reaper import attempt_reap
 from tasks_app.runtime.runs import heartbeat_forget, heartbeat_record
 from tasks_app.workflow.models import Task, TaskEvent
 from tasks_app.workflow.outbox import outbox_relay
@@ -311,7 +320,9 @@ def _webhook_events(
 
 
 def register() -> None:
+    register_routes(JOB_ROUTES)
     task_transitioned.connect(_webhook_events, dispatch_uid="evidentia-webhook-events")
+    trace_unusable.connect(webhook_events_for_trace, dispatch_uid="evidentia-trace-webhooks")
     register_source(MetricSource("tasks_app", _families, _tallies))
     health.register_check("workers", check_workers)
     health.register_check("beat", check_beat, when=lambda: settings.OPS_REQUIRE_BEAT)

@@ -1,0 +1,72 @@
+"""What other apps may do to a task, and the hand-offs they register: transitions,
+decisions, claims and notes; jobs queued through the outbox; the validation claim; the
+validator hand-off (``register_validator``, ``Verdict``); webhook events of an audit; the
+API's idempotency and decision checks; a team plan's check; the knowledge base's import.
+
+evidence_app imports tasks_app only through this module and ``tasks_app.records`` (an
+import contract in pyproject.toml holds it)."""
+
+from __future__ import annotations
+
+from tasks_app.api.idempotency import idempotency_header, run_idempotent
+from tasks_app.api.tasks import require_can_decide
+from tasks_app.knowledge.importer import import_folder
+from tasks_app.notifications.webhooks import webhook_events_for_audit
+from tasks_app.runtime.agents.plans import parse_plan
+from tasks_app.workflow.services import (
+    FEEDBACK_TARGETS,
+    NO_SECOND_JUDGE,
+    attempt_enqueue,
+    decision_undo,
+    job_enqueue,
+    job_send_on_commit,
+    new_job_id,
+    review_visit_record,
+    second_model_checked,
+    task_add_note,
+    task_assign,
+    task_claim,
+    task_create,
+    task_decide,
+    task_release_claim,
+    validation_enqueue,
+)
+from tasks_app.workflow.transitions import Transition, task_transition
+from tasks_app.workflow.validation_claims import (
+    ClaimKeeper,
+    validation_claim_and_read,
+    validation_claim_release,
+)
+from tasks_app.workflow.verdicts import Verdict, register_validator
+
+__all__ = [
+    "Transition",
+    "ClaimKeeper",
+    "FEEDBACK_TARGETS",
+    "NO_SECOND_JUDGE",
+    "Verdict",
+    "attempt_enqueue",
+    "decision_undo",
+    "idempotency_header",
+    "import_folder",
+    "job_enqueue",
+    "job_send_on_commit",
+    "new_job_id",
+    "parse_plan",
+    "register_validator",
+    "require_can_decide",
+    "review_visit_record",
+    "run_idempotent",
+    "second_model_checked",
+    "task_add_note",
+    "task_assign",
+    "task_claim",
+    "task_create",
+    "task_decide",
+    "task_release_claim",
+    "task_transition",
+    "validation_claim_and_read",
+    "validation_claim_release",
+    "validation_enqueue",
+    "webhook_events_for_audit",
+]
