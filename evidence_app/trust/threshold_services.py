@@ -23,9 +23,8 @@ from evidence_app.models import AutoAcceptThreshold, ThresholdState
 from evidence_app.trust.thresholds import JudgeKey
 from project.errors import Forbidden, InvalidInput, StaleAction
 from project.roles import is_operator
-from tasks_app.models import Task
-from tasks_app.notifications.models import WebhookEvent
-from tasks_app.notifications.webhooks import webhook_events_for_audit
+from tasks_app.actions import webhook_events_for_audit
+from tasks_app.records import Task, WebhookEvent
 
 log = logging.getLogger(__name__)
 

@@ -33,7 +33,7 @@ from evidence_app.models import (
     ValidationStatus,
 )
 from evidence_app.trust.agreement import HUMAN_DECISIONS
-from tasks_app.models import Feedback, FeedbackAction
+from tasks_app.records import Feedback, FeedbackAction
 
 __all__ = [
     "AutoAcceptGate",

@@ -46,10 +46,9 @@ from evidence_app.trust.thresholds import JudgeKey
 from evidence_app.validation.current_judge import current_judge
 from evidence_app.validator.offline_judge import CORROBORATING_MODEL_NAME
 from evidence_app.validator.templates import get_template
-from tasks_app.intake.external import AttemptIn
-from tasks_app.intake.external import external_attempt_submit as submit
-from tasks_app.models import Task, TaskAgent
-from tasks_app.workflow import services
+from tasks_app.actions import AttemptIn, task_create
+from tasks_app.actions import external_attempt_submit as submit
+from tasks_app.records import Task, TaskAgent
 
 HISTORY_TITLE = "Scripted history: audited verdicts for the auto-accept demo"
 HOTEL_SENTENCE = "The maximum hotel rate for a standard business trip is 150 EUR per night."
@@ -101,7 +100,7 @@ class Command(BaseCommand):
         template, model = current_judge()
         judge = JudgeKey(get_template(template).version, model, "")
         candidate = JudgeKey(get_template("terse").version, CORROBORATING_MODEL_NAME, "")
-        history = services.task_create(
+        history = task_create(
             owner=operator,
             title=HISTORY_TITLE,
             request="(no request: the rows of this task are a scripted history of audited "
@@ -188,7 +187,7 @@ class Command(BaseCommand):
     def _answers(self, requester: Any) -> None:
         for title, documents in ANSWERS:
             # Not audited: demo_audits labels audits by the demo's own task list.
-            task = services.task_create(
+            task = task_create(
                 owner=requester,
                 title=title,
                 request=REQUEST,
