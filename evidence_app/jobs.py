@@ -20,7 +20,7 @@ from evidence_app.validation.current_judge import SHADOW_JOB
 from evidence_app.validation.replay import REPLAY_JOB, replay_request_run
 from evidence_app.validation.services import VALIDATE_JOB, validation_attempt
 from project.errors import first_line
-from project.queues import VALIDATION
+from project.queues import MAINTENANCE, VALIDATION
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +93,9 @@ def shadow_validation_job(self: Any, pending_id: int) -> str:
     )
 
 
+# The certification job's name (project.celery schedules it by name).
+CERTIFY_JOB = "evidence_app.certify_thresholds"
+
 # Where each job goes (project.queues.register_routes, in EvidenceAppConfig.ready):
 # finishing work, never behind a backlog of attempts. Changing the judge: a candidate's
 # comparison (in slices) and its shadow verdicts.
@@ -101,4 +104,19 @@ JOB_ROUTES = {
     REPLAY_JOB: VALIDATION,
     COMPARISON_JOB: VALIDATION,
     SHADOW_JOB: VALIDATION,
+    # Recertifying the auto-accept thresholds (issue 38): periodic bookkeeping.
+    CERTIFY_JOB: MAINTENANCE,
 }
+
+
+@shared_task(name=CERTIFY_JOB)
+def certify_thresholds_job() -> dict[str, int]:
+    """Recertify every judge's auto-accept threshold on its labelled verdicts and run the
+    drift rule on the approved ones (issue 38); returns the counts. Periodic; a lost run
+    is harmless (the next one reads the same labels)."""
+    # Imported here, not at the top: it loads scipy, which no web or worker process
+    # should pay for at start-up (only this job, the Trust page's data is stored).
+    from evidence_app.autoaccept.recompute import thresholds_recompute
+
+    outcome = thresholds_recompute()
+    return {"judges": outcome.judges, "certified": outcome.certified, "stopped": outcome.stopped}

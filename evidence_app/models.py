@@ -27,6 +27,8 @@ __all__ = [
     "ShadowJudge",
     "ShadowState",
     "ShadowVerdict",
+    "ThresholdState",
+    "AutoAcceptThreshold",
 ]
 
 
@@ -539,3 +541,103 @@ class ShadowVerdict(models.Model):
 
     def __str__(self) -> str:
         return f"shadow {self.shadow_id} on validation {self.original_id}: {self.state}"
+
+
+# --- Auto-accept at a certified risk ---------------------------------------------------------
+
+
+class ThresholdState(models.TextChoices):
+    PROPOSED = "proposed", "Proposed"
+    SHADOW = "shadow", "In shadow"
+    APPROVED = "approved", "Approved"
+    RETIRED = "retired", "Retired"
+
+
+class AutoAcceptThresholdQuerySet(models.QuerySet["AutoAcceptThreshold"]):
+    def for_judge(
+        self, template_version: str, model_name: str, second_model: str
+    ) -> AutoAcceptThresholdQuerySet:
+        return self.filter(
+            template_version=template_version, model_name=model_name, second_model=second_model
+        )
+
+    def approved(self) -> AutoAcceptThresholdQuerySet:
+        return self.filter(state=ThresholdState.APPROVED)
+
+    def pending(self) -> AutoAcceptThresholdQuerySet:
+        return self.filter(state__in=(ThresholdState.PROPOSED, ThresholdState.SHADOW))
+
+
+class AutoAcceptThreshold(models.Model):
+    """One certification of one judge (template version × model × second judge): the
+    score τ above which its accepted verdicts may go to the requester without a person,
+    certified on labelled verdicts (``evidence_app.autoaccept``). Proposed by the
+    background job, watched in shadow, then approved by an operator; an approved one is
+    the judge's threshold until a newer one is approved (it is then retired) or its
+    audits show drift (``stopped_at``: every accepted verdict of the judge goes to a
+    person). Rows are never deleted: they are the history of the judge's thresholds."""
+
+    template_version = models.CharField(max_length=100)
+    model_name = models.CharField(max_length=200)
+    # The second judge's model ("" without one): a pair is a judge of its own.
+    second_model = models.CharField(max_length=200, blank=True, default="")
+    state = models.CharField(
+        max_length=16, choices=ThresholdState.choices, default=ThresholdState.PROPOSED
+    )
+    # Null: no threshold could be certified on these labels (nothing on a score).
+    threshold = models.FloatField(null=True, blank=True)
+    target = models.FloatField()
+    delta = models.FloatField()
+    labelled = models.PositiveIntegerField(default=0)
+    # The weighted share of labelled accepts at or above τ, their false-accept rate and
+    # its one-sided upper bound at 1 - delta.
+    automated = models.FloatField(default=0.0)
+    risk = models.FloatField(null=True, blank=True)
+    upper = models.FloatField(null=True, blank=True)
+    guarantee = models.TextField(blank=True, default="")
+    # The coverage–risk curve, downsampled: [{"threshold", "accepted", "coverage",
+    # "risk", "upper"}, ...], strictest first.
+    curve = models.JSONField(default=list, blank=True)
+    computed_at = models.DateTimeField(default=timezone.now)
+    shadow_started_at = models.DateTimeField(null=True, blank=True)
+    shadow_started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    retired_at = models.DateTimeField(null=True, blank=True)
+    # The drift rule on the audits of its auto-accepts since it was approved: the
+    # audits, the wrong ones, the CUSUM, and when it stopped auto-accept (null: not).
+    drift_audits = models.PositiveIntegerField(default=0)
+    drift_wrong = models.PositiveIntegerField(default=0)
+    drift_statistic = models.FloatField(default=0.0)
+    stopped_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AutoAcceptThresholdQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-computed_at", "-id"]
+        constraints = [
+            # Two operators approving at once: one approved threshold per judge.
+            models.UniqueConstraint(
+                fields=["template_version", "model_name", "second_model"],
+                condition=models.Q(state="approved"),
+                name="autoacceptthreshold_one_approved",
+            )
+        ]
+        indexes = [
+            models.Index(
+                fields=["template_version", "model_name", "second_model", "state"],
+                name="autoacceptthreshold_judge",
+            )
+        ]
+
+    def __str__(self) -> str:
+        tau = "none" if self.threshold is None else f"{self.threshold:.3g}"
+        return f"threshold {tau} of {self.template_version} on {self.model_name}: {self.state}"
+
+    @property
+    def stopped(self) -> bool:
+        return self.stopped_at is not None

@@ -16,7 +16,7 @@ from prometheus_client.core import (
 )
 
 from evidence_app.jobs import JOB_ROUTES
-from evidence_app.models import ValidationSnapshot
+from evidence_app.models import AutoAcceptThreshold, ValidationSnapshot
 from evidence_app.trust.blinding import exposure_receiver
 from evidence_app.trust.rates import WINDOW_DAYS, trust_window
 from evidence_app.trust.team import audit_queue, decisions_by_role, queue_age
@@ -187,6 +187,35 @@ def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
     yield from (rate, upper, lower, judged, outstanding)
 
 
+def _autoaccept_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
+    """Each judge's approved auto-accept threshold and whether the drift rule stopped it
+    (issue 38), read afresh on each scrape from the stored rows (one small query)."""
+    labels = ["template_version", "model", "second_model"]
+    threshold = GaugeMetricFamily(
+        f"{PREFIX}_auto_accept_threshold",
+        "The approved certified score at or above which a judge's accepted answers go to "
+        "the requester without a person.",
+        labels=labels,
+    )
+    stopped = GaugeMetricFamily(
+        f"{PREFIX}_auto_accept_stopped",
+        "1 when the audits of a judge's auto-accepts showed it drifting and auto-accept "
+        "stopped (everything goes to a person), else 0.",
+        labels=labels,
+    )
+    drift = GaugeMetricFamily(
+        f"{PREFIX}_auto_accept_drift_statistic",
+        "The drift rule's CUSUM on the audits since the threshold was approved (stops at 5).",
+        labels=labels,
+    )
+    for row in AutoAcceptThreshold.objects.approved().filter(threshold__isnull=False):
+        names = [row.template_version, row.model_name, row.second_model]
+        threshold.add_metric(names, row.threshold or 0.0)
+        stopped.add_metric(names, 1.0 if row.stopped else 0.0)
+        drift.add_metric(names, row.drift_statistic)
+    yield from (threshold, stopped, drift)
+
+
 def register() -> None:
     register_routes(JOB_ROUTES)
     register_validator(StoredVerdicts())
@@ -196,3 +225,4 @@ def register() -> None:
     register_source(MetricSource("evidence_app", _families, _tallies))
     register_source(MetricSource("review_team", _review_team))
     register_source(MetricSource("evidence_app_trust", _trust_families))
+    register_source(MetricSource("evidence_app_autoaccept", _autoaccept_families))

@@ -41,6 +41,11 @@ ops_pages = [
     # The review team's figures (decisions, time per item, queue age, audits waiting).
     path("ops/team/", team_views.ops_team, name="ops_team"),
     path("ops/trust/", trust_views.ops_trust, name="ops_trust"),
+    path(
+        "ops/trust/thresholds/<int:threshold_id>/",
+        trust_views.ops_threshold,
+        name="ops_threshold",
+    ),
     # Changing the judge: the gate and shadow mode.
     path("ops/judge/", judge_views.ops_judge, name="ops_judge"),
     path(

@@ -130,6 +130,16 @@ def configure(app: Celery) -> None:
                     "expires": float(settings.REAPER_INTERVAL_SECONDS),
                 },
             },
+            # Auto-accept at a certified risk (issue 38): recertify each judge's threshold
+            # as labels arrive and stop a drifting judge's auto-accept.
+            "certify-thresholds": {
+                "task": "evidence_app.certify_thresholds",
+                "schedule": float(settings.AUTOACCEPT_RECOMPUTE_SECONDS),
+                "options": {
+                    "queue": queue_name(MAINTENANCE),
+                    "expires": float(settings.AUTOACCEPT_RECOMPUTE_SECONDS),
+                },
+            },
             **heartbeat_schedule(),
         },
     )

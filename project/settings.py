@@ -404,6 +404,13 @@ for _name in ("AUDIT_RATE", "AUDIT_REJECT_RATE"):
         raise ImproperlyConfigured(f"{_name} is a share between 0 and 1")
 # The false-accept rate the operator pages hold the 95 % upper bound against.
 TRUST_TARGET_FALSE_ACCEPT = env_float("TRUST_TARGET_FALSE_ACCEPT", 0.02, minimum=0)
+if TRUST_TARGET_FALSE_ACCEPT >= 0.5:
+    raise ImproperlyConfigured("TRUST_TARGET_FALSE_ACCEPT is a share under 0.5")
+# Auto-accept at a certified risk (issue 38): how often the background job recertifies
+# each judge's threshold and checks its drift, and how long a proposed threshold runs in
+# shadow before an operator may approve it.
+AUTOACCEPT_RECOMPUTE_SECONDS = env_int("AUTOACCEPT_RECOMPUTE_SECONDS", 600, minimum=10)
+AUTOACCEPT_SHADOW_HOURS = env_float("AUTOACCEPT_SHADOW_HOURS", 24.0, minimum=0)
 UI_LAZY_SECTION_CHARS = env_int("UI_LAZY_SECTION_CHARS", 20_000, minimum=100)
 
 

@@ -1,7 +1,8 @@
 """What other apps may do to a task, and the hand-offs they register: transitions,
 decisions, claims and notes; jobs queued through the outbox; the validation claim; the
 validator hand-off (``register_validator``, ``Verdict``); webhook events of an audit; the
-API's idempotency and decision checks; a team plan's check; the knowledge base's import.
+API's idempotency and decision checks; a team plan's check; the knowledge base's import;
+an external agent's attempt (the demo submits one).
 
 evidence_app imports tasks_app only through this module and ``tasks_app.records`` (an
 import contract in pyproject.toml holds it)."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from tasks_app.api.idempotency import idempotency_header, run_idempotent
 from tasks_app.api.tasks import require_can_decide
+from tasks_app.intake.external import AttemptIn, external_attempt_submit
 from tasks_app.knowledge.importer import import_folder
 from tasks_app.notifications.webhooks import webhook_events_for_audit
 from tasks_app.runtime.agents.plans import parse_plan
@@ -40,6 +42,7 @@ from tasks_app.workflow.validation_claims import (
 from tasks_app.workflow.verdicts import Verdict, register_validator
 
 __all__ = [
+    "AttemptIn",
     "Transition",
     "ClaimKeeper",
     "FEEDBACK_TARGETS",
@@ -47,6 +50,7 @@ __all__ = [
     "Verdict",
     "attempt_enqueue",
     "decision_undo",
+    "external_attempt_submit",
     "idempotency_header",
     "import_folder",
     "job_enqueue",

@@ -100,6 +100,8 @@ class CaseResult:
     second_got: str = ""
     pair_got: str = ""
     alone_got: str = ""  # with ``judge_alone``: the verdict on its first tool result alone
+    # The verdict's score: the judge's confidence, which the certified threshold orders.
+    score: float | None = None
 
 
 def case_kind(case: dict[str, Any]) -> str:
@@ -279,6 +281,7 @@ def run_case(
         second_got=outcome.get("second", ""),
         pair_got=pair_outcome(result["status"], outcome["second"]) if "second" in outcome else "",
         alone_got=_alone(case, model=model, template=template) if case.get("judge_alone") else "",
+        score=result.get("score"),
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,9 +152,20 @@ def comparison_run(
     if remaining:
         job_enqueue(COMPARISON_JOB, (comparison.pk,))
         return comparison
-    comparison.figures = comparison_figures(comparison.outcomes)
+    comparison.figures = _figures(comparison.outcomes)
     _comparison_finished(comparison)
     return comparison
+
+
+def _figures(outcomes: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The comparison's figures, and both judges at a certified risk (issue 38)."""
+    # Imported here: it loads scipy, which the web processes that import this module
+    # (the judge page) never need; only this job computes it.
+    from evidence_app.judges.at_target import at_target_figures
+
+    figures = comparison_figures(outcomes)
+    figures["at_target"] = at_target_figures(outcomes, target=settings.TRUST_TARGET_FALSE_ACCEPT)
+    return figures
 
 
 def _comparison_slice(comparison: JudgeComparison, slice_seconds: float) -> int:
@@ -189,6 +201,8 @@ def _paired_outcome(comparison: JudgeComparison, case: dict[str, Any]) -> dict[s
         "candidate": candidate.got,
         "baseline_correct": baseline.correct,
         "candidate_correct": candidate.correct,
+        "baseline_score": baseline.score,
+        "candidate_score": candidate.score,
         "errors": [e for e in (baseline.error, candidate.error) if e],
     }
 

@@ -1,14 +1,22 @@
 """The operator page of the certified false-accept and false-reject rates, measured on
-the blind audits (see evidence_app.trust.rates)."""
+the blind audits (see evidence_app.trust.rates), and of auto-accept at a certified risk:
+each judge's threshold, its curve and guarantee, and the shadow and approve controls
+(see evidence_app.trust.autoaccept_overview)."""
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect
+from django.views.decorators.http import require_GET, require_POST
 
+from evidence_app.models import AutoAcceptThreshold
 from evidence_app.operator.forms import TrustQueryForm
+from evidence_app.trust.autoaccept_overview import autoaccept_overview
 from evidence_app.trust.rates import trust_report
+from evidence_app.trust.threshold_services import threshold_approve, threshold_shadow_start
+from project.errors import DomainError
 from project.views import operator_required, render_page
 
 
@@ -28,6 +36,38 @@ def ops_trust(request: HttpRequest) -> HttpResponse:
             "report": report,
             "form": form,
             "target_value": target if target is not None else settings.TRUST_TARGET_FALSE_ACCEPT,
+            "autoaccept": autoaccept_overview(),
+            "shadow_hours": settings.AUTOACCEPT_SHADOW_HOURS,
         },
         status=422 if form.is_bound and not form.is_valid() else 200,
     )
+
+
+@operator_required
+@require_POST
+def ops_threshold(request: HttpRequest, threshold_id: int) -> HttpResponse:
+    """Start a proposed threshold's shadow (``op=shadow``) or approve one whose shadow ran
+    its course (``op=approve``); refused, with nothing changed, otherwise."""
+    op = request.POST.get("op")
+    try:
+        if op == "shadow":
+            row = threshold_shadow_start(threshold_id=threshold_id, user=request.user)
+            messages.success(
+                request,
+                f"Threshold {row.threshold:.2f} runs in shadow: it moves no task; the page "
+                "shows what it would have done.",
+            )
+        elif op == "approve":
+            row = threshold_approve(threshold_id=threshold_id, user=request.user)
+            messages.success(
+                request,
+                f"Threshold {row.threshold:.2f} approved: accepted verdicts of this judge "
+                "scoring below it now go to a person.",
+            )
+        else:
+            messages.error(request, "Nothing changed: choose shadow or approve.")
+    except AutoAcceptThreshold.DoesNotExist:
+        messages.error(request, f"Nothing changed: threshold {threshold_id} does not exist.")
+    except DomainError as exc:
+        messages.error(request, f"Nothing changed: {exc.message}")
+    return redirect("ops_trust")

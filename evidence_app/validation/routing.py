@@ -1,5 +1,12 @@
 """Where a verdict routes a task (V2, V3, V8): accepted to the requester, rejected to a
-revision or a person, and a person when the two judges disagree on accepted versus not."""
+revision or a person, and a person when the two judges disagree on accepted versus not.
+
+Auto-accept at a certified risk (issue 38): when the judge has an approved threshold
+(``evidence_app.trust.thresholds.approved_gate``), an accepted verdict goes to the
+requester only when its score is at or above it, else to a person ("below the certified
+threshold"); once the drift rule stopped the judge's auto-accept, every accepted verdict
+goes to a person. A judge without an approved threshold keeps the judge's word: its
+accepted verdicts go to the requester (the Trust page says they are not certified)."""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from typing import Any
 
 from evidence_app.models import ValidationStatus
 from evidence_app.trust.agreement import judges_disagree
+from evidence_app.trust.thresholds import AutoAcceptGate
 from evidence_app.validation.claims import disagreement_reason
 from evidence_app.validation.judge_calls import JudgePair
 from evidence_app.validator.schema import ValidationResult
@@ -14,7 +22,12 @@ from tasks_app.records import NO_USABLE_ANSWER, Task, TaskStatus
 
 
 def pair_target(
-    task: Task, pair: JudgePair, answer: str, *, first_model: str
+    task: Task,
+    pair: JudgePair,
+    answer: str,
+    *,
+    first_model: str,
+    gate: AutoAcceptGate | None = None,
 ) -> tuple[str, dict[str, Any], str]:
     """The V2 target of the first verdict, unless the second judge disagrees on accepted
     versus not: then a person decides, with both verdicts named."""
@@ -24,7 +37,7 @@ def pair_target(
         or pair.second_plan is None
         or not judges_disagree(first.status, second.result.status)
     ):
-        return verdict_target(task, first, answer)
+        return verdict_target(task, first, answer, gate=gate)
     reason = disagreement_reason(
         first_model, first.status, pair.second_plan.model_name, second.result.status
     )
@@ -39,15 +52,38 @@ def _answer_is_usable(answer: str, result: ValidationResult) -> bool:
     return answer.strip() != NO_USABLE_ANSWER.strip()
 
 
+def below_threshold_reason(summary: str, score: float | None, gate: AutoAcceptGate) -> str | None:
+    """Why an accepted verdict goes to a person under the judge's approved threshold, or
+    None when it may go to the requester."""
+    if gate.stopped:
+        return (
+            f"{summary}; auto-accept is stopped for this judge (its audits show it "
+            "drifting): a person decides"
+        )
+    if score is None or score < gate.threshold:
+        shown = "no score" if score is None else f"score {score:.2f}"
+        return (
+            f"{summary} ({shown}), below the certified threshold {gate.threshold:.2f}: "
+            "a person decides"
+        )
+    return None
+
+
 def verdict_target(
-    task: Task, result: ValidationResult, answer: str
+    task: Task, result: ValidationResult, answer: str, *, gate: AutoAcceptGate | None = None
 ) -> tuple[str, dict[str, Any], str]:
-    """(to_status, updates, reason) for a verdict on the task's current attempt (V2, V3)."""
+    """(to_status, updates, reason) for a verdict on the task's current attempt (V2, V3);
+    ``gate`` is the judge's approved auto-accept threshold (None: none approved)."""
     status = ValidationStatus(result.status)
     summary = f"validator: {status}" + (
         f" ({result.failure_category})" if result.failure_category else ""
     )
     if status == ValidationStatus.ACCEPTED:
+        held = None if gate is None else below_threshold_reason(summary, result.score, gate)
+        if held is not None:
+            return TaskStatus.NEEDS_REVIEW, {"validation_outcome": None}, held
+        if gate is not None:
+            summary += f" (score {result.score:.2f}, at or above the certified threshold)"
         return TaskStatus.AWAITING_FEEDBACK, {"validation_outcome": "accepted"}, summary
     if status == ValidationStatus.REJECTED:
         if task.attempt_count < task.max_attempts:

@@ -20,6 +20,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from evidence_app.models import SnapshotKind, ValidationFailure, ValidationSnapshot
 from evidence_app.packets.task_packet import build_packet
 from evidence_app.trust.audits import audit_draw, verdict_route
+from evidence_app.trust.thresholds import JudgeKey, approved_gate
 from evidence_app.validation.judge_calls import (
     JudgePair,
     JudgePlan,
@@ -252,12 +253,17 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
             reason="empty answer: no usable answer, validation skipped",
         )
     plan = judge_plan(packet, answer, template=None, model=None)
-    pair = judge_pair(plan, task=task, second_model=second_model_name(task))
+    second_model = second_model_name(task)
+    pair = judge_pair(plan, task=task, second_model=second_model)
+    # The judge's approved auto-accept threshold, if any (issue 38).
+    gate = approved_gate(JudgeKey(plan.template.version, plan.model_name, second_model))
 
     # One transaction (task_transition's): row lock, then re-check (still validating this
     # attempt): a second delivery that judged in parallel, or an abandon meanwhile, finds
     # the task moved on and writes nothing. The snapshots commit with the transition.
-    to_status, updates, reason = pair_target(task, pair, answer, first_model=plan.model_name)
+    to_status, updates, reason = pair_target(
+        task, pair, answer, first_model=plan.model_name, gate=gate
+    )
     if to_status == TaskStatus.NEEDS_REVISION:
         updates["job_id"] = new_job_id()
     verdict = _Verdict(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from evidence_app.validator import grounding
 from evidence_app.validator.answer_text import (
     GENERIC,
     AnswerClaim,
@@ -15,6 +16,7 @@ from evidence_app.validator.answer_text import (
     requirements_of,
     subject_words,
 )
+from evidence_app.validator.confidence import ClaimSignal, answer_confidence
 from evidence_app.validator.grounding import Finding, Sentence
 
 # A claim sharing this share of a part's subject words is about that part (it is then
@@ -96,7 +98,7 @@ def decide(
     material: Material,
 ) -> dict[str, object]:
     supported = [j for j in judged if j.supported]
-    score = round(len(supported) / len(judged), 2) if judged else 0.0
+    score = _confidence(judged, requirements, material)
     contradicted = [j for j in judged if j.finding.verdict == "contradicted"]
     if contradicted:
         return _rejected_contradiction(contradicted, judged, score, entries, requirements)
@@ -118,7 +120,7 @@ def decide(
     refs = sorted({ref(s) for j in supported for s in j.finding.support})
     return verdict(
         "accepted",
-        1.0,
+        score,
         reasoning=(
             f"Every one of the {len(judged)} claim(s) is stated in the evidence "
             f"({', '.join(refs)}) and the {len(requirements)} requirement(s) of the "
@@ -127,6 +129,42 @@ def decide(
         claims=entries,
         requirements=requirements,
     )
+
+
+def _confidence(judged: list[Judged], requirements: list[dict[str, object]], m: Material) -> float:
+    """The verdict's graded score (``evidence_app.validator.confidence``)."""
+    everything: frozenset[str] = frozenset().union(*(s.norms for s in m.evidence))
+    signals = [_signal(j, m, everything) for j in judged]
+    return answer_confidence(signals, [str(r["met"]) for r in requirements])
+
+
+def _signal(judged: Judged, m: Material, everything: frozenset[str]) -> ClaimSignal:
+    words = content_words(judged.claim.text)
+    finding, support = judged.finding, judged.support
+    if not judged.supported or support is None:
+        coverage = len(words & everything) / len(words) if words else 0.0
+        return ClaimSignal(finding.verdict, coverage=coverage, short=judged.short)
+    stated = content_words(support.text)
+    return ClaimSignal(
+        "supported",
+        coverage=1.0,
+        tightness=len(words & stated) / len(stated) if stated else 0.0,
+        sources=_sources(judged, m, words),
+        disputed=finding.conflict is not None,
+        short=judged.short,
+    )
+
+
+def _sources(judged: Judged, m: Material, words: set[str]) -> int:
+    """Distinct sources stating the claim: its own, and any other whose sentence holds
+    every content word of it and states it."""
+    stating = {s.source for s in judged.finding.support}
+    for s in m.evidence:
+        if s.source in stating or not words <= s.norms:
+            continue
+        if grounding.check(judged.claim.text, [s], m.vocabulary, m.text).verdict == "supported":
+            stating.add(s.source)
+    return len(stating)
 
 
 def _unmet(

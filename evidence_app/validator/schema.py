@@ -53,6 +53,8 @@ class Claim(BaseModel):
     verdict: ClaimVerdict = "unsupported"
     citations: list[Citation] = Field(default_factory=list)
     note: str = ""
+    # The judge's confidence in this claim's verdict, 0 to 1 (issue 38); None if not given.
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
 
     @field_validator("id", mode="before")
     @classmethod
@@ -124,7 +126,10 @@ class ValidationResult(BaseModel):
 # Shown to the model in the system prompt (templates insert it as {schema}).
 SCHEMA_DESCRIPTION = """{
   "status": "accepted" | "rejected" | "insufficient_evidence",
-  "score": number between 0 and 1 (how well the answer is supported and complete),
+  "score": number between 0 and 1 (your confidence that the answer is supported by the
+           evidence AND does what was asked: 0.5 when you cannot tell, above 0.9 only when
+           every claim has a verbatim quote and every requirement is met; on "rejected",
+           how likely it is that the answer is nonetheless fine),
   "issues": [string, ...],
   "missing_requirements": [string, ...],
   "evidence_gaps": [string, ...],
@@ -140,7 +145,8 @@ SCHEMA_DESCRIPTION = """{
       "citations": [{"ref": "R<n>", "quote": string (copied verbatim from that tool result),
                      "stance": "supports" | "contradicts" (does the quote state the claim,
                                or state something else about it, e.g. another figure?)}],
-      "note": string
+      "note": string,
+      "confidence": number between 0 and 1 (how sure you are of this claim's verdict)
     }, ...
   ],
   "requirements": [

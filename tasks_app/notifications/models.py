@@ -24,6 +24,8 @@ class WebhookEvent(models.TextChoices):
     AUDIT_JUDGED = "audit.judged", "Audit judged"
     # An OTLP trace of a task that could not become an attempt, with the reason.
     TRACE_UNUSABLE = "trace.unusable", "Trace unusable"
+    # The audits of a judge's auto-accepts show it drifting: auto-accept stopped (issue 38).
+    AUTO_ACCEPT_STOPPED = "auto_accept.stopped", "Auto-accept stopped"
 
 
 class WebhookEndpoint(models.Model):

@@ -264,14 +264,20 @@ def _delivery(
     )
 
 
-AUDIT_EVENTS = (WebhookEvent.AUDIT_OPENED, WebhookEvent.AUDIT_JUDGED)
+AUDIT_EVENTS = (
+    WebhookEvent.AUDIT_OPENED,
+    WebhookEvent.AUDIT_JUDGED,
+    WebhookEvent.AUTO_ACCEPT_STOPPED,
+)
 
 
 def webhook_events_for_audit(
     *, task: Task, event_type: str, audit: dict[str, Any]
 ) -> list[WebhookDelivery]:
     """Write the deliveries of an audit event (``audit.opened`` when a verdict is drawn,
-    ``audit.judged`` when a person judged it) in the caller's transaction, and send them
+    ``audit.judged`` when a person judged it, ``auto_accept.stopped`` when the judged
+    audits of a judge's auto-accepts stopped its auto-accept: ``audit`` then describes the
+    judge and the audit that stopped it) in the caller's transaction, and send them
     after commit. ``audit`` is the event's plain description of the audit, sent as it is
     beside the task's summary; the audit stream lives in another app, which calls this."""
     if event_type not in AUDIT_EVENTS:

@@ -14,7 +14,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
 from evidence_app.management.commands.demo_audits import demo_label
-from evidence_app.models import Audit, ShadowJudge, ValidationSnapshot
+from evidence_app.models import Audit, AutoAcceptThreshold, ShadowJudge, ValidationSnapshot
+from evidence_app.validation.services import validation_run
+from tasks_app.models import Task
 from tests.factories import TaskFactory
 
 pytestmark = pytest.mark.django_db
@@ -73,3 +75,34 @@ def test_demo_label_reads_the_expected_figures() -> None:
     assert demo_label(spec, "The budget is 1,750 EUR per employee.")[0] is True
     correct, comment = demo_label(spec, "The budget is 1,500 EUR.")
     assert correct is False and "1750" in comment
+
+
+def test_demo_autoaccept_shows_a_threshold_an_accept_above_it_a_person_below_it_and_drift(
+    settings: Any,
+) -> None:
+    """Issue 38, item 8: on its scripted history the demo certifies and approves a
+    threshold for its judge and for the shadow candidate; of two external answers the
+    one two documents state is auto-accepted, the one stated once goes to a person below
+    the threshold; the candidate's wrong audits after approval stop its auto-accept; a
+    second run does nothing."""
+    settings.VALIDATOR_MODEL = "offline:judge"
+    call_command("seed_demo", no_tasks=True, stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("demo_autoaccept", stdout=out)
+    approved = {row.model_name: row for row in AutoAcceptThreshold.objects.filter(state="approved")}
+    assert approved["offline:judge"].threshold == pytest.approx(0.95)
+    assert not approved["offline:judge"].stopped
+    assert approved["offline:judge-corroborating"].stopped
+    for task in Task.objects.filter(title__startswith="Auto-accept demo:"):
+        validation_run(task_id=task.pk, attempt_index=1)
+    statuses = dict(
+        Task.objects.filter(title__startswith="Auto-accept demo:").values_list("title", "status")
+    )
+    assert statuses == {
+        "Auto-accept demo: hotel rate, stated by two documents": "awaiting_feedback",
+        "Auto-accept demo: hotel rate, stated once": "needs_review",
+    }
+    again = io.StringIO()
+    call_command("demo_autoaccept", stdout=again)
+    assert "already shown" in again.getvalue()
+    assert AutoAcceptThreshold.objects.filter(state="approved").count() == 2

@@ -15,8 +15,10 @@ from evidence_app.judge_bench import (
     CI_SUBSET,
     DEFAULT_CASE_FILES,
     PUBLIC_CASES_PATH,
+    CaseResult,
     load_cases,
 )
+from evidence_app.judge_bench.certified import certified_figures, format_certified_table
 from evidence_app.models import ValidationSnapshot
 from project.llm.registry import register_model, unregister_model
 from tasks_app.models import Task
@@ -122,6 +124,7 @@ def test_offline_judge_meets_the_targets_on_the_held_out_public_cases(
         "judge_bench",
         f"--cases-file={PUBLIC_CASES_PATH}",
         "--quiet",
+        "--no-certify",
         json=str(report),
         stdout=out,
     )
@@ -233,3 +236,75 @@ def test_an_unknown_second_model_stops_judge_bench_before_any_case() -> None:
     """Issue 27, item 3: a second model the registry cannot resolve is refused."""
     with pytest.raises(CommandError, match="--second-model"):
         call_command("judge_bench", "--case=supported-01", "--second-model=offline:nobody")
+
+
+def _case(i: int, *, split: str, kind: str, got: str, score: float | None) -> CaseResult:
+    return CaseResult(
+        id=f"c-{split}-{i}",
+        category="x",
+        dataset="fever",
+        split=split,
+        kind=kind,
+        expected="accepted" if kind == "correct" else "rejected",
+        got=got,
+        model_status=got,
+        correct=True,
+        claims_expected=0,
+        claims_correct=0,
+        accepted_all_verified=None,
+        score=score,
+    )
+
+
+def test_the_threshold_certified_on_the_dev_half_is_applied_to_the_held_out_half() -> None:
+    """Issue 38, item 6: per dataset the threshold certified on the dev half's accepted
+    verdicts, the share of held-out correct answers auto-accepted at it and the wrong
+    ones auto-accepted, beside the judge's own accepts."""
+    dev = [_case(i, split="dev", kind="correct", got="accepted", score=0.9) for i in range(160)]
+    dev += [_case(i, split="dev", kind="wrong", got="accepted", score=0.4) for i in range(160, 170)]
+    held = [_case(i, split="heldout", kind="correct", got="accepted", score=0.95) for i in range(6)]
+    held += [_case(i, split="heldout", kind="correct", got="accepted", score=0.5) for i in (6, 7)]
+    held += [_case(8, split="heldout", kind="wrong", got="accepted", score=0.3)]
+    figures = certified_figures(dev + held, target=0.02)["datasets"]["fever"]
+    assert figures["threshold"] == pytest.approx(0.9)
+    assert figures["dev_accepted"] == 170
+    assert figures["correct_auto_accepted"] == 6 and figures["heldout_correct"] == 8
+    assert figures["wrong_auto_accepted"] == []
+    assert figures["wrong_accepted_by_judge"] == ["c-heldout-8"]
+    table = "\n".join(format_certified_table(certified_figures(dev + held, target=0.02)))
+    assert "0.900" in table and "6/8 (75%)" in table
+
+
+def test_too_few_dev_accepts_certify_no_threshold_and_auto_accept_nothing() -> None:
+    """Issue 38, item 6: under 149 labelled accepts at 2 %, no threshold, nothing
+    auto-accepted, and the table says why."""
+    dev = [_case(i, split="dev", kind="correct", got="accepted", score=1.0) for i in range(50)]
+    held = [_case(i, split="heldout", kind="correct", got="accepted", score=1.0) for i in range(5)]
+    figures = certified_figures(dev + held, target=0.02)
+    assert figures["datasets"]["fever"]["threshold"] is None
+    assert figures["datasets"]["fever"]["correct_auto_accepted"] == 0
+    assert "too few" in "\n".join(format_certified_table(figures))
+
+
+def test_judge_bench_prints_the_certified_threshold_per_dataset(tmp_path: Path) -> None:
+    """Issue 38, item 6: the command judges the dev half too and prints the table."""
+    out = StringIO()
+    report = tmp_path / "judge.json"
+    call_command(
+        "judge_bench",
+        "--case=supported",
+        "--case=contradicted",
+        "--dataset=handbook",
+        "--split=heldout",
+        "--quiet",
+        "--target=0.3",
+        json=str(report),
+        stdout=out,
+    )
+    text = out.getvalue()
+    assert "At a certified risk (target 30.0% false accepts" in text
+    summary = json.loads(report.read_text())
+    assert {r["split"] for r in summary["results"]} == {"heldout"}
+    handbook = summary["certified"]["datasets"]["handbook"]
+    assert handbook["dev_cases"] > 0 and handbook["heldout_cases"] == summary["cases"]
+    assert handbook["wrong_auto_accepted"] == []

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from evidence_app.jobs import judge_comparison_job, shadow_validation_job
+from evidence_app.judges.at_target import at_target_figures
 from evidence_app.judges.figures import (
     BETTER,
     NO_DIFFERENCE,
@@ -129,6 +130,14 @@ def test_a_comparison_judges_both_judges_on_the_same_cases_and_records_the_figur
         == 4
     )
     assert len(figures["discordant"]) == figures["candidate_only"] + figures["baseline_only"]
+    # Issue 38, item 7: both judges at a certified risk; four cases certify no threshold.
+    at_target = figures["at_target"]
+    assert at_target["target"] == settings.TRUST_TARGET_FALSE_ACCEPT
+    assert (
+        at_target["baseline"]["threshold"] is None and at_target["candidate"]["threshold"] is None
+    )
+    assert at_target["candidate"]["automated"]["k"] == 0 and at_target["verdict"] == NO_DIFFERENCE
+    assert all("candidate_score" in o for o in comparison.outcomes)
 
     assert judge_comparison_job(comparison.pk) == "succeeded"  # a late duplicate
     comparison.refresh_from_db()
@@ -467,3 +476,39 @@ def test_a_default_change_stops_or_restarts_shadow_mode_with_fresh_figures(
     assert same.shadow_stopped == restarted and same.shadow_restarted is None
     assert not ShadowJudge.objects.filter(active=True).exists()
     assert current_judge() == ("default", "offline:judge-b")
+
+
+def test_at_the_target_the_candidate_that_automates_more_at_its_threshold_is_better() -> None:
+    """Issue 38, item 7: each judge certified on its own scored accepts; the candidate
+    whose higher scores separate right from wrong automates more at the same risk, and
+    the paired test on the correct answers says so."""
+    outcomes = []
+    for i in range(200):
+        outcomes.append(
+            {
+                "id": f"c{i}",
+                "kind": "correct",
+                "baseline": "accepted",
+                "candidate": "accepted",
+                "baseline_score": 0.5,
+                "candidate_score": 0.99,
+            }
+        )
+    for i in range(20):
+        outcomes.append(
+            {
+                "id": f"w{i}",
+                "kind": "wrong",
+                "baseline": "accepted",
+                "candidate": "accepted",
+                "baseline_score": 0.5,
+                "candidate_score": 0.1,
+            }
+        )
+    figures = at_target_figures(outcomes, target=0.02)
+    assert figures["baseline"]["threshold"] is None
+    assert figures["candidate"]["threshold"] == pytest.approx(0.99)
+    assert figures["candidate"]["automated"]["k"] == 200
+    assert figures["candidate"]["wrong_auto_accepted"] == 0
+    assert figures["baseline"]["today"]["k"] == 200
+    assert figures["candidate_only"] == 200 and figures["verdict"] == BETTER

@@ -9,6 +9,7 @@ import pytest
 from django.urls import reverse
 
 from evidence_app.jobs import judge_comparison_job, shadow_validation_job
+from evidence_app.judges.at_target import at_target_figures
 from evidence_app.judges.figures import comparison_figures
 from evidence_app.models import JudgeComparison, JudgeDefault, ShadowJudge, ShadowVerdict
 from evidence_app.validation.services import validation_run
@@ -195,3 +196,25 @@ def test_shadow_mode_starts_and_stops_from_the_page_with_its_figures(
     client.force_login(reviewer)
     assert client.post(shadow_url, {"op": "start"}).status_code == 403
     assert not ShadowJudge.objects.filter(active=True).exists()
+
+
+def test_a_comparison_shows_both_judges_at_a_certified_risk(client: Any, operator: Any) -> None:
+    """Issue 38, item 7: the candidate's automation at its certified threshold beside the
+    current judge's, today's accept share and the paired test."""
+    outcomes = [
+        {
+            "kind": "correct",
+            "baseline": "insufficient_evidence",
+            "candidate": "accepted",
+            "baseline_score": 0.5,
+            "candidate_score": 0.99,
+        }
+    ] * 160
+    figures = {**_figures(1, 1), "at_target": at_target_figures(outcomes, target=0.02)}
+    _comparison("succeeded", figures=figures)
+    client.force_login(operator)
+    html = client.get(reverse("ops_judge")).content.decode()
+    assert "At a certified risk" in html
+    assert "0.990" in html and "160/160 (100.00 %)" in html
+    assert "none (0 scored accepts)" in html
+    assert "at the target the candidate is <strong>better</strong>" in html

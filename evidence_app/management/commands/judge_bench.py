@@ -8,6 +8,7 @@
     manage.py judge_bench --from-reviews --since 2026-11-01 --queue audit --split all
     manage.py judge_bench --from-reviews --out var/team_cases.json  # export, do not run
     manage.py judge_bench --second-model openai:gpt-4.1  # a pair: disagreement -> a person
+    manage.py judge_bench --target 0.05                  # certify at 5 % instead
 
 Every case runs through the full validation path and is rolled back (nothing is
 stored). Prints, per dataset and category, the false-accept and false-reject rates, the
@@ -16,6 +17,12 @@ confusion table, and the targets (MET or MISSED); ``--json`` writes every figure
 every case's verdict. The case format is in docs/validator.md. ``--from-reviews`` takes
 the team's own labelled cases (decided tasks and judged audits, dataset ``team``) instead
 of the shipped files, or beside the ``--cases-file`` files given.
+
+At a certified risk (issue 38): unless ``--no-certify`` or ``--split dev``, the dev half
+is judged too (it is not in the report above) and, per dataset, the threshold certified
+on its accepted verdicts at ``--target`` (default TRUST_TARGET_FALSE_ACCEPT) is printed
+with the share of held-out correct answers it auto-accepts and the wrong ones it
+auto-accepts.
 """
 
 from __future__ import annotations
@@ -26,16 +33,19 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from evidence_app.judge_bench import (
     BENCH_CASE_FILES,
     SPLITS,
+    CaseResult,
     format_report,
     load_cases,
     run_case,
     summarise,
 )
+from evidence_app.judge_bench.certified import certified_figures, format_certified_table
 from evidence_app.judge_bench.from_reviews import QUEUES, labelled_cases
 from evidence_app.validation.current_judge import current_judge
 from evidence_app.validator.templates import get_template
@@ -78,6 +88,17 @@ class Command(BaseCommand):
             default="",
             help="a second judge: report the pair's figures beside the single judge's",
         )
+        parser.add_argument(
+            "--target",
+            type=_share,
+            help="the false-accept rate to certify the threshold at (default: "
+            "TRUST_TARGET_FALSE_ACCEPT)",
+        )
+        parser.add_argument(
+            "--no-certify",
+            action="store_true",
+            help="skip the certified threshold (and the dev half it is certified on)",
+        )
         parser.add_argument("--json", dest="json_path", help="write the full report here")
         parser.add_argument("--quiet", action="store_true", help="no line per case")
         parser.add_argument(
@@ -115,34 +136,22 @@ class Command(BaseCommand):
             except DomainError as exc:
                 raise CommandError(f"--second-model: {exc}") from exc
         split = options["split"] or ("all" if options["cases"] else "heldout")
-        if options["from_reviews"]:
+        if options["from_reviews"] and options["out"]:
             team = labelled_cases(
                 since=options["since"], until=options["until"], queue=options["queue"]
             )
-            if options["out"]:
-                self._write_cases(Path(options["out"]), team)
-                return
-            cases = self._cases(options, split, default_files=()) + _select(
-                team, options["cases"], split, options["datasets"]
-            )
-        else:
-            for flag in ("since", "until", "out"):
-                if options[flag]:
-                    raise CommandError(f"--{flag} goes with --from-reviews")
-            cases = self._cases(options, split, default_files=BENCH_CASE_FILES)
+            self._write_cases(Path(options["out"]), team)
+            return
+        cases = self._split_cases(options, split)
         if not cases:
             raise CommandError("no case matches --case, --split and --dataset")
-        results = []
-        for case in cases:
-            result = run_case(case, model=model, template=template.name, second_model=second_model)
-            results.append(result)
-            if not options["quiet"]:
-                mark = "ok  " if result.correct else "MISS"
-                pair = f" pair {result.pair_got:<22}" if second_model else ""
-                self.stdout.write(
-                    f"{mark} {result.id:<18} expected {result.expected:<22} "
-                    f"got {result.got:<22}{pair} ({result.seconds:.2f} s)"
-                )
+        # The dev half the threshold is certified on, when only the held-out one is run.
+        certify_on = (
+            [] if options["no_certify"] or split != "heldout" else self._split_cases(options, "dev")
+        )
+        run = {"model": model, "template": template.name, "second_model": second_model}
+        results = [self._run(case, run, options["quiet"]) for case in cases]
+        dev_results = [self._run(case, run, options["quiet"]) for case in certify_on]
         summary = summarise(
             results,
             model=model,
@@ -152,11 +161,41 @@ class Command(BaseCommand):
         )
         self.stdout.write("")
         self.stdout.write(format_report(summary))
+        if not options["no_certify"] and split != "dev":
+            target = options["target"] or settings.TRUST_TARGET_FALSE_ACCEPT
+            summary["certified"] = certified_figures(results + dev_results, target=target)
+            self.stdout.write("")
+            self.stdout.write("\n".join(format_certified_table(summary["certified"])))
         if options["json_path"]:
             path = Path(options["json_path"])
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(summary, indent=1, ensure_ascii=False), encoding="utf-8")
             self.stdout.write(f"\nwrote {path}")
+
+    def _run(self, case: dict[str, Any], run: dict[str, str], quiet: bool) -> CaseResult:
+        result = run_case(case, **run)
+        if not quiet:
+            mark = "ok  " if result.correct else "MISS"
+            pair = f" pair {result.pair_got:<22}" if run["second_model"] else ""
+            self.stdout.write(
+                f"{mark} {result.id:<18} expected {result.expected:<22} "
+                f"got {result.got:<22}{pair} ({result.seconds:.2f} s)"
+            )
+        return result
+
+    def _split_cases(self, options: dict[str, Any], split: str) -> list[dict[str, Any]]:
+        """The cases of one half (or both) by the options: the team's own with
+        --from-reviews (beside any --cases-file), else the files."""
+        if options["from_reviews"]:
+            team = labelled_cases(
+                since=options["since"], until=options["until"], queue=options["queue"]
+            )
+            extra = self._cases(options, split, default_files=())
+            return extra + _select(team, options["cases"], split, options["datasets"])
+        for flag in ("since", "until", "out"):
+            if options[flag]:
+                raise CommandError(f"--{flag} goes with --from-reviews")
+        return self._cases(options, split, default_files=BENCH_CASE_FILES)
 
     def _cases(
         self, options: dict[str, Any], split: str, *, default_files: tuple[Path, ...]
@@ -176,6 +215,16 @@ class Command(BaseCommand):
         self.stdout.write(
             f"wrote {len(cases)} labelled cases ({labelled} with claim labels) to {path}"
         )
+
+
+def _share(value: str) -> float:
+    try:
+        share = float(value)
+    except ValueError:
+        raise ArgumentTypeError(f"{value!r} is not a number") from None
+    if not 0 < share < 0.5:
+        raise ArgumentTypeError("a false-accept rate between 0 and 0.5, e.g. 0.02")
+    return share
 
 
 def _date(value: str) -> date:

@@ -1,0 +1,206 @@
+"""Every write of the certified auto-accept thresholds (issue 38): the background job
+proposes and records drift, an operator starts a proposal's shadow and approves it.
+
+A new threshold takes effect only when an operator approves it, and only after it ran
+in shadow for ``AUTOACCEPT_SHADOW_HOURS`` (the Trust page shows what it would have
+done meanwhile). Approving retires the judge's previous threshold and starts a new drift
+sum. When the drift rule fires on the audits of an approved threshold's auto-accepts,
+auto-accept stops for that judge: ``stopped_at`` is set, one WARNING is logged and an
+``auto_accept.stopped`` webhook event is written."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from evidence_app.models import AutoAcceptThreshold, ThresholdState
+from evidence_app.trust.thresholds import JudgeKey
+from project.errors import Forbidden, InvalidInput, StaleAction
+from project.roles import is_operator
+from tasks_app.actions import webhook_events_for_audit
+from tasks_app.records import Task, WebhookEvent
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "DriftFigures",
+    "Proposal",
+    "threshold_approve",
+    "threshold_drift_record",
+    "threshold_propose",
+    "threshold_shadow_start",
+]
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """A certification as plain values (``evidence_app.autoaccept.Certification``)."""
+
+    threshold: float | None
+    target: float
+    delta: float
+    labelled: int
+    automated: float
+    risk: float | None
+    upper: float | None
+    guarantee: str
+    curve: list[dict[str, Any]] = field(default_factory=list)
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "threshold": self.threshold,
+            "target": self.target,
+            "delta": self.delta,
+            "labelled": self.labelled,
+            "automated": self.automated,
+            "risk": self.risk,
+            "upper": self.upper,
+            "guarantee": self.guarantee,
+            "curve": self.curve,
+        }
+
+
+@transaction.atomic
+def threshold_propose(*, key: JudgeKey, proposal: Proposal) -> AutoAcceptThreshold | None:
+    """Record the judge's latest certification. A pending proposal with the same τ is
+    brought up to date (its shadow goes on); one with another τ is retired and a new
+    proposal written (a new τ needs its own shadow); nothing new when τ is the approved
+    one. Returns the pending row, None when there is none."""
+    judge = AutoAcceptThreshold.objects.select_for_update().for_judge(
+        key.template_version, key.model_name, key.second_model
+    )
+    now = timezone.now()
+    pending = judge.pending().first()
+    approved = judge.approved().first()
+    if pending is not None and pending.threshold == proposal.threshold:
+        for name, value in proposal.figures().items():
+            setattr(pending, name, value)
+        pending.computed_at = now
+        pending.save(update_fields=[*proposal.figures(), "computed_at"])
+        return pending
+    if pending is not None:
+        judge.pending().update(state=ThresholdState.RETIRED, retired_at=now)
+    if approved is not None and approved.threshold == proposal.threshold:
+        return None
+    return AutoAcceptThreshold.objects.create(
+        template_version=key.template_version,
+        model_name=key.model_name,
+        second_model=key.second_model,
+        computed_at=now,
+        **proposal.figures(),
+    )
+
+
+def _operator_only(user: Any) -> None:
+    if not is_operator(user):
+        raise Forbidden("Only operators try and approve auto-accept thresholds.")
+
+
+@transaction.atomic
+def threshold_shadow_start(*, threshold_id: int, user: Any) -> AutoAcceptThreshold:
+    """Start the shadow of a proposed threshold: from now the Trust page counts what it
+    would have auto-accepted. Raises Forbidden (not an operator), InvalidInput (nothing
+    certified) and StaleAction (no longer a proposal)."""
+    _operator_only(user)
+    row = AutoAcceptThreshold.objects.select_for_update().get(pk=threshold_id)
+    if row.threshold is None:
+        raise InvalidInput("No threshold is certified for this judge: there is nothing to try.")
+    # Conditional on the state: a second click (or a job that retired it meanwhile)
+    # changes nothing.
+    started = AutoAcceptThreshold.objects.filter(
+        pk=threshold_id, state=ThresholdState.PROPOSED
+    ).update(state=ThresholdState.SHADOW, shadow_started_at=timezone.now(), shadow_started_by=user)
+    if not started:
+        raise StaleAction(f"Threshold {threshold_id} is no longer a proposal.")
+    row.refresh_from_db()
+    return row
+
+
+@transaction.atomic
+def threshold_approve(*, threshold_id: int, user: Any, now: Any = None) -> AutoAcceptThreshold:
+    """Approve a threshold that ran in shadow for AUTOACCEPT_SHADOW_HOURS: it becomes the
+    judge's threshold, the previous one is retired. Raises Forbidden, InvalidInput (its
+    shadow is too short) and StaleAction (not in shadow any more)."""
+    _operator_only(user)
+    now = now or timezone.now()
+    row = AutoAcceptThreshold.objects.select_for_update().get(pk=threshold_id)
+    if row.state != ThresholdState.SHADOW or row.shadow_started_at is None:
+        raise StaleAction(f"Threshold {threshold_id} is not in shadow: start its shadow first.")
+    ready = row.shadow_started_at + timedelta(hours=settings.AUTOACCEPT_SHADOW_HOURS)
+    if now < ready:
+        raise InvalidInput(
+            f"The shadow runs until {ready:%Y-%m-%d %H:%M} UTC "
+            f"(AUTOACCEPT_SHADOW_HOURS={settings.AUTOACCEPT_SHADOW_HOURS:g})."
+        )
+    AutoAcceptThreshold.objects.approved().for_judge(
+        row.template_version, row.model_name, row.second_model
+    ).update(state=ThresholdState.RETIRED, retired_at=now)
+    row.state = ThresholdState.APPROVED
+    row.approved_at = now
+    row.approved_by = user
+    row.save(update_fields=["state", "approved_at", "approved_by"])
+    log.info("auto-accept threshold %s approved: %s", row.pk, row)
+    return row
+
+
+@dataclass(frozen=True)
+class DriftFigures:
+    """The drift rule on an approved threshold's audits (``autoaccept.DriftStatus``),
+    and the task of the audit at which it stopped (None while it has not)."""
+
+    audits: int
+    wrong: int
+    statistic: float
+    stopped_task_id: int | None
+
+
+@transaction.atomic
+def threshold_drift_record(*, threshold_id: int, drift: DriftFigures) -> AutoAcceptThreshold:
+    """Store the drift figures of an approved threshold; when the rule fired, stop its
+    auto-accept (once), log it and write the ``auto_accept.stopped`` event."""
+    row = AutoAcceptThreshold.objects.select_for_update().get(pk=threshold_id)
+    row.drift_audits, row.drift_wrong = drift.audits, drift.wrong
+    row.drift_statistic = drift.statistic
+    fields = ["drift_audits", "drift_wrong", "drift_statistic"]
+    stopped_task = drift.stopped_task_id if row.stopped_at is None else None
+    if stopped_task is not None:
+        row.stopped_at = timezone.now()
+        fields.append("stopped_at")
+    row.save(update_fields=fields)
+    if stopped_task is not None:
+        log.warning(
+            "auto-accept stopped for %s: %d of %d audits since its threshold was set were "
+            "wrong; every accepted verdict of this judge goes to a person",
+            JudgeKey.of(row).label,
+            drift.wrong,
+            drift.audits,
+        )
+        task = Task.objects.filter(pk=stopped_task).first()
+        if task is not None:
+            webhook_events_for_audit(
+                task=task,
+                event_type=WebhookEvent.AUTO_ACCEPT_STOPPED,
+                audit=_stop_description(row),
+            )
+    return row
+
+
+def _stop_description(row: AutoAcceptThreshold) -> dict[str, Any]:
+    return {
+        "threshold_id": row.pk,
+        "template_version": row.template_version,
+        "model": row.model_name,
+        "second_model": row.second_model,
+        "threshold": row.threshold,
+        "target": row.target,
+        "audits": row.drift_audits,
+        "wrong": row.drift_wrong,
+        "stopped_at": row.stopped_at,
+        "url": "/ops/trust",
+    }
