@@ -23,7 +23,7 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from evidence_app.models import Audit, JudgeComparison, ReplayRequest
+from evidence_app.models import Audit, AutoAcceptThreshold, JudgeComparison, ReplayRequest
 from project.api import api
 from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import LLMRequestSnapshot, WebhookDelivery, WebhookEndpoint
@@ -163,6 +163,8 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     "GET snapshot_section": STAFF_MATERIAL,
     "GET snapshot_download": STAFF_MATERIAL,
     "GET evidence_content": OWNED_PAGE,
+    # The Evidence list's pages and its search (issue 39): as the task page.
+    "GET evidence_list": OWNED_PAGE,
     "GET claim_evidence": OWNED_PAGE,
     "GET run_transcript": STAFF_MATERIAL,
     # The trace tree's fragments (issue 26): runs, model calls and tool calls.
@@ -187,6 +189,8 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     "GET ops_bulk_replay": OPERATOR_PAGE,
     "GET ops_agreement": OPERATOR_PAGE,
     "GET ops_trust": OPERATOR_PAGE,
+    # A proposed auto-accept threshold's shadow and approval (issue 38): operators only.
+    "POST ops_threshold": row(LOGIN, 403, 403, 403, DONE),
     "GET ops_charts": OPERATOR_PAGE,
     "GET ops_team": OPERATOR_PAGE,
     # Changing the judge (issue 27): the gate's page and its forms are the operators'.
@@ -304,6 +308,9 @@ def fresh_objects(world: World) -> dict[str, Any]:
         "audit_id": Audit.objects.create(
             snapshot=snapshot, task=task, attempt_index=1, route="auto_accepted", probability=1.0
         ).pk,
+        "threshold_id": AutoAcceptThreshold.objects.create(
+            template_version="default", model_name="offline:judge", target=0.02, delta=0.05
+        ).pk,
         "task": task,
     }
 
@@ -372,6 +379,7 @@ PAGE_FORMS: dict[str, Any] = {
         "shadow-model": "offline:judge",
     },
     "audit_detail": lambda o: {"correct": "correct"},
+    "ops_threshold": lambda o: {"op": "shadow"},
 }
 
 
