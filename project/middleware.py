@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
-from django.db import InterfaceError, OperationalError
+from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import add_never_cache_headers
 
@@ -109,7 +109,16 @@ class PrivateResponsesMiddleware:
         response = self.get_response(request)
         if request.path.startswith(f"/{settings.STATIC_URL.lstrip('/')}"):
             return response
-        user = getattr(request, "user", None)
-        if request.path.startswith("/api/") or (user is not None and user.is_authenticated):
+        if request.path.startswith("/api/") or _signed_in(request):
             add_never_cache_headers(response)
         return response
+
+
+def _signed_in(request: HttpRequest) -> bool:
+    """Whether a person is signed in; True when the session cannot be read (the database
+    is down and the answer is the 503 page): no-store is the safe side."""
+    user = getattr(request, "user", None)
+    try:
+        return user is not None and bool(user.is_authenticated)
+    except DatabaseError:
+        return True

@@ -136,7 +136,7 @@ class Task(models.Model):
         related_name="+",
     )
     audit_rate_set_at = models.DateTimeField(null=True, blank=True)
-    audit_rate_reason = models.TextField(blank=True, default="")
+    audit_rate_reason = models.TextField(blank=True, default="", db_default="")
     # A second validator model for this task ("" : VALIDATOR_SECOND_MODEL; "none": no
     # second judge even when the setting names one). Disagreement goes to a person.
     # db_default: rows written by raw SQL or COPY (the benchmarks' seeds) get "" too.
