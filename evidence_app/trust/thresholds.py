@@ -145,7 +145,7 @@ def labelled_verdicts() -> dict[JudgeKey, list[Label]]:
     audits = {
         snapshot_id: (correct, probability)
         for snapshot_id, correct, probability in Audit.objects.done()
-        .filter(correct__isnull=False, snapshot_id__in=snapshots)
+        .filter(correct__isnull=False, blind=True, snapshot_id__in=snapshots)
         .values_list("snapshot_id", "correct", "probability")
     }
     refuted = set(
@@ -189,7 +189,7 @@ def judge_audits_since(key: JudgeKey, since: datetime) -> list[tuple[bool, int]]
     return [
         (not correct, task_id)
         for correct, task_id in Audit.objects.done()
-        .filter(correct__isnull=False, snapshot_id__in=verdicts, route="auto_accepted")
+        .filter(correct__isnull=False, blind=True, snapshot_id__in=verdicts, route="auto_accepted")
         .order_by("decided_at", "id")
         .values_list("correct", "task_id")
     ]
@@ -214,7 +214,9 @@ def shadow_report(row: AutoAcceptThreshold) -> ShadowReport | None:
         return None
     verdicts = judge_verdicts(JudgeKey.of(row)).filter(created_at__gte=row.shadow_started_at)
     above = verdicts.filter(score__gte=row.threshold)
-    audits = Audit.objects.done().filter(correct__isnull=False, snapshot_id__in=above.values("pk"))
+    audits = Audit.objects.done().filter(
+        correct__isnull=False, blind=True, snapshot_id__in=above.values("pk")
+    )
     return ShadowReport(
         since=row.shadow_started_at,
         would_accept=above.count(),
