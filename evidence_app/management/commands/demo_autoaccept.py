@@ -186,13 +186,13 @@ class Command(BaseCommand):
 
     def _answers(self, requester: Any) -> None:
         for title, documents in ANSWERS:
-            # Not audited: demo_audits labels audits by the demo's own task list.
+            # At the deployment's audit-rate floor, as any requester's task (a requester
+            # may not lower it); an audit drawn here stays open for a person.
             task = task_create(
                 owner=requester,
                 title=title,
                 request=REQUEST,
                 agent=TaskAgent.EXTERNAL,
-                audit_rate=0.0,
             )
             attempt = AttemptIn.model_validate(
                 {
