@@ -11,23 +11,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from evidence_app.autoaccept import DELTA, certify
-from evidence_app.judges.figures import gate_verdict
-from evidence_app.trust.stats import clopper_pearson
+from evidence_app.judges.figures import gate_verdict, share
 
 __all__ = ["at_target_figures"]
 
 SIDES = ("baseline", "candidate")
-
-
-def _share(k: int, n: int) -> dict[str, Any]:
-    interval = clopper_pearson(k, n)
-    return {
-        "k": k,
-        "n": n,
-        "estimate": interval.estimate,
-        "low": interval.low,
-        "high": interval.high,
-    }
 
 
 def _side(outcomes: list[Mapping[str, Any]], side: str, target: float) -> dict[str, Any]:
@@ -45,9 +33,9 @@ def _side(outcomes: list[Mapping[str, Any]], side: str, target: float) -> dict[s
         "threshold": tau,
         "reason": result.reason,
         "labelled": len(scored),
-        "automated": _share(sum(_auto(o, side, tau) for o in correct), len(correct)),
+        "automated": share(sum(_auto(o, side, tau) for o in correct), len(correct)),
         "wrong_auto_accepted": sum(_auto(o, side, tau) for o in wrong),
-        "today": _share(sum(o[side] == "accepted" for o in correct), len(correct)),
+        "today": share(sum(o[side] == "accepted" for o in correct), len(correct)),
     }
 
 

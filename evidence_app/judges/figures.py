@@ -62,7 +62,8 @@ def gate_verdict(candidate_only: int, baseline_only: int) -> tuple[float, str]:
     return p_value, BETTER if candidate_only > baseline_only else WORSE
 
 
-def _share(k: int, n: int) -> dict[str, Any]:
+def share(k: int, n: int) -> dict[str, Any]:
+    """k of n with its Clopper-Pearson interval, as the gate's figures show a share."""
     interval = clopper_pearson(k, n)
     return {
         "k": k,
@@ -78,16 +79,16 @@ def judge_side(outcomes: list[Mapping[str, Any]], side: str) -> dict[str, Any]:
     correct_answers = [o for o in outcomes if o["kind"] == "correct"]
     wrong_answers = [o for o in outcomes if o["kind"] != "correct"]
     return {
-        "accuracy": _share(sum(1 for o in outcomes if o[f"{side}_correct"]), len(outcomes)),
-        "false_accept": _share(
+        "accuracy": share(sum(1 for o in outcomes if o[f"{side}_correct"]), len(outcomes)),
+        "false_accept": share(
             sum(1 for o in wrong_answers if o[side] == ValidationStatus.ACCEPTED),
             len(wrong_answers),
         ),
-        "false_reject": _share(
+        "false_reject": share(
             sum(1 for o in correct_answers if o[side] == ValidationStatus.REJECTED),
             len(correct_answers),
         ),
-        "to_person": _share(sum(1 for o in outcomes if o[side] in TO_A_PERSON), len(outcomes)),
+        "to_person": share(sum(1 for o in outcomes if o[side] in TO_A_PERSON), len(outcomes)),
     }
 
 
