@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,18 @@ def page(browser: Any, live_server: Any, monkeypatch: Any) -> Iterator[Any]:
     # Let pending htmx requests settle before the database is flushed.
     page.wait_for_timeout(200)
     context.close()
+
+
+def wait_until(page: Any, expression: str, timeout_ms: int = 20_000) -> None:
+    """Poll ``expression`` in the page until it is truthy. ``page.wait_for_function``
+    evaluates a string with ``eval`` inside the page, which the product's Content
+    Security Policy (no 'unsafe-eval') refuses whenever the first check is false; an
+    ``evaluate`` from the test's side is not subject to it."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while not page.evaluate(expression):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {timeout_ms} ms: {expression}")
+        page.wait_for_timeout(20)
 
 
 def login(page: Any, live_server: Any, username: str, next_url: str) -> None:

@@ -16,7 +16,7 @@ import pytest
 from bench.trace_tree import build_trace_task
 from evidence_app.review.lists import PAGE_SIZE, TRANSCRIPT_PAGE_SIZE
 from evidence_app.review.task_detail import EVIDENCE_INLINE_ITEMS
-from tests.ui.test_browser import ARTIFACTS, CHROMIUM, LAUNCH_ARGS, login
+from tests.ui.test_browser import ARTIFACTS, CHROMIUM, LAUNCH_ARGS, login, wait_until
 
 pytestmark = [
     pytest.mark.browser,
@@ -70,7 +70,7 @@ def timed(page: Any, act: Any, done: Any) -> float:
     page.evaluate("window.__settled = null")
     act()
     done()
-    page.wait_for_function("window.__settled !== null")
+    wait_until(page, "window.__settled !== null")
     return float(page.evaluate("window.__settled"))
 
 

@@ -27,6 +27,7 @@ from tests.ui.test_browser import (
     LAUNCH_ARGS,
     in_worker_thread,
     login,
+    wait_until,
 )
 
 AXE = Path(settings.BASE_DIR) / "node_modules" / "axe-core" / "axe.min.js"
@@ -537,7 +538,7 @@ def test_queue_refresh_keeps_the_keyboard_focus(
         page.evaluate("document.getElementById('queue-list').dataset.old = 'yes'")
         with page.expect_response(re.compile(r"/review/\?")):
             page.clock.run_for(10_500)
-        page.wait_for_function("!document.getElementById('queue-list').dataset.old")
+        wait_until(page, "!document.getElementById('queue-list').dataset.old")
         page.wait_for_timeout(100)  # htmx settles the new list
         expect(focused).to_be_focused()
     assert page.errors == []
