@@ -7,9 +7,9 @@ Environment (defaults in brackets):
   CELERY_BROKER_URL  [redis://127.0.0.1:6379/5]
   BENCH_WORKERS      [number of CPU cores] worker processes of the pipeline benchmark
 
-Options: ``--only pipeline,team,ui,packets,otlp,intake`` runs some; ``--quick`` runs tiny sizes
-(a smoke run, seconds; results go to ``var/bench/results-quick.json``); ``--no-profile``
-skips the profiles.
+Options: ``--only pipeline,team,ui,long_lists,packets,otlp,intake`` runs some; ``--quick``
+runs tiny sizes (a smoke run, seconds; results go to ``var/bench/results-quick.json``);
+``--no-profile`` skips the profiles.
 """
 
 from __future__ import annotations
@@ -29,7 +29,17 @@ from bench.common import ensure_database
 BENCH_DIR = Path(__file__).resolve().parent
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/bench"
 DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/5"
-ORDER = ("packets", "team", "pipeline", "latency", "ui", "otlp", "intake", "metrics")
+ORDER = (
+    "packets",
+    "team",
+    "pipeline",
+    "latency",
+    "ui",
+    "long_lists",
+    "otlp",
+    "intake",
+    "metrics",
+)
 
 
 def configure_environment() -> None:
@@ -76,6 +86,7 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
                 "requests": 5,
                 "growth_mb": (0.05, 0.1, 0.2),
             },
+            "long_lists": {"results": 2_000, "baseline_results": 500, "repeats": 1},
         }
     return {
         "packets": {"mb": 10, "items": 500, "growth_mb": (1, 4, 16), "repeats": 5},
@@ -120,6 +131,11 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
             "requests": 60,
             "growth_mb": (1, 4, 16),
         },
+        "long_lists": {
+            "results": 20_000,
+            "baseline_results": 500,
+            "repeats": int(os.environ.get("BENCH_LISTS_REPEATS", "5")),
+        },
     }
 
 
@@ -157,6 +173,10 @@ def run_one(name: str, params: dict[str, Any]) -> dict[str, Any]:
         from bench import ui
 
         return ui.run(**params)
+    if name == "long_lists":
+        from bench import long_lists
+
+        return long_lists.run(**params)
     if name == "otlp":
         from bench import otlp
 

@@ -247,13 +247,26 @@ def _measure_pages(
 
 class live_server:  # noqa: N801 (a context manager used like a function)
     """Django's live server thread (the test runner's) on a free port, static files
-    served, for the duration of the ``with`` block."""
+    served, for the duration of the ``with`` block. An in-memory SQLite database (the
+    test suite's) is shared with the server's threads, as Django's live server tests do;
+    the caller makes no query of its own while the browser runs."""
 
     def __enter__(self) -> str:
         from django.contrib.staticfiles.handlers import StaticFilesHandler
+        from django.db import connections
         from django.test.testcases import LiveServerThread
 
-        self.thread = LiveServerThread("localhost", StaticFilesHandler, port=0)
+        shared = {
+            conn.alias: conn
+            for conn in connections.all()
+            if conn.vendor == "sqlite" and conn.is_in_memory_db()
+        }
+        for conn in shared.values():
+            conn.inc_thread_sharing()
+        self.shared = shared
+        self.thread = LiveServerThread(
+            "localhost", StaticFilesHandler, connections_override=shared, port=0
+        )
         self.thread.daemon = True
         self.thread.start()
         self.thread.is_ready.wait()
@@ -263,6 +276,8 @@ class live_server:  # noqa: N801 (a context manager used like a function)
 
     def __exit__(self, *exc: object) -> None:
         self.thread.terminate()
+        for conn in self.shared.values():
+            conn.dec_thread_sharing()
 
 
 def report(figures: dict[str, Any], vendor: str) -> list[str]:

@@ -17,7 +17,7 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
-from bench import intake, latency, packets, pipeline, run, team, ui
+from bench import intake, latency, long_lists, packets, pipeline, run, team, ui
 from bench.models import AGENT, JUDGE, SLEEPY, register_bench_models
 from project.llm.registry import unregister_model
 
@@ -83,6 +83,27 @@ def test_ui_benchmark_runs_small() -> None:
     assert set(result["details"]["detail_by_evidence_mb"]) == {"0.005MB", "0.01MB"}
     for page in ("queue", "admin", "detail"):
         assert {"p50_ms", "p95_ms", "queries", "html_bytes", "first_ms"} <= set(stage[page])
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    not os.path.exists(long_lists.CHROMIUM),
+    reason=f"needs the system Chromium at {long_lists.CHROMIUM}",
+)
+def test_long_lists_benchmark_runs_small() -> None:
+    """Issue 39: the task page and its lists timed in Chromium beside the baseline's, the
+    six targets, a row per figure and width; both tasks deleted afterwards."""
+    from tasks_app.models import Task
+
+    result = long_lists.run(results=500, baseline_results=500, repeats=1, widths=(1280,))
+    check_shape(result, targets=6)
+    details = result["details"]
+    assert set(details["figures_ms"]) == {*long_lists.PAGE, *long_lists.LISTS}
+    rows = details["growth_table"]["rows"]
+    assert [r[0] for r in rows] == [*long_lists.PAGE, *long_lists.LISTS]
+    assert all(r[-1] in ("MET", "MISSED") for r in rows[1:])
+    assert not Task.objects.exists()
 
 
 def _database_url() -> str | None:
