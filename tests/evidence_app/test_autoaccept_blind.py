@@ -15,6 +15,7 @@ import pytest
 from django.utils import timezone
 
 from evidence_app.jobs import certify_thresholds_job
+from evidence_app.judge_bench.from_reviews import labelled_cases
 from evidence_app.models import (
     Audit,
     AuditState,
@@ -169,3 +170,14 @@ def test_shadow_figures_count_only_blind_judgements(
     report = shadow_report(row)
     assert report is not None and report.would_accept == 1 and report.would_send == 0
     assert (report.audited, report.audited_wrong) == ((1, 1) if blind else (0, 0))
+
+
+@BLIND
+def test_the_team_cases_of_judge_bench_and_the_gate_hold_blind_judgements_only(
+    reviewer: Any, blind: bool
+) -> None:
+    """Issue 38, item 7: the judge gate certifies each judge at the target on the team's
+    labelled cases; an audit judged after its judge read the verdict is not one of them."""
+    audit = _judged_wrong(reviewer, blind=blind)
+    ids = {case["id"] for case in labelled_cases()}
+    assert (f"team-audit-{audit.pk}" in ids) is blind
