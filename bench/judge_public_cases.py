@@ -32,6 +32,9 @@ same mix. Develop on ``dev``; report on ``heldout``.
         --halueval-file RAW/generation/qa/qa_one-turn_data.json \\
         [--wice-dir RAW/data/entailment_retrieval/claim --wice-out var/wice_cases.json]
 
+``--per-label N --out var/public_large.json`` takes up to N rows of every label instead
+(a local measurement of how the judge's accepts grow with the data; not shipped).
+
 (RAW: a checkout of each repository at the commit named in PUBLIC_DATA.md.)
 """
 
@@ -185,9 +188,11 @@ def _case(dataset: str, number: int, row: dict[str, Any], category: str, **field
     }
 
 
-def fever_cases(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def fever_cases(
+    rows: Iterable[dict[str, Any]], per_label: dict[str, int] = FEVER_PER_LABEL
+) -> list[dict[str, Any]]:
     out = []
-    for n, row in enumerate(_select(list(rows), FEVER_PER_LABEL), start=1):
+    for n, row in enumerate(_select(list(rows), per_label), start=1):
         out.append(
             _case(
                 "fever",
@@ -240,9 +245,11 @@ def halueval_rows(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def halueval_cases(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def halueval_cases(
+    rows: Iterable[dict[str, Any]], per_label: dict[str, int] = HALUEVAL_PER_LABEL
+) -> list[dict[str, Any]]:
     out = []
-    for n, row in enumerate(_select(list(rows), HALUEVAL_PER_LABEL), start=1):
+    for n, row in enumerate(_select(list(rows), per_label), start=1):
         out.append(
             _case(
                 "halueval",
@@ -268,9 +275,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--wice-dir", type=Path, help="also build the WiCE cases (not shipped)")
     parser.add_argument("--wice-out", type=Path, help="where to write them (with --wice-dir)")
+    parser.add_argument(
+        "--per-label",
+        type=int,
+        help="take up to this many rows of every FEVER and HaluEval label instead of the "
+        "shipped counts (a local measurement: needs --out elsewhere than the shipped file)",
+    )
     args = parser.parse_args(argv)
-    cases = fever_cases(fever_rows(args.fever_dir))
-    cases += halueval_cases(halueval_rows(args.halueval_file))
+    fever, halueval = FEVER_PER_LABEL, HALUEVAL_PER_LABEL
+    if args.per_label:
+        if args.out.resolve() == OUT:
+            parser.error("--per-label needs --out: the shipped file keeps the shipped counts")
+        fever = dict.fromkeys(FEVER_PER_LABEL, args.per_label)
+        halueval = dict.fromkeys(HALUEVAL_PER_LABEL, args.per_label)
+    cases = fever_cases(fever_rows(args.fever_dir), fever)
+    cases += halueval_cases(halueval_rows(args.halueval_file), halueval)
     _write(cases, args.out)
     if args.wice_dir:
         if not args.wice_out:

@@ -6,7 +6,8 @@ judge_bench's case format (docs/validator.md, "Labels from reviewers").
   ``abandon`` label it wrong (expected ``rejected``). The validator's own verdict never
   makes the label: an answer it sent to a person as ``insufficient_evidence`` is labelled
   by what the person then decided.
-- A judged audit: ``correct`` → ``accepted``, ``not correct`` → ``rejected``.
+- A judged audit: ``correct`` → ``accepted``, ``not correct`` → ``rejected``; one judged
+  after its judge had read the verdict (not blind) is left out, with its claim labels.
 - The claim labels given with the decision or the audit become ``expected.claims``.
 
 Each case carries the attempt's request, rules, every tool result of its runs and its
@@ -110,7 +111,10 @@ def _decision_cases(
 def _audit_cases(
     start: datetime | None, end: datetime | None
 ) -> list[tuple[datetime, dict[str, Any]]]:
-    audits = Audit.objects.done().filter(correct__isnull=False, decided_at__isnull=False)
+    # A judgement given after its author read the verdict (not blind) labels nothing.
+    audits = Audit.objects.done().filter(
+        correct__isnull=False, blind=True, decided_at__isnull=False
+    )
     if start is not None:
         audits = audits.filter(decided_at__gte=start)
     if end is not None:

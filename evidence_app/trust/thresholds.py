@@ -12,7 +12,11 @@ labelled verdicts are the original verdicts it *accepted* with a score:
 - otherwise a person's decision on the verdict they saw (the first in-effect satisfied,
   revise or abandon after it, before any later verdict on the task): satisfied is right,
   revise or abandon wrong; a claim a person labelled unsupported or contradicted makes
-  it wrong whatever the decision. Weight 1."""
+  it wrong whatever the decision. Weight 1.
+
+A judgement given after its author read the verdict (an audit that is not blind) labels
+nothing, nor do the claim labels given with it; the drift sequence and the shadow figures
+count blind judgements only too."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import OuterRef, QuerySet, Subquery, Value
+from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from evidence_app.models import (
@@ -148,8 +152,11 @@ def labelled_verdicts() -> dict[JudgeKey, list[Label]]:
         .filter(correct__isnull=False, blind=True, snapshot_id__in=snapshots)
         .values_list("snapshot_id", "correct", "probability")
     }
+    # A claim label given with a judgement that was not blind is part of that judgement:
+    # left out like it (a label given while deciding the task is a decision's).
     refuted = set(
         ClaimLabel.objects.filter(
+            Q(audit__isnull=True) | Q(audit__blind=True),
             snapshot_id__in=snapshots,
             label__in=(ClaimStance.UNSUPPORTED, ClaimStance.CONTRADICTED),
         ).values_list("snapshot_id", flat=True)
