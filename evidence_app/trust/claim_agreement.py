@@ -3,8 +3,9 @@
 A person's claim label (``ClaimLabel``: supported, unsupported or contradicted) is
 compared with the validator's verdict on that claim in the same validation, grouped by
 that validation's template version and model. Only labels that count are read: those
-of an applied decision (never a pending, undone or void one) and those of a judged
-audit.
+of an applied decision (never a pending, undone or void one) and those of an audit
+judged blind (one judged after its judge read the verdict is counted nowhere, as in the
+certified figures).
 
 - ``confusion``: validator verdict → person's label → count (3×3).
 - ``agreement_rate`` and ``kappa``: over the three classes.
@@ -43,9 +44,10 @@ class ClaimAgreementGroup(BaseModel):
 
 
 def counted_claim_labels() -> QuerySet[ClaimLabel]:
-    """Labels that count: from an applied decision or a judged audit."""
+    """Labels that count: from an applied decision or an audit judged blind."""
     return ClaimLabel.objects.filter(
-        Q(feedback__state=DecisionState.APPLIED) | Q(audit__state=AuditState.DONE)
+        Q(feedback__state=DecisionState.APPLIED)
+        | Q(audit__state=AuditState.DONE, audit__blind=True)
     )
 
 

@@ -25,6 +25,7 @@ from evidence_app.models import (
 )
 from evidence_app.trust.audits import audit_judge
 from evidence_app.trust.blinding import audit_exposures_record
+from evidence_app.trust.claim_agreement import claim_agreement_stats
 from evidence_app.trust.threshold_services import threshold_approve, threshold_shadow_start
 from evidence_app.trust.thresholds import shadow_report
 from evidence_app.validator.templates import get_template
@@ -181,3 +182,18 @@ def test_the_team_cases_of_judge_bench_and_the_gate_hold_blind_judgements_only(
     audit = _judged_wrong(reviewer, blind=blind)
     ids = {case["id"] for case in labelled_cases()}
     assert (f"team-audit-{audit.pk}" in ids) is blind
+
+
+@BLIND
+def test_claim_agreement_counts_an_audits_claim_labels_only_when_it_was_blind(
+    reviewer: Any, blind: bool
+) -> None:
+    """Issue 36, item 1: the agreement between the validator and people per claim reads
+    an audit's claim labels only when the judgement was blind; given after its judge read
+    the verdict, they are stored but compared with nothing."""
+    audit = _judged_wrong(
+        reviewer, blind=blind, claims=({"claim_index": 0, "label": "unsupported"},)
+    )
+    assert audit.claim_labels.count() == 1
+    groups = claim_agreement_stats()
+    assert [group.count for group in groups] == ([1] if blind else [])
