@@ -68,3 +68,38 @@ def test_trust_page_works_on_a_phone_and_switches_period(
     page.wait_for_url("**/ops/trust/?period=day*")
     expect(page.locator(".trust-group h3").nth(1)).to_have_text("Per day")
     assert page.errors == []
+
+
+def test_the_auto_accept_section_fits_a_phone(
+    page: Any, live_server: Any, operator: Any, settings: Any
+) -> None:
+    """Issue 38, item 4: with the demo's certified thresholds (one approved, one judge
+    stopped by drift) Trust shows each judge's curve, the approved τ and its guarantee;
+    at 390 and 1280 px the page does not scroll sideways (the curve scales down to the
+    screen) and the figures read as label and value."""
+    import io
+
+    from django.core.management import call_command
+    from playwright.sync_api import expect
+
+    settings.VALIDATOR_MODEL = "offline:judge"
+    call_command("seed_demo", no_tasks=True, stdout=io.StringIO())
+    call_command("demo_autoaccept", stdout=io.StringIO())
+    login(page, live_server, "otto", "/ops/trust/")
+    section = page.locator("#auto-accept")
+    expect(section).to_contain_text("Approved threshold 0.950")
+    expect(section).to_contain_text("With 95 % confidence at most 2 % of auto-accepted answers")
+    expect(section).to_contain_text("Auto-accept stopped")
+    expect(section.locator("figure.autoaccept-curve svg").first).to_be_visible()
+    for width in (390, 1280):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(100)
+        assert page_overflow(page) == "", f"{width} px: {page_overflow(page)}"
+        curve = section.locator("figure.autoaccept-curve svg").first.bounding_box()
+        assert curve is not None and curve["x"] >= 0 and curve["x"] + curve["width"] <= width
+        label = section.locator("dl.kv dt").first.bounding_box()
+        value = section.locator("dl.kv dd").first.bounding_box()
+        assert label is not None and value is not None
+        assert abs(label["y"] - value["y"]) < 4, "the value sits beside its label"
+        page.screenshot(path=str(ARTIFACTS / f"trust-autoaccept-{width}.png"), full_page=True)
+    assert page.errors == []
