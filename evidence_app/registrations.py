@@ -1,6 +1,7 @@
 """What evidence_app registers when Django starts (``EvidenceAppConfig.ready``): its jobs
 and the queues they go to (``jobs.JOB_ROUTES``), the validator tasks_app sends answers to
-(``tasks_app.workflow.verdicts``), and the validator's families on /metrics."""
+(``tasks_app.workflow.verdicts``), the verdict fields of the tasks API
+(``tasks_app.api.verdict_fields``), and the validator's families on /metrics."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from prometheus_client.core import (
     Metric,
 )
 
+from evidence_app.api.task_verdicts import TaskVerdictFields
 from evidence_app.jobs import JOB_ROUTES
 from evidence_app.models import AutoAcceptThreshold, ValidationSnapshot
 from evidence_app.trust.blinding import exposure_receiver
@@ -31,7 +33,7 @@ from project.metrics import (
     usage_families,
 )
 from project.queues import register_routes
-from tasks_app.actions import register_validator
+from tasks_app.actions import register_validator, register_verdict_fields
 from tasks_app.records import task_seen
 
 
@@ -219,6 +221,7 @@ def _autoaccept_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
 def register() -> None:
     register_routes(JOB_ROUTES)
     register_validator(StoredVerdicts())
+    register_verdict_fields(TaskVerdictFields())
     # A read of a task's status or verdict makes a later judgement of its open audits
     # not blind (issue 36).
     task_seen.connect(exposure_receiver, dispatch_uid="evidence_app.audit_exposure")

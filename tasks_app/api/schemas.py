@@ -27,6 +27,7 @@ from project.schemas import (
     json_integer,
     not_blank,
 )
+from tasks_app.api.verdict_fields import verdict_fields
 from tasks_app.intake.external import revision_feedback
 from tasks_app.runtime.agents.plans import Plan
 from tasks_app.runtime.models import Run
@@ -35,7 +36,6 @@ from tasks_app.workflow import states
 from tasks_app.workflow.models import ClaimEvent, Feedback, Task
 from tasks_app.workflow.selectors import last_decision_on, pending_decision_on
 from tasks_app.workflow.states import TaskStatus
-from tasks_app.workflow.verdicts import validator
 
 # --- Tasks ------------------------------------------------------------------------------
 
@@ -289,8 +289,8 @@ class TaskListItemOut(Schema):
 
     @staticmethod
     def resolve_latest_validation(task: Task) -> dict[str, Any] | None:
-        # Lists attach it to each task (tasks_app.workflow.selectors.tasks_for_list).
-        return validator().list_summary(task)
+        # Lists attach it to each task (tasks_app.api.tasks._tasks_listed).
+        return verdict_fields().list_summary(task)
 
 
 class CostOut(Schema):
@@ -365,7 +365,7 @@ class TaskOut(TaskListItemOut):
 
     @staticmethod
     def resolve_latest_validation(task: Task) -> dict[str, Any] | None:
-        return validator().verdict_detail(task.pk)
+        return verdict_fields().verdict_detail(task.pk)
 
     @staticmethod
     def resolve_attempts(task: Task) -> list[dict[str, Any]]:
@@ -377,7 +377,7 @@ class TaskOut(TaskListItemOut):
         user = getattr(request, "auth", None) or getattr(request, "user", None)
         if user is None or not is_staff_role(user):
             return None
-        return validator().cost(task)
+        return verdict_fields().cost(task)
 
     @staticmethod
     def resolve_claim(task: Task) -> Task | None:
