@@ -13,7 +13,8 @@ from __future__ import annotations
 from tasks_app.api.idempotency import idempotency_header, run_idempotent
 from tasks_app.api.tasks import require_can_decide
 from tasks_app.api.verdict_fields import register_verdict_fields
-from tasks_app.intake.external import AttemptIn, external_attempt_submit
+from tasks_app.intake.external import external_attempt_submit
+from tasks_app.intake.external_input import AttemptIn
 from tasks_app.knowledge.importer import import_folder
 from tasks_app.notifications.webhooks import webhook_events_for_audit
 from tasks_app.runtime.agents.plans import parse_plan
