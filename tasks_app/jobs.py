@@ -14,7 +14,8 @@ from django.conf import settings
 
 from project.queues import ATTEMPTS, MAINTENANCE, VALIDATION, WEBHOOKS, PeriodicJob
 from tasks_app.api.idempotency import idempotency_purge
-from tasks_app.intake.otlp.ingest import OTLP_ASSEMBLE_JOB, otlp_due_traces, otlp_trace_assemble
+from tasks_app.intake.otlp.assembly import otlp_due_traces, otlp_trace_assemble
+from tasks_app.intake.otlp.ingest import OTLP_ASSEMBLE_JOB
 from tasks_app.notifications.webhooks import (
     DELIVER_WEBHOOKS_JOB,
     webhook_send_pending,
