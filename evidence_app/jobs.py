@@ -108,7 +108,7 @@ JOB_ROUTES = {
 }
 
 # What Celery beat sends (project.celery.register_periodic, in EvidenceAppConfig.ready):
-# auto-accept at a certified risk (issue 38), each judge's threshold recertified as labels
+# auto-accept at a certified risk, each judge's threshold recertified as labels
 # arrive and a drifting judge's auto-accept stopped.
 PERIODIC_JOBS = {
     "certify-thresholds": PeriodicJob(

@@ -154,11 +154,11 @@ PERIODIC_JOBS = {
     "reap-stale-attempts": PeriodicJob(
         "tasks_app.reap_attempts", lambda: settings.REAPER_INTERVAL_SECONDS
     ),
-    # Jobs recorded while the broker was down (the outbox, issue 17).
+    # Jobs recorded while the broker was down (the outbox).
     "relay-outbox": PeriodicJob(
         "tasks_app.relay_outbox", lambda: settings.OUTBOX_RELAY_INTERVAL_SECONDS
     ),
-    # OTLP traces whose assembly job was lost (issue 15).
+    # OTLP traces whose assembly job was lost.
     "otlp-sweep": PeriodicJob(
         "tasks_app.otlp_sweep", lambda: max(float(settings.OTLP_TRACE_QUIET_SECONDS), 5.0)
     ),
@@ -167,7 +167,7 @@ PERIODIC_JOBS = {
     "sweep-webhooks": PeriodicJob(
         "tasks_app.sweep_webhooks", lambda: settings.WEBHOOK_SWEEP_INTERVAL_SECONDS
     ),
-    # Decisions whose undo window closed and whose job was lost (issue 26).
+    # Decisions whose undo window closed and whose job was lost.
     "apply-due-decisions": PeriodicJob(
         "tasks_app.apply_due_decisions", lambda: settings.REAPER_INTERVAL_SECONDS
     ),

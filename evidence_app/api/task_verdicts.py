@@ -26,7 +26,7 @@ class TaskVerdictFields:
     """The verdict fields behind ``tasks_app.api.verdict_fields.verdict_fields()``."""
 
     def with_list_summaries(self, tasks: TaskQuerySet) -> TaskQuerySet:
-        # On PostgreSQL the summary is a JSON column of the same query (issue 16);
+        # On PostgreSQL the summary is a JSON column of the same query;
         # elsewhere a one-item ``latest_validations`` list in one more query.
         if connection.vendor == "postgresql":
             return tasks.annotate(latest_summary=latest_summary_json())

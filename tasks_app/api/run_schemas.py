@@ -1,4 +1,4 @@
-"""Response schemas of the runs API: a task's runs and a run's transcript (A1, E1).
+"""Response schemas of the runs API: a task's runs and a run's transcript.
 
 Lists are ``{"items": [...], "count": N}``.
 """

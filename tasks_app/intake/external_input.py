@@ -1,4 +1,4 @@
-"""What an external agent sends (issue 14): an attempt in one body (``AttemptIn``), or
+"""What an external agent sends: an attempt in one body (``AttemptIn``), or
 streamed as events (``EventsIn``) and finished (``FinishIn``). Validated before anything
 is stored; ``tasks_app.intake.external`` stores it, the API and the OTLP importer build it.
 """

@@ -1,4 +1,4 @@
-"""A complete OTLP trace made an attempt (issue 15).
+"""A complete OTLP trace made an attempt.
 
 A trace is complete when its root span (the one without a parent) has arrived and no
 span of the trace arrived for ``OTLP_TRACE_QUIET_SECONDS``, or at once when the root

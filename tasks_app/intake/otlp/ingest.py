@@ -1,4 +1,4 @@
-"""Storing OTLP spans as they arrive (issue 15). Spans of one trace may come in several
+"""Storing OTLP spans as they arrive. Spans of one trace may come in several
 requests, in any order; they are written in bulk, whole, and never dropped: a span that
 arrives after its trace became an attempt is stored as late and shown on the task page.
 When a trace is complete, ``tasks_app.intake.otlp.assembly`` makes it an attempt.
