@@ -20,7 +20,7 @@ from evidence_app.validation.current_judge import SHADOW_JOB
 from evidence_app.validation.replay import REPLAY_JOB, replay_request_run
 from evidence_app.validation.services import VALIDATE_JOB, validation_attempt
 from project.errors import first_line
-from project.queues import MAINTENANCE, VALIDATION
+from project.queues import MAINTENANCE, VALIDATION, PeriodicJob
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,6 @@ def shadow_validation_job(self: Any, pending_id: int) -> str:
     )
 
 
-# The certification job's name (project.celery schedules it by name).
 CERTIFY_JOB = "evidence_app.certify_thresholds"
 
 # Where each job goes (project.queues.register_routes, in EvidenceAppConfig.ready):
@@ -106,6 +105,15 @@ JOB_ROUTES = {
     SHADOW_JOB: VALIDATION,
     # Recertifying the auto-accept thresholds (issue 38): periodic bookkeeping.
     CERTIFY_JOB: MAINTENANCE,
+}
+
+# What Celery beat sends (project.celery.register_periodic, in EvidenceAppConfig.ready):
+# auto-accept at a certified risk, each judge's threshold recertified as labels
+# arrive and a drifting judge's auto-accept stopped.
+PERIODIC_JOBS = {
+    "certify-thresholds": PeriodicJob(
+        CERTIFY_JOB, lambda: settings.AUTOACCEPT_RECOMPUTE_SECONDS, MAINTENANCE
+    ),
 }
 
 

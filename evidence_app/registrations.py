@@ -1,6 +1,8 @@
 """What evidence_app registers when Django starts (``EvidenceAppConfig.ready``): its jobs
-and the queues they go to (``jobs.JOB_ROUTES``), the validator tasks_app sends answers to
-(``tasks_app.workflow.verdicts``), and the validator's families on /metrics."""
+and the queues they go to (``jobs.JOB_ROUTES``), its periodic job (``jobs.PERIODIC_JOBS``),
+the validator tasks_app sends answers to (``tasks_app.workflow.verdicts``), the verdict
+fields of the tasks API (``tasks_app.api.verdict_fields``), and the validator's families
+on /metrics."""
 
 from __future__ import annotations
 
@@ -15,12 +17,14 @@ from prometheus_client.core import (
     Metric,
 )
 
-from evidence_app.jobs import JOB_ROUTES
+from evidence_app.api.task_verdicts import TaskVerdictFields
+from evidence_app.jobs import JOB_ROUTES, PERIODIC_JOBS
 from evidence_app.models import AutoAcceptThreshold, ValidationSnapshot
 from evidence_app.trust.blinding import exposure_receiver
 from evidence_app.trust.rates import WINDOW_DAYS, trust_window
 from evidence_app.trust.team import audit_queue, decisions_by_role, queue_age
 from evidence_app.validation.stored_verdicts import StoredVerdicts
+from project.celery import register_periodic
 from project.metrics import (
     PREFIX,
     MetricSource,
@@ -31,7 +35,7 @@ from project.metrics import (
     usage_families,
 )
 from project.queues import register_routes
-from tasks_app.actions import register_validator
+from tasks_app.actions import register_validator, register_verdict_fields
 from tasks_app.records import task_seen
 
 
@@ -218,7 +222,9 @@ def _autoaccept_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
 
 def register() -> None:
     register_routes(JOB_ROUTES)
+    register_periodic(PERIODIC_JOBS)
     register_validator(StoredVerdicts())
+    register_verdict_fields(TaskVerdictFields())
     # A read of a task's status or verdict makes a later judgement of its open audits
     # not blind (issue 36).
     task_seen.connect(exposure_receiver, dispatch_uid="evidence_app.audit_exposure")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import redis.exceptions
@@ -20,9 +21,10 @@ from project.heartbeats import (
 )
 from project.logs import on_before_publish, on_job_end, on_job_start
 from project.queues import (
-    MAINTENANCE,
+    PeriodicJob,
+    add_periodic,
     all_queue_names,
-    queue_name,
+    periodic_schedule,
     route_job,
 )
 
@@ -80,69 +82,22 @@ def configure(app: Celery) -> None:
         # A worker started without -Q consumes all of these (bin/run-dev).
         task_queues=[Queue(name) for name in all_queue_names()],
         task_routes=(route_job,),
-        # The reaper recovers attempts whose worker died (stale heartbeat); `-B` on the
-        # worker (bin/run-dev) or a separate `celery beat` (Procfile) sends it, to the
-        # maintenance queue. A sweep not picked up within an interval is dropped: the
-        # next one is as good.
-        beat_schedule={
-            "reap-stale-attempts": {
-                "task": "tasks_app.reap_attempts",
-                "schedule": float(settings.REAPER_INTERVAL_SECONDS),
-                "options": {
-                    "queue": queue_name(MAINTENANCE),
-                    "expires": float(settings.REAPER_INTERVAL_SECONDS),
-                },
-            },
-            # Jobs recorded while the broker was down (the outbox, issue 17).
-            "relay-outbox": {
-                "task": "tasks_app.relay_outbox",
-                "schedule": float(settings.OUTBOX_RELAY_INTERVAL_SECONDS),
-                "options": {
-                    "queue": queue_name(MAINTENANCE),
-                    "expires": float(settings.OUTBOX_RELAY_INTERVAL_SECONDS),
-                },
-            },
-            # OTLP traces whose assembly job was lost (issue 15).
-            "otlp-sweep": {
-                "task": "tasks_app.otlp_sweep",
-                "schedule": max(float(settings.OTLP_TRACE_QUIET_SECONDS), 5.0),
-                "options": {
-                    "queue": queue_name(MAINTENANCE),
-                    "expires": max(float(settings.OTLP_TRACE_QUIET_SECONDS), 5.0),
-                },
-            },
-            # Webhook deliveries whose job was lost (broker down at commit time, worker
-            # killed mid-send) are sent again; old Idempotency-Key responses are dropped.
-            "sweep-webhooks": {
-                "task": "tasks_app.sweep_webhooks",
-                "schedule": float(settings.WEBHOOK_SWEEP_INTERVAL_SECONDS),
-                "options": {
-                    "queue": queue_name(MAINTENANCE),
-                    "expires": float(settings.WEBHOOK_SWEEP_INTERVAL_SECONDS),
-                },
-            },
-            # Decisions whose undo window closed and whose job was lost (issue 26).
-            "apply-due-decisions": {
-                "task": "tasks_app.apply_due_decisions",
-                "schedule": float(settings.REAPER_INTERVAL_SECONDS),
-                "options": {
-                    "queue": queue_name(MAINTENANCE),
-                    "expires": float(settings.REAPER_INTERVAL_SECONDS),
-                },
-            },
-            # Auto-accept at a certified risk (issue 38): recertify each judge's threshold
-            # as labels arrive and stop a drifting judge's auto-accept.
-            "certify-thresholds": {
-                "task": "evidence_app.certify_thresholds",
-                "schedule": float(settings.AUTOACCEPT_RECOMPUTE_SECONDS),
-                "options": {
-                    "queue": queue_name(MAINTENANCE),
-                    "expires": float(settings.AUTOACCEPT_RECOMPUTE_SECONDS),
-                },
-            },
-            **heartbeat_schedule(),
-        },
+        # Each app's periodic jobs (register_periodic, in its AppConfig.ready) and the
+        # heartbeats; `-B` on the worker (bin/run-dev) or a separate `celery beat`
+        # (Procfile) sends them.
+        beat_schedule=beat_schedule(),
     )
+
+
+def beat_schedule() -> dict[str, dict[str, Any]]:
+    return {**periodic_schedule(), **heartbeat_schedule()}
+
+
+def register_periodic(jobs: Mapping[str, PeriodicJob]) -> None:
+    """Schedule an app's periodic jobs (called in its ``AppConfig.ready``, after this
+    module configured the app): beat entry name -> the job, its interval and queue."""
+    add_periodic(jobs)
+    app.conf.beat_schedule = beat_schedule()
 
 
 def guard_restore_on_lost_connection() -> None:

@@ -3,7 +3,8 @@ so the app (project.celery), the heartbeats and the health checks can all use th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
 
@@ -32,6 +33,42 @@ def register_routes(routes: Mapping[str, str]) -> None:
         if purpose not in PURPOSES:
             raise ValueError(f"job {name!r}: unknown queue purpose {purpose!r}")
     _ROUTES.update(routes)
+
+
+@dataclass(frozen=True)
+class PeriodicJob:
+    """A job Celery beat sends every ``every()`` seconds (read when the schedule is built,
+    so a setting changed in a test counts) to the queue of its purpose. A run not picked
+    up within an interval is dropped: the next one is as good."""
+
+    job: str
+    every: Callable[[], float]
+    purpose: str = MAINTENANCE
+
+    def beat_entry(self) -> dict[str, Any]:
+        interval = float(self.every())
+        return {
+            "task": self.job,
+            "schedule": interval,
+            "options": {"queue": queue_name(self.purpose), "expires": interval},
+        }
+
+
+# Beat entry name -> periodic job, registered by each app in ``AppConfig.ready``
+# (``project.celery.register_periodic``, which rebuilds the beat schedule).
+_PERIODIC: dict[str, PeriodicJob] = {}
+
+
+def add_periodic(jobs: Mapping[str, PeriodicJob]) -> None:
+    for name, job in jobs.items():
+        if job.purpose not in PURPOSES:
+            raise ValueError(f"periodic job {name!r}: unknown queue purpose {job.purpose!r}")
+    _PERIODIC.update(jobs)
+
+
+def periodic_schedule() -> dict[str, dict[str, Any]]:
+    """Celery beat's entries for the periodic jobs the apps registered."""
+    return {name: job.beat_entry() for name, job in _PERIODIC.items()}
 
 
 def route_job(name: str, *args: Any, **kwargs: Any) -> dict[str, str] | None:

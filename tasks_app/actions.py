@@ -1,8 +1,9 @@
 """What other apps may do to a task, and the hand-offs they register: transitions,
 decisions, claims and notes; jobs queued through the outbox; the validation claim; the
-validator hand-off (``register_validator``, ``Verdict``); webhook events of an audit; the
-API's idempotency and decision checks; a team plan's check; the knowledge base's import;
-an external agent's attempt (the demo submits one).
+validator hand-off (``register_validator``, ``Verdict``) and the tasks API's verdict
+fields (``register_verdict_fields``); webhook events of an audit; the API's idempotency
+and decision checks; a team plan's check; the knowledge base's import; an external
+agent's attempt (the demo submits one).
 
 evidence_app imports tasks_app only through this module and ``tasks_app.records`` (an
 import contract in pyproject.toml holds it)."""
@@ -11,7 +12,9 @@ from __future__ import annotations
 
 from tasks_app.api.idempotency import idempotency_header, run_idempotent
 from tasks_app.api.tasks import require_can_decide
-from tasks_app.intake.external import AttemptIn, external_attempt_submit
+from tasks_app.api.verdict_fields import register_verdict_fields
+from tasks_app.intake.external import external_attempt_submit
+from tasks_app.intake.external_input import AttemptIn
 from tasks_app.knowledge.importer import import_folder
 from tasks_app.notifications.webhooks import webhook_events_for_audit
 from tasks_app.runtime.agents.plans import parse_plan
@@ -58,6 +61,7 @@ __all__ = [
     "new_job_id",
     "parse_plan",
     "register_validator",
+    "register_verdict_fields",
     "require_can_decide",
     "review_visit_record",
     "run_idempotent",

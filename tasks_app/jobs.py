@@ -10,10 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 
-from project.queues import ATTEMPTS, MAINTENANCE, VALIDATION, WEBHOOKS
+from project.queues import ATTEMPTS, MAINTENANCE, VALIDATION, WEBHOOKS, PeriodicJob
 from tasks_app.api.idempotency import idempotency_purge
-from tasks_app.intake.otlp.ingest import OTLP_ASSEMBLE_JOB, otlp_due_traces, otlp_trace_assemble
+from tasks_app.intake.otlp.assembly import otlp_due_traces, otlp_trace_assemble
+from tasks_app.intake.otlp.ingest import OTLP_ASSEMBLE_JOB
 from tasks_app.notifications.webhooks import (
     DELIVER_WEBHOOKS_JOB,
     webhook_send_pending,
@@ -142,4 +144,31 @@ JOB_ROUTES = {
     "tasks_app.apply_due_decisions": MAINTENANCE,
     # Slow outbound calls never hold up the other queues (the delivery and the sweep).
     "*webhook*": WEBHOOKS,
+}
+
+
+# What Celery beat sends, to the maintenance queue (project.celery.register_periodic, in
+# TasksAppConfig.ready).
+PERIODIC_JOBS = {
+    # The reaper recovers attempts whose worker died (stale heartbeat).
+    "reap-stale-attempts": PeriodicJob(
+        "tasks_app.reap_attempts", lambda: settings.REAPER_INTERVAL_SECONDS
+    ),
+    # Jobs recorded while the broker was down (the outbox).
+    "relay-outbox": PeriodicJob(
+        "tasks_app.relay_outbox", lambda: settings.OUTBOX_RELAY_INTERVAL_SECONDS
+    ),
+    # OTLP traces whose assembly job was lost.
+    "otlp-sweep": PeriodicJob(
+        "tasks_app.otlp_sweep", lambda: max(float(settings.OTLP_TRACE_QUIET_SECONDS), 5.0)
+    ),
+    # Webhook deliveries whose job was lost (broker down at commit time, worker killed
+    # mid-send) are sent again; old Idempotency-Key responses are dropped.
+    "sweep-webhooks": PeriodicJob(
+        "tasks_app.sweep_webhooks", lambda: settings.WEBHOOK_SWEEP_INTERVAL_SECONDS
+    ),
+    # Decisions whose undo window closed and whose job was lost.
+    "apply-due-decisions": PeriodicJob(
+        "tasks_app.apply_due_decisions", lambda: settings.REAPER_INTERVAL_SECONDS
+    ),
 }

@@ -1,6 +1,6 @@
 """What tasks_app connects when Django starts (``TasksAppConfig.ready``): its jobs and the
-queues they go to (``jobs.JOB_ROUTES``), the webhook events that follow a status change,
-and what it registers into the project's
+queues they go to (``jobs.JOB_ROUTES``), its periodic jobs (``jobs.PERIODIC_JOBS``), the
+webhook events that follow a status change, and what it registers into the project's
 operations infrastructure: its families on /metrics, the worker and beat checks of
 /ready, where heartbeats are written, and the recovery a worker runs when it starts.
 ``project/`` reads none of this app's tables itself."""
@@ -26,6 +26,7 @@ from prometheus_client.core import (
 )
 
 from project import health, heartbeats
+from project.celery import register_periodic
 from project.metrics import (
     PREFIX,
     MetricSource,
@@ -43,7 +44,7 @@ from project.queues import (
     worker_queues,
 )
 from tasks_app.intake.signals import trace_unusable
-from tasks_app.jobs import JOB_ROUTES
+from tasks_app.jobs import JOB_ROUTES, PERIODIC_JOBS
 from tasks_app.notifications.models import DeliveryStatus, WebhookDelivery, WebhookDeliveryAttempt
 from tasks_app.notifications.webhooks import webhook_events_for_trace, webhook_events_for_transition
 from tasks_app.runtime.models import LLMRequestSnapshot, ServiceHeartbeat
@@ -321,6 +322,7 @@ def _webhook_events(
 
 def register() -> None:
     register_routes(JOB_ROUTES)
+    register_periodic(PERIODIC_JOBS)
     task_transitioned.connect(_webhook_events, dispatch_uid="evidentia-webhook-events")
     trace_unusable.connect(webhook_events_for_trace, dispatch_uid="evidentia-trace-webhooks")
     register_source(MetricSource("tasks_app", _families, _tallies))

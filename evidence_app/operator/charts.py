@@ -95,6 +95,17 @@ def validator_status_by_day(days: list[date]) -> list[dict[str, int]]:
     return [per_day.get(d, {}) for d in days]
 
 
+def _bar(x: float, y: float, w: float, h: float, *, colour: str, title: str) -> dict[str, Any]:
+    return {
+        "x": round(x, 1),
+        "y": round(y, 1),
+        "w": round(w, 1),
+        "h": round(h, 1),
+        "colour": colour,
+        "title": title,
+    }
+
+
 def stacked_bars(
     days: list[date], series: list[dict[str, int]], keys: list[str], labels: dict[str, str]
 ) -> dict[str, Any]:
@@ -116,16 +127,8 @@ def stacked_bars(
                 continue
             h = plot_h * n / top_value
             y -= h
-            bars.append(
-                {
-                    "x": round(x, 1),
-                    "y": round(y, 1),
-                    "w": round(bar_w, 1),
-                    "h": round(h, 1),
-                    "colour": STATUS_COLOURS.get(key, "#888"),
-                    "title": f"{day:%Y-%m-%d} {labels.get(key, key)}: {n}",
-                }
-            )
+            title = f"{day:%Y-%m-%d} {labels.get(key, key)}: {n}"
+            bars.append(_bar(x, y, bar_w, h, colour=STATUS_COLOURS.get(key, "#888"), title=title))
     ticks = [
         {"y": round(height - bottom - plot_h * v / top_value, 1), "label": str(v)}
         for v in range(0, top_value + 1, step_value)

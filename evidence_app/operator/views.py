@@ -120,6 +120,30 @@ def ops_task_inputs(request: HttpRequest, task_id: int) -> HttpResponse:
 
     a = pick("a", originals[-2] if len(originals) >= 2 else None)
     b = pick("b", originals[-1] if originals else None)
+    diffs = _input_diffs(a, b)
+    # Paged: a long task's requests were a 6,000 px table (issue 13); the validator's
+    # requests are listed with the agent's (issue 26).
+    requests_page, request_rows = llm_requests.request_page(
+        task_id=task.pk, number=request.GET.get("rpage"), per_page=LLM_REQUESTS_PER_PAGE
+    )
+    return render_page(
+        request,
+        "evidence_app/ops_task_inputs.html",
+        {
+            "task": task,
+            "snapshots": snapshots,
+            "a": a,
+            "b": b,
+            **diffs,
+            "diff_max": DIFF_MAX_LINES,
+            "llm_requests": request_rows,
+            "requests_page": requests_page,
+        },
+    )
+
+
+def _input_diffs(a: ValidationSnapshot | None, b: ValidationSnapshot | None) -> dict[str, Any]:
+    """The diff of two rendered inputs and of their instructions (capped), for the page."""
     diff: list[tuple[str, str]] = []
     system_diff: list[tuple[str, str]] = []
     diff_capped = system_capped = False
@@ -139,28 +163,12 @@ def ops_task_inputs(request: HttpRequest, task_id: int) -> HttpResponse:
         system_diff, system_capped = diff_lines(
             rows[a.pk][1], rows[b.pk][1], label_a=label_a, label_b=label_b
         )
-    # Paged: a long task's requests were a 6,000 px table (issue 13); the validator's
-    # requests are listed with the agent's (issue 26).
-    requests_page, request_rows = llm_requests.request_page(
-        task_id=task.pk, number=request.GET.get("rpage"), per_page=LLM_REQUESTS_PER_PAGE
-    )
-    return render_page(
-        request,
-        "evidence_app/ops_task_inputs.html",
-        {
-            "task": task,
-            "snapshots": snapshots,
-            "a": a,
-            "b": b,
-            "diff": diff,
-            "diff_capped": diff_capped,
-            "system_diff": system_diff,
-            "system_capped": system_capped,
-            "diff_max": DIFF_MAX_LINES,
-            "llm_requests": request_rows,
-            "requests_page": requests_page,
-        },
-    )
+    return {
+        "diff": diff,
+        "diff_capped": diff_capped,
+        "system_diff": system_diff,
+        "system_capped": system_capped,
+    }
 
 
 @operator_required

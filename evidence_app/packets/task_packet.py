@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -162,13 +163,46 @@ def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
     values (issue 16: this runs once per validation)."""
     prepared_runs, prepared_evidence, prepared_transcript = _prepared()
     runs = [_Run(*row) for row in prepared_runs.rows(task_id=task.pk, attempt=attempt)]
-    # Evidence and transcripts of runs left out above are read, then dropped here.
-    evidence_by_run: dict[int, list[ToolEvidence]] = {run.id: [] for run in runs}
-    for row in prepared_evidence.rows(task_id=task.pk, attempt=attempt):
+    evidence_by_run = _evidence_by_run(
+        runs, prepared_evidence.rows(task_id=task.pk, attempt=attempt)
+    )
+    transcript_by_run = _transcript_by_run(
+        runs, prepared_transcript.rows(task_id=task.pk, attempt=attempt)
+    )
+    main_run: RunEvidence | None = None
+    team_runs: list[RunEvidence] = []
+    node_results: list[NodeRunResult] = []
+    for run in runs:
+        evidence = _run_evidence(run, transcript_by_run[run.id], evidence_by_run[run.id])
+        if run.kind == RunKind.TEAM_NODE:
+            team_runs.append(evidence)
+            node_results.append(_node_result(run))
+        else:
+            # The synthesis run of a team attempt, or the single main run. A later
+            # main/synthesis run of the same attempt supersedes an earlier one.
+            main_run = evidence
+    return TaskEvidencePacket(
+        task_id=task.pk,
+        attempt_index=attempt,
+        request=task.request,
+        rules=task.rules,
+        main_run=main_run,
+        team_runs=team_runs,
+        team_node_results=node_results,
+        final_output=main_run.output_text if main_run else "",
+    )
+
+
+def _evidence_by_run(
+    runs: list[_Run], rows: Iterable[Sequence[Any]]
+) -> dict[int, list[ToolEvidence]]:
+    """Each run's tool evidence; the rows of runs left out of ``runs`` are dropped."""
+    by_run: dict[int, list[ToolEvidence]] = {run.id: [] for run in runs}
+    for row in rows:
         item = dict(zip(_EVIDENCE_FIELDS, row, strict=True))
-        if item["run_id"] not in evidence_by_run:
+        if item["run_id"] not in by_run:
             continue
-        evidence_by_run[item["run_id"]].append(
+        by_run[item["run_id"]].append(
             ToolEvidence(
                 evidence_id=item["id"],
                 tool_name=item["tool_name"],
@@ -183,61 +217,51 @@ def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
                 created_at=item["created_at"],
             )
         )
-    transcript_by_run: dict[int, list[TranscriptMessage]] = {run.id: [] for run in runs}
-    for run_id, index, role, content, tool_call_id in prepared_transcript.rows(
-        task_id=task.pk, attempt=attempt
-    ):
-        if run_id in transcript_by_run:
-            transcript_by_run[run_id].append(
+    return by_run
+
+
+def _transcript_by_run(
+    runs: list[_Run], rows: Iterable[Sequence[Any]]
+) -> dict[int, list[TranscriptMessage]]:
+    """Each run's transcript; the rows of runs left out of ``runs`` are dropped."""
+    by_run: dict[int, list[TranscriptMessage]] = {run.id: [] for run in runs}
+    for run_id, index, role, content, tool_call_id in rows:
+        if run_id in by_run:
+            by_run[run_id].append(
                 TranscriptMessage(
                     index=index, role=role, content=content, tool_call_id=tool_call_id
                 )
             )
+    return by_run
 
-    main_run: RunEvidence | None = None
-    team_runs: list[RunEvidence] = []
-    node_results: list[NodeRunResult] = []
-    for run in runs:
-        evidence = RunEvidence(
-            run_id=run.id,
-            session_id=str(run.session_id),
-            kind=run.kind,
-            node_id=run.node_id,
-            node_role=run.node_role,
-            model_name=run.model_name,
-            status=run.status,
-            output_text=run.output_text,
-            finish_reason=run.finish_reason,
-            error=run.error,
-            transcript=transcript_by_run[run.id],
-            tool_results=evidence_by_run[run.id],
-            warnings=list(run.warnings or []),
-        )
-        if run.kind == RunKind.TEAM_NODE:
-            team_runs.append(evidence)
-            node_results.append(
-                NodeRunResult(
-                    node_id=run.node_id,
-                    role=run.node_role,
-                    success=run.status == "completed" and run.finish_reason in _SUCCESS_FINISH,
-                    finish_reason=run.finish_reason,
-                    output_text=run.output_text,
-                    error=run.error,
-                    run_id=run.id,
-                )
-            )
-        else:
-            # The synthesis run of a team attempt, or the single main run. A later
-            # main/synthesis run of the same attempt supersedes an earlier one.
-            main_run = evidence
-    final_output = main_run.output_text if main_run else ""
-    return TaskEvidencePacket(
-        task_id=task.pk,
-        attempt_index=attempt,
-        request=task.request,
-        rules=task.rules,
-        main_run=main_run,
-        team_runs=team_runs,
-        team_node_results=node_results,
-        final_output=final_output,
+
+def _run_evidence(
+    run: _Run, transcript: list[TranscriptMessage], tool_results: list[ToolEvidence]
+) -> RunEvidence:
+    return RunEvidence(
+        run_id=run.id,
+        session_id=str(run.session_id),
+        kind=run.kind,
+        node_id=run.node_id,
+        node_role=run.node_role,
+        model_name=run.model_name,
+        status=run.status,
+        output_text=run.output_text,
+        finish_reason=run.finish_reason,
+        error=run.error,
+        transcript=transcript,
+        tool_results=tool_results,
+        warnings=list(run.warnings or []),
+    )
+
+
+def _node_result(run: _Run) -> NodeRunResult:
+    return NodeRunResult(
+        node_id=run.node_id,
+        role=run.node_role,
+        success=run.status == "completed" and run.finish_reason in _SUCCESS_FINISH,
+        finish_reason=run.finish_reason,
+        output_text=run.output_text,
+        error=run.error,
+        run_id=run.id,
     )

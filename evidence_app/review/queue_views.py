@@ -4,6 +4,7 @@ full reload; with the day's progress and the neighbours of a task for complete-a
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -160,28 +161,7 @@ def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str
     def queue() -> QuerySet[Task]:
         return queue_queryset(user, filters)
 
-    at, pk = OuterRef("created_at"), OuterRef("pk")
-    before = queue().filter(Q(created_at__lt=at) | Q(created_at=at, pk__lt=pk))
-    after = queue().filter(Q(created_at__gt=at) | Q(created_at=at, pk__gt=pk))
-    total = Subquery(
-        TaskStatusCount.objects.filter(status=TaskStatus.NEEDS_REVIEW)
-        .values("status")
-        .annotate(total=Sum("n"))
-        .values("total")[:1]
-    )
-    row = (
-        Task.objects.filter(pk=task_id)
-        .annotate(
-            in_queue=Exists(queue().filter(pk=pk)),
-            total=Coalesce(total, 0),
-            first_id=Subquery(queue().values("pk")[:1]),
-            prev_id=Subquery(before.order_by("-created_at", "-id").values("pk")[:1]),
-            next_id=Subquery(after.order_by("created_at", "id").values("pk")[:1]),
-            before_n=_SubqueryCount(before.order_by().values("pk")),
-        )
-        .values("in_queue", "total", "first_id", "prev_id", "next_id", "before_n")
-        .first()
-    )
+    row = _keyset_row(queue, task_id)
     if row is None or not row["in_queue"]:
         # Not in the queue (or no such task: callers pass a visible one): no position,
         # the queue's first task next.
@@ -202,6 +182,34 @@ def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str
         # After a decision this task leaves the queue: the one after it, else the one before.
         "after_decision_id": next_id if next_id is not None else prev_id,
     }
+
+
+def _keyset_row(queue: Callable[[], QuerySet[Task]], task_id: int) -> Mapping[str, Any] | None:
+    """In one query: whether ``task_id`` is in the whole queue, the queue's size (the
+    status counter), its first task, the task's neighbours (one indexed row each) and the
+    number of tasks before it."""
+    at, pk = OuterRef("created_at"), OuterRef("pk")
+    before = queue().filter(Q(created_at__lt=at) | Q(created_at=at, pk__lt=pk))
+    after = queue().filter(Q(created_at__gt=at) | Q(created_at=at, pk__gt=pk))
+    total = Subquery(
+        TaskStatusCount.objects.filter(status=TaskStatus.NEEDS_REVIEW)
+        .values("status")
+        .annotate(total=Sum("n"))
+        .values("total")[:1]
+    )
+    return (
+        Task.objects.filter(pk=task_id)
+        .annotate(
+            in_queue=Exists(queue().filter(pk=pk)),
+            total=Coalesce(total, 0),
+            first_id=Subquery(queue().values("pk")[:1]),
+            prev_id=Subquery(before.order_by("-created_at", "-id").values("pk")[:1]),
+            next_id=Subquery(after.order_by("created_at", "id").values("pk")[:1]),
+            before_n=_SubqueryCount(before.order_by().values("pk")),
+        )
+        .values("in_queue", "total", "first_id", "prev_id", "next_id", "before_n")
+        .first()
+    )
 
 
 def unfiltered_queue_size(needs_review: int) -> int:

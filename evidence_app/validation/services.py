@@ -11,6 +11,7 @@ validated, and with it ``_Verdict.store_and_draw_audit``: the ``ValidationSnapsh
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,18 +221,33 @@ def _validation_skipped(
     task_id: int, *, to_status: str, reason: str, updates: dict[str, Any] | None = None
 ) -> ValidationOutcome:
     """Move the task on without a verdict (the policy, or an empty answer: V6)."""
-    with transaction.atomic():
-        task_transition(
-            Transition(
-                task_id=task_id,
-                to_status=to_status,
-                actor_kind="validator",
-                reason=reason,
-                expected_from=TaskStatus.VALIDATING,
-                updates=updates,
-            )
-        )
+    _validator_transition(task_id, to_status=to_status, reason=reason, updates=updates)
     return ValidationOutcome(NO_VALIDATION)
+
+
+def _validator_transition(
+    task_id: int,
+    *,
+    to_status: str,
+    reason: str,
+    updates: dict[str, Any] | None,
+    attempt_index: int | None = None,
+    on_applied: Callable[[Task], object] | None = None,
+) -> None:
+    """The validator moves a task it is validating on (``attempt_index``'s, when given);
+    ``on_applied`` stores the verdict in the transition's transaction."""
+    task_transition(
+        Transition(
+            task_id=task_id,
+            to_status=to_status,
+            actor_kind="validator",
+            reason=reason,
+            expected_from=TaskStatus.VALIDATING,
+            expected_attempt=attempt_index,
+            updates=updates,
+        ),
+        on_applied=on_applied,
+    )
 
 
 def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
@@ -273,16 +289,12 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
         retry_job_id=updates.get("job_id", ""),
     )
     try:
-        task_transition(
-            Transition(
-                task_id=task_id,
-                to_status=to_status,
-                actor_kind="validator",
-                reason=reason,
-                expected_from=TaskStatus.VALIDATING,
-                expected_attempt=attempt_index,
-                updates=updates,
-            ),
+        _validator_transition(
+            task_id,
+            to_status=to_status,
+            reason=reason,
+            updates=updates,
+            attempt_index=attempt_index,
             on_applied=verdict.store_and_draw_audit,
         )
     except StaleAction as exc:

@@ -3,25 +3,11 @@ reads verdicts without importing this app (registered in ``EvidenceAppConfig.rea
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.db import connection
-from django.db.models import Prefetch
-
 from evidence_app.models import ValidationSnapshot
-from evidence_app.validation.selectors import (
-    SUMMARY_FIELDS,
-    latest_original,
-    latest_summary_json,
-    rendered_attempt_evidence,
-    task_cost,
-    validation_summary,
-    validation_summary_of_json,
-    verdict,
-)
+from evidence_app.validation.selectors import rendered_attempt_evidence
 from evidence_app.validation.services import VALIDATE_JOB
 from tasks_app.actions import Verdict, job_send_on_commit
-from tasks_app.records import Task, TaskQuerySet
+from tasks_app.records import Task
 
 
 class StoredVerdicts:
@@ -55,30 +41,6 @@ class StoredVerdicts:
     def rendered_evidence(self, task: Task, attempt_index: int) -> str:
         return rendered_attempt_evidence(task, attempt_index)
 
-    def with_list_summaries(self, tasks: TaskQuerySet) -> TaskQuerySet:
-        # On PostgreSQL the summary is a JSON column of the same query (issue 16);
-        # elsewhere a one-item ``latest_validations`` list in one more query.
-        if connection.vendor == "postgresql":
-            return tasks.annotate(latest_summary=latest_summary_json())
-        # A sliced prefetch: Django picks each task's first row with a window function.
-        latest = (
-            ValidationSnapshot.objects.originals()
-            .only(*SUMMARY_FIELDS)
-            .order_by("-created_at", "-id")[:1]
-        )
-        return tasks.prefetch_related(
-            Prefetch("validations", queryset=latest, to_attr="latest_validations")
-        )
-
-    def list_summary(self, task: Task) -> dict[str, Any] | None:
-        if hasattr(task, "latest_summary"):
-            return validation_summary_of_json(task.latest_summary)
-        latest = getattr(task, "latest_validations", None)
-        return validation_summary(latest[0] if latest else None)
-
-    def verdict_detail(self, task_id: int) -> dict[str, Any] | None:
-        return verdict(latest_original(task_id))
-
     def attempt_verdicts(self, task_id: int) -> dict[int, tuple[int, str]]:
         by_attempt: dict[int, tuple[int, str]] = {}
         originals = ValidationSnapshot.objects.originals().filter(task_id=task_id)
@@ -87,6 +49,3 @@ class StoredVerdicts:
         ):
             by_attempt[attempt_index] = (snap_id, status)  # the latest one wins
         return by_attempt
-
-    def cost(self, task: Task) -> dict[str, Any]:
-        return task_cost(task).as_dict()

@@ -5,6 +5,7 @@ person checks) or accepted, as the validator JSON object."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypedDict, Unpack
 
 from evidence_app.validator import grounding
 from evidence_app.validator.answer_text import (
@@ -317,28 +318,30 @@ def _insufficient_category(judged: list[Judged], *, missing: bool, gaps: bool) -
     return None
 
 
-def verdict(
-    status: str,
-    score: float,
-    *,
-    issues: list[str] | None = None,
-    missing_requirements: list[str] | None = None,
-    evidence_gaps: list[str] | None = None,
-    recommended_revision_prompt: str = "",
-    failure_category: str | None = None,
-    reasoning: str = "",
-    claims: list[dict[str, object]] | None = None,
-    requirements: list[dict[str, object]] | None = None,
-) -> dict[str, object]:
+class VerdictFields(TypedDict, total=False):
+    """A verdict's fields besides its status and score; absent, each is empty."""
+
+    issues: list[str]
+    missing_requirements: list[str]
+    evidence_gaps: list[str]
+    recommended_revision_prompt: str
+    failure_category: str | None
+    reasoning: str
+    claims: list[dict[str, object]]
+    requirements: list[dict[str, object]]
+
+
+def verdict(status: str, score: float, **fields: Unpack[VerdictFields]) -> dict[str, object]:
+    """The verdict as the offline judge answers it (the validator's JSON)."""
     return {
-        "claims": claims or [],
-        "requirements": requirements or [],
+        "claims": fields.get("claims") or [],
+        "requirements": fields.get("requirements") or [],
         "status": status,
         "score": score,
-        "issues": issues or [],
-        "missing_requirements": missing_requirements or [],
-        "evidence_gaps": evidence_gaps or [],
-        "recommended_revision_prompt": recommended_revision_prompt,
-        "failure_category": failure_category,
-        "reasoning": reasoning,
+        "issues": fields.get("issues") or [],
+        "missing_requirements": fields.get("missing_requirements") or [],
+        "evidence_gaps": fields.get("evidence_gaps") or [],
+        "recommended_revision_prompt": fields.get("recommended_revision_prompt", ""),
+        "failure_category": fields.get("failure_category"),
+        "reasoning": fields.get("reasoning", ""),
     }

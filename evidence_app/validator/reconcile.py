@@ -74,66 +74,61 @@ def _has_verified_contradiction(result: ValidationResult) -> bool:
 def reconcile(result: ValidationResult) -> ValidationResult:
     """The verdict the application stands behind (rules in the module docstring)."""
     model_status = result.model_status or result.status
-    base = {"model_status": model_status}
     if model_status == "accepted":
-        problems = _accept_problems(result)
-        if not problems:
-            return result.model_copy(
-                update={
-                    **base,
-                    "status": "accepted",
-                    "reconciliation": ["accepted: every claim has verified support"],
-                }
-            )
-        reasons = [
-            "the model's 'accepted' became 'insufficient_evidence'",
-            *_unique(problems),
-        ]
-        return result.model_copy(
-            update={
-                **base,
-                "status": "insufficient_evidence",
-                "failure_category": _claims_category(result),
-                "issues": _unique([*result.issues, *reasons[1:]]),
-                "reconciliation": reasons,
-            }
-        )
+        return _reconciled_accept(result, model_status)
     if model_status == "rejected":
-        category = result.failure_category
-        if category in NO_CITATION_NEEDED:
-            return result.model_copy(
-                update={
-                    **base,
-                    "status": "rejected",
-                    "reconciliation": [f"rejected ({category}): no citation needed"],
-                }
-            )
-        if _has_verified_contradiction(result):
-            return result.model_copy(
-                update={
-                    **base,
-                    "status": "rejected",
-                    "reconciliation": ["rejected: the contradicting text is quoted and verified"],
-                }
-            )
-        problems = [c.problem for claim in result.claims for c in claim.citations if not c.verified]
-        reasons = [
-            "the model's 'rejected' became 'insufficient_evidence'",
-            "no contradicted claim has a verified citation of the contradicting text",
-            *_unique(p for p in problems if p),
-        ]
-        return result.model_copy(
-            update={
-                **base,
-                "status": "insufficient_evidence",
-                "failure_category": None,
-                "issues": _unique([*result.issues, *reasons[1:]]),
-                "reconciliation": reasons,
-            }
-        )
+        return _reconciled_reject(result, model_status)
+    return _kept(result, model_status, model_status, f"{model_status}: kept")
+
+
+def _kept(result: ValidationResult, model_status: str, status: str, why: str) -> ValidationResult:
     return result.model_copy(
-        update={**base, "status": model_status, "reconciliation": [f"{model_status}: kept"]}
+        update={"model_status": model_status, "status": status, "reconciliation": [why]}
     )
+
+
+def _demoted(
+    result: ValidationResult, model_status: str, reasons: list[str], category: str | None
+) -> ValidationResult:
+    """``insufficient_evidence``, with ``reasons`` (the first says what became of the
+    model's status) and the issues they add."""
+    return result.model_copy(
+        update={
+            "model_status": model_status,
+            "status": "insufficient_evidence",
+            "failure_category": category,
+            "issues": _unique([*result.issues, *reasons[1:]]),
+            "reconciliation": reasons,
+        }
+    )
+
+
+def _reconciled_accept(result: ValidationResult, model_status: str) -> ValidationResult:
+    problems = _accept_problems(result)
+    if not problems:
+        return _kept(result, model_status, "accepted", "accepted: every claim has verified support")
+    reasons = ["the model's 'accepted' became 'insufficient_evidence'", *_unique(problems)]
+    return _demoted(result, model_status, reasons, _claims_category(result))
+
+
+def _reconciled_reject(result: ValidationResult, model_status: str) -> ValidationResult:
+    category = result.failure_category
+    if category in NO_CITATION_NEEDED:
+        return _kept(result, model_status, "rejected", f"rejected ({category}): no citation needed")
+    if _has_verified_contradiction(result):
+        return _kept(
+            result,
+            model_status,
+            "rejected",
+            "rejected: the contradicting text is quoted and verified",
+        )
+    problems = [c.problem for claim in result.claims for c in claim.citations if not c.verified]
+    reasons = [
+        "the model's 'rejected' became 'insufficient_evidence'",
+        "no contradicted claim has a verified citation of the contradicting text",
+        *_unique(p for p in problems if p),
+    ]
+    return _demoted(result, model_status, reasons, None)
 
 
 def _unique(items: Iterable[str | None]) -> list[str]:

@@ -34,7 +34,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from pydantic import BaseModel, ValidationError
 from pydantic_ai.messages import (
@@ -300,108 +300,174 @@ def _unfinished_error(response: ModelResponse, allowances: Sequence[int] = ()) -
     return ""
 
 
+class StrictOptions(TypedDict, total=False):
+    """How ``strict_request`` asks and retries, besides the retry count.
+
+    ``schema_hint`` describes the expected shape to ``feedback_fn``, which writes a
+    retry's correction (``build_feedback`` by default); ``parameters`` are the request's
+    and ``request_fn`` replaces the default request. ``output`` sets each request's output
+    allowance (``max_tokens``) and the larger one of the one retry a cut answer gets (the
+    default request only; a ``request_fn`` chooses its own). ``retry_room`` (characters)
+    bounds what a retry adds to the messages: the copy of the failed response plus the
+    correction (``fit_retry``)."""
+
+    schema_hint: str
+    parameters: ModelRequestParameters | None
+    request_fn: RequestFn | None
+    feedback_fn: Callable[[SchemaFailure, str], str]
+    retry_room: int | None
+    output: OutputAllowance | None
+
+
 def strict_request[T: BaseModel](
     model: Model,
     messages: Sequence[ModelMessage],
     output_type: type[T],
     *,
     retries: int,
-    schema_hint: str = "",
-    parameters: ModelRequestParameters | None = None,
-    request_fn: RequestFn | None = None,
-    feedback_fn: Callable[[SchemaFailure, str], str] = build_feedback,
-    retry_room: int | None = None,
-    output: OutputAllowance | None = None,
+    **options: Unpack[StrictOptions],
 ) -> StrictOutcome[T]:
-    """Request a terminal answer and parse it into ``output_type`` (O1–O5).
+    """Request a terminal answer and parse it into ``output_type`` (O1–O5), retrying a
+    schema failure up to ``retries`` times (``StrictOptions``: how).
 
-    ``output`` sets each request's output allowance (``max_tokens``) and the larger one
-    of the one retry a cut answer gets (the default request only; a ``request_fn``
-    chooses its own).
-
-    ``retry_room`` (characters) bounds what a retry adds to ``messages``: the copy of
-    the failed response plus the correction. A correction longer than the room becomes
-    the generic one, and the failed response's copy is cut to what is left, so a
-    caller that keeps ``retry_room`` free of its context budget never exceeds it.
+    A correction longer than ``retry_room`` becomes the generic one, and the failed
+    response's copy is cut to what is left, so a caller that keeps ``retry_room`` free of
+    its context budget never exceeds it.
 
     Never raises for model or parse errors: they end in an outcome with ``stop_reason``
     and ``error`` set, so the caller can record them (V8).
     """
-    params = parameters or ModelRequestParameters()
-    allowances: list[int] = [output.first] if output else []
-    base = list(messages)
-    outcome: StrictOutcome[T] = StrictOutcome()
-    # The messages of the next request: the base, plus (on a retry) the failed response
-    # and the ephemeral feedback. Rebuilt each time, so feedback never accumulates.
-    pending = list(base)
-    attempt = 0
-    while True:
-        attempt += 1
+    return _StrictLoop(model, list(messages), output_type, retries, options).run()
+
+
+class _StrictLoop[T: BaseModel]:
+    """One strict request's requests: the base messages, then (on a retry) the failed
+    response and the ephemeral feedback, rebuilt each time so feedback never
+    accumulates."""
+
+    def __init__(
+        self,
+        model: Model,
+        base: list[ModelMessage],
+        output_type: type[T],
+        retries: int,
+        options: StrictOptions,
+    ) -> None:
+        self.model = model
+        self.base = base
+        self.output_type = output_type
+        self.retries = retries
+        self.options = options
+        self.params = options.get("parameters") or ModelRequestParameters()
+        self.output = options.get("output")
+        self.allowances: list[int] = [self.output.first] if self.output else []
+        self.outcome: StrictOutcome[T] = StrictOutcome()
+        self.pending = list(base)
+        self.attempt = 0
+
+    def run(self) -> StrictOutcome[T]:
+        while True:
+            self.attempt += 1
+            response = self._request()
+            if response is None:
+                return self.outcome
+            if self._cut_with_room_left(response):
+                continue
+            if self._unfinished(response):
+                return self.outcome
+            try:
+                value = parse_output(response_text(response), self.output_type)
+            except OutputParseError as exc:
+                if self._retry_after(exc, response):
+                    continue
+                return self.outcome
+            self.outcome.value = value
+            self.outcome.stop_reason = "ok"
+            self.outcome.messages = [*self.base, response]
+            return self.outcome
+
+    def _stop(self, reason: str, error: str) -> None:
+        self.outcome.stop_reason = reason
+        self.outcome.error = error
+
+    def _request(self) -> ModelResponse | None:
+        """The next response, counted; None (the outcome says why) on a model error."""
         started = time.monotonic()
         try:
-            response = _send(request_fn, model, pending, params, allowances)
+            request_fn = self.options.get("request_fn")
+            response = _send(request_fn, self.model, self.pending, self.params, self.allowances)
         except Exception as exc:  # provider error, timeout, configuration error
-            outcome.latency_ms += int((time.monotonic() - started) * 1000)
-            outcome.stop_reason = "model_error"
-            outcome.error = f"{type(exc).__name__}: {exc}"
-            return outcome
+            self.outcome.latency_ms += int((time.monotonic() - started) * 1000)
+            self._stop("model_error", f"{type(exc).__name__}: {exc}")
+            return None
         elapsed = int((time.monotonic() - started) * 1000)
-        outcome.latency_ms += elapsed
-        text = response_text(response)
-        outcome.responses.append(_raw_response(response, attempt=attempt, elapsed=elapsed))
+        self.outcome.latency_ms += elapsed
+        self.outcome.responses.append(
+            _raw_response(response, attempt=self.attempt, elapsed=elapsed)
+        )
+        return response
+
+    def _cut_with_room_left(self, response: ModelResponse) -> bool:
+        """Cut at its output limit with a larger allowance left: the same request once
+        more, with room for the whole verdict (the cut response is counted and priced
+        like any other)."""
+        output, allowances = self.output, self.allowances
         larger = output.after_cut(allowances[-1]) if output and allowances else None
         if response.finish_reason == "length" and larger is not None:
-            # Cut at its output limit: the same request once more, with room for the
-            # whole verdict (the cut response is counted and priced like any other).
             allowances.append(larger)
-            continue
-        unfinished = _unfinished_error(response, allowances)
+            return True
+        return False
+
+    def _unfinished(self, response: ModelResponse) -> bool:
+        unfinished = _unfinished_error(response, self.allowances)
         if unfinished:
             # Cut or refused: whatever JSON it holds is not the model's whole verdict.
-            outcome.stop_reason = "finish_reason"
-            outcome.error = unfinished
-            return outcome
+            self._stop("finish_reason", unfinished)
+            return True
         if not is_terminal(response):
-            outcome.stop_reason = "tool_call"
-            outcome.error = "The model asked to call tools instead of giving its final answer."
-            return outcome
-        try:
-            value = parse_output(text, output_type)
-        except OutputParseError as exc:
-            failure = SchemaFailure(
-                stage=exc.stage,
-                path=exc.path,
-                message=exc.message,
-                attempt=attempt,
-                cumulative_retries=len(outcome.failures) + 1,
+            self._stop(
+                "tool_call", "The model asked to call tools instead of giving its final answer."
             )
-            previous = outcome.failures[-1] if outcome.failures else None
-            outcome.failures.append(failure)
-            if previous is not None and previous.signature() == failure.signature():
-                outcome.stop_reason = "stuck_loop"
-                outcome.error = (
-                    f"Stopped retrying: the same {failure.stage} error twice in a row "
-                    f"({failure.path}: {failure.message})."
-                )
-                return outcome
-            if attempt - max(0, len(allowances) - 1) > retries:  # a cut's retry is no schema retry
-                outcome.stop_reason = "retries_exhausted"
-                outcome.error = (
-                    f"Output still invalid after {retries} retr{'y' if retries == 1 else 'ies'}: "
-                    f"{failure.stage} at {failure.path}: {failure.message}"
-                )
-                return outcome
-            try:
-                feedback = feedback_fn(failure, schema_hint)
-            except Exception:  # O5: never abort the step over a feedback message
-                feedback = GENERIC_FEEDBACK
-            feedback, echo = fit_retry(response, feedback, retry_room)
-            pending = [*base, echo, ModelRequest(parts=[UserPromptPart(content=feedback)])]
-            continue
-        outcome.value = value
-        outcome.stop_reason = "ok"
-        outcome.messages = [*base, response]
-        return outcome
+            return True
+        return False
+
+    def _retry_after(self, exc: OutputParseError, response: ModelResponse) -> bool:
+        """Record the failure; set up the retry (True) or stop (False: stuck, or out of
+        retries)."""
+        outcome = self.outcome
+        failure = SchemaFailure(
+            stage=exc.stage,
+            path=exc.path,
+            message=exc.message,
+            attempt=self.attempt,
+            cumulative_retries=len(outcome.failures) + 1,
+        )
+        previous = outcome.failures[-1] if outcome.failures else None
+        outcome.failures.append(failure)
+        if previous is not None and previous.signature() == failure.signature():
+            self._stop(
+                "stuck_loop",
+                f"Stopped retrying: the same {failure.stage} error twice in a row "
+                f"({failure.path}: {failure.message}).",
+            )
+            return False
+        retries = self.retries
+        # A cut's retry is no schema retry.
+        if self.attempt - max(0, len(self.allowances) - 1) > retries:
+            self._stop(
+                "retries_exhausted",
+                f"Output still invalid after {retries} retr{'y' if retries == 1 else 'ies'}: "
+                f"{failure.stage} at {failure.path}: {failure.message}",
+            )
+            return False
+        feedback_fn = self.options.get("feedback_fn", build_feedback)
+        try:
+            feedback = feedback_fn(failure, self.options.get("schema_hint", ""))
+        except Exception:  # O5: never abort the step over a feedback message
+            feedback = GENERIC_FEEDBACK
+        feedback, echo = fit_retry(response, feedback, self.options.get("retry_room"))
+        self.pending = [*self.base, echo, ModelRequest(parts=[UserPromptPart(content=feedback)])]
+        return True
 
 
 def _send(

@@ -10,7 +10,7 @@ from ninja import Query, Router, Status
 from project.pagination import LimitOffset, paginate
 from project.roles import require_operator
 from project.schemas import error_responses
-from tasks_app.api.schemas import DocumentFilter, DocumentIn, DocumentListOut, DocumentOut
+from tasks_app.api.document_schemas import DocumentFilter, DocumentIn, DocumentListOut, DocumentOut
 from tasks_app.knowledge.models import KnowledgeDocument
 
 router = Router(tags=["tasks"])

@@ -26,7 +26,7 @@ from project.errors import InvalidInput
 from project.pagination import LimitOffset
 from project.schemas import NO_NUL, error_responses
 from tasks_app.api.idempotency import idempotency_header, run_idempotent
-from tasks_app.intake import external
+from tasks_app.intake import external, external_input
 from tasks_app.notifications import webhooks
 from tasks_app.notifications.models import WebhookDelivery, WebhookEndpoint
 from tasks_app.workflow.selectors import visible_tasks
@@ -177,7 +177,7 @@ def _run_idempotent(
 def submit_attempt(
     request: HttpRequest,
     task_id: int,
-    payload: external.AttemptIn,
+    payload: external_input.AttemptIn,
     idempotency_key: str | None = idempotency_header(),
 ) -> JsonResponse:
     _own_task(request.auth, task_id)  # type: ignore[attr-defined]
@@ -203,7 +203,7 @@ def append_attempt_events(
     request: HttpRequest,
     task_id: int,
     attempt_index: int,
-    payload: external.EventsIn,
+    payload: external_input.EventsIn,
     idempotency_key: str | None = idempotency_header(),
 ) -> JsonResponse:
     _own_task(request.auth, task_id)  # type: ignore[attr-defined]
@@ -230,7 +230,7 @@ def finish_attempt(
     request: HttpRequest,
     task_id: int,
     attempt_index: int,
-    payload: external.FinishIn,
+    payload: external_input.FinishIn,
     idempotency_key: str | None = idempotency_header(),
 ) -> JsonResponse:
     _own_task(request.auth, task_id)  # type: ignore[attr-defined]

@@ -12,7 +12,7 @@ from ninja.errors import HttpError
 from project import roles
 from project.pagination import LimitOffset200, paginate
 from project.schemas import error_responses
-from tasks_app.api.schemas import RunListOut, RunMessageListOut
+from tasks_app.api.run_schemas import RunListOut, RunMessageListOut
 from tasks_app.runtime.models import Run, RunMessage
 from tasks_app.runtime.selectors import get_visible_run
 from tasks_app.workflow.selectors import require_visible_task

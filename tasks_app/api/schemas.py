@@ -27,15 +27,14 @@ from project.schemas import (
     json_integer,
     not_blank,
 )
+from tasks_app.api.verdict_fields import verdict_fields
 from tasks_app.intake.external import revision_feedback
 from tasks_app.runtime.agents.plans import Plan
-from tasks_app.runtime.models import Run
 from tasks_app.runtime.selectors import attempt_summaries
 from tasks_app.workflow import states
 from tasks_app.workflow.models import ClaimEvent, Feedback, Task
 from tasks_app.workflow.selectors import last_decision_on, pending_decision_on
 from tasks_app.workflow.states import TaskStatus
-from tasks_app.workflow.verdicts import validator
 
 # --- Tasks ------------------------------------------------------------------------------
 
@@ -289,8 +288,8 @@ class TaskListItemOut(Schema):
 
     @staticmethod
     def resolve_latest_validation(task: Task) -> dict[str, Any] | None:
-        # Lists attach it to each task (tasks_app.workflow.selectors.tasks_for_list).
-        return validator().list_summary(task)
+        # Lists attach it to each task (tasks_app.api.tasks._tasks_listed).
+        return verdict_fields().list_summary(task)
 
 
 class CostOut(Schema):
@@ -365,7 +364,7 @@ class TaskOut(TaskListItemOut):
 
     @staticmethod
     def resolve_latest_validation(task: Task) -> dict[str, Any] | None:
-        return validator().verdict_detail(task.pk)
+        return verdict_fields().verdict_detail(task.pk)
 
     @staticmethod
     def resolve_attempts(task: Task) -> list[dict[str, Any]]:
@@ -377,7 +376,7 @@ class TaskOut(TaskListItemOut):
         user = getattr(request, "auth", None) or getattr(request, "user", None)
         if user is None or not is_staff_role(user):
             return None
-        return validator().cost(task)
+        return verdict_fields().cost(task)
 
     @staticmethod
     def resolve_claim(task: Task) -> Task | None:
@@ -452,14 +451,6 @@ def _flag(value: bool | None, statuses: Any) -> Q:
     return Q(status__in=statuses) if value else ~Q(status__in=statuses)
 
 
-class DocumentFilter(FilterSchema):
-    q: Text | None = Field(None, max_length=500, description="Text in title or body")
-
-    def filter_q(self, value: str | None) -> Q:
-        text = (value or "").strip()
-        return Q(title__icontains=text) | Q(body__icontains=text) if text else Q()
-
-
 class ForceQuery(Schema):
     force: bool = Field(False, description="Take over or release someone else's live claim")
 
@@ -512,109 +503,6 @@ class EventOut(Schema):
 
 class EventListOut(Schema):
     items: list[EventOut]
-    count: int
-
-
-# --- Runs -------------------------------------------------------------------------------
-
-
-class RunOut(Schema):
-    id: int
-    task_id: int
-    attempt_index: int
-    kind: str
-    node_id: str
-    node_role: str
-    graph_index: int
-    session_id: str
-    model: str
-    status: str
-    finish_reason: str
-    output_text: str
-    usage: dict[str, Any]
-    input_tokens: int
-    output_tokens: int
-    tool_iterations: int
-    evidence_count: int
-    started_at: datetime
-    finished_at: datetime | None
-    duration_ms: int | None
-    error: str
-    warnings: list[Any]
-
-    @staticmethod
-    def resolve_session_id(run: Run) -> str:
-        return str(run.session_id)
-
-    @staticmethod
-    def resolve_model(run: Run) -> str:
-        return run.model_name
-
-    @staticmethod
-    def resolve_usage(run: Run) -> dict[str, Any]:
-        return run.usage if isinstance(run.usage, dict) else {}
-
-    @staticmethod
-    def resolve_evidence_count(run: Run) -> int:
-        return getattr(run, "evidence_count", 0)
-
-    @staticmethod
-    def resolve_warnings(run: Run) -> list[Any]:
-        return as_list(run.warnings)
-
-
-class RunListOut(Schema):
-    items: list[RunOut]
-    count: int
-
-
-class RunMessageOut(Schema):
-    id: int
-    index: int
-    role: str
-    content: str
-    payload: dict[str, Any]
-    created_at: datetime
-
-    @staticmethod
-    def resolve_payload(message: Any) -> dict[str, Any]:
-        payload = message.payload
-        return payload if isinstance(payload, dict) else {"value": payload}
-
-
-class RunMessageListOut(Schema):
-    items: list[RunMessageOut]
-    count: int
-
-
-# --- Knowledge documents ----------------------------------------------------------------
-
-
-class DocumentIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
-    title: str = Field(min_length=1, max_length=500, json_schema_extra={"pattern": NOT_BLANK})
-    body: str = Field(min_length=1, json_schema_extra={"pattern": NOT_BLANK})
-    source_url: Text = Field("", max_length=2000)
-
-    _not_blank = field_validator("title", "body")(not_blank)
-
-
-class DocumentListItemOut(Schema):
-    id: int
-    title: str
-    source_url: str
-    source_key: str | None
-    created_at: datetime
-    updated_at: datetime
-
-
-class DocumentOut(DocumentListItemOut):
-    body: str
-
-
-class DocumentListOut(Schema):
-    items: list[DocumentListItemOut]
     count: int
 
 

@@ -32,8 +32,9 @@ from tasks_app.api.schemas import (
     TaskOrderingQuery,
     TaskOut,
 )
+from tasks_app.api.verdict_fields import verdict_fields
 from tasks_app.workflow import services
-from tasks_app.workflow.models import Feedback, Task
+from tasks_app.workflow.models import Feedback, Task, TaskQuerySet
 from tasks_app.workflow.selectors import (
     count_of,
     get_visible_task,
@@ -101,6 +102,13 @@ def create_task(
     return run_idempotent(request, endpoint="POST /tasks", key=idempotency_key, work=work)
 
 
+def _tasks_listed(tasks: TaskQuerySet, *, ordering: str) -> TaskQuerySet:
+    """Tasks for a list page, in a constant number of queries whatever its size: the
+    rows without their big columns, and each one's latest original verdict summary
+    (``TaskListItemOut.latest_validation``)."""
+    return verdict_fields().with_list_summaries(tasks_for_list(tasks, ordering=ordering))
+
+
 @router.get(
     "/tasks",
     response={200: TaskListOut, **error_responses(404)},
@@ -114,7 +122,7 @@ def get_tasks(
     # Each row has the task's status and outcome: every task the filters select counts
     # as read by the caller (audits of those tasks they judge later are not blind).
     task_seen_by(request.auth, tasks, "GET /api/v1/tasks")  # type: ignore[attr-defined]
-    listed = tasks_for_list(tasks, ordering=query.ordering)
+    listed = _tasks_listed(tasks, ordering=query.ordering)
     listed.page_by_ids = True  # type: ignore[attr-defined]
     only_status = (
         filters.requires_user_action is None
@@ -140,7 +148,7 @@ def get_tasks(
 def get_active_tasks(request: HttpRequest, query: Query[TaskOrderingQuery]) -> QuerySet[Task]:
     tasks = visible_tasks(request.auth).open()  # type: ignore[attr-defined]
     task_seen_by(request.auth, tasks, "GET /api/v1/tasks/active")  # type: ignore[attr-defined]
-    listed = tasks_for_list(tasks, ordering=query.ordering)
+    listed = _tasks_listed(tasks, ordering=query.ordering)
     listed.page_by_ids = True  # type: ignore[attr-defined]
     return listed
 

@@ -145,35 +145,18 @@ def attempt_takeover(
     and is returned. Raises StaleAction (not running, an external agent's attempt, or
     the lease is still live: ``LeaseHeld``) or Task.DoesNotExist."""
     now = now or timezone.now()
-    cutoff = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
     with db_turn(), transaction.atomic():
         # Row lock: the reaper, the old worker's heartbeat and a second redelivery are
         # serialised here; each re-reads status, token and heartbeat under the lock.
-        locked = Task.objects.select_for_update().get(pk=task_id)
-        if locked.status != TaskStatus.RUNNING:
-            raise StaleAction(f"task {task_id} is '{locked.status}', not running")
-        if locked.agent == TaskAgent.EXTERNAL:
-            raise StaleAction(f"task {task_id} has an external agent; no job runs it")
-        if locked.heartbeat_at is not None and locked.heartbeat_at >= cutoff:
-            raise LeaseHeld(
-                f"task {task_id} attempt {locked.attempt_count}: the lease is live "
-                f"(last heartbeat {locked.heartbeat_at.isoformat()})"
-            )
+        locked = _expired_lease(task_id, now)
         seen = locked.heartbeat_at.isoformat() if locked.heartbeat_at else "never"
         by = f" by {worker}" if worker else ""
-        for run in Run.objects.filter(
-            task_id=task_id, attempt_index=locked.attempt_count, status=RunStatus.RUNNING
-        ).only("pk"):
-            runs.run_finish(
-                run=run,
-                status=RunStatus.FAILED,
-                finish_reason=RUN_TAKEN_OVER,
-                error=(
-                    f"The worker stopped (last heartbeat: {seen}); the attempt was taken "
-                    f"over{by} and this run abandoned."
-                ),
-                finished_at=now,
-            )
+        _abandon_runs(
+            locked,
+            error=f"The worker stopped (last heartbeat: {seen}); the attempt was taken "
+            f"over{by} and this run abandoned.",
+            now=now,
+        )
         if locked.requeue_count >= settings.ATTEMPT_MAX_REQUEUES:
             return transitions.task_transition(
                 transitions.Transition(
@@ -204,6 +187,37 @@ def attempt_takeover(
         task=task,
         taken_over=True,
     )
+
+
+def _expired_lease(task_id: int, now: datetime) -> Task:
+    """The task, row-locked, when its running attempt's lease expired (its heartbeat is
+    older than ATTEMPT_LEASE_SECONDS or missing); else StaleAction or LeaseHeld."""
+    cutoff = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
+    locked = Task.objects.select_for_update().get(pk=task_id)
+    if locked.status != TaskStatus.RUNNING:
+        raise StaleAction(f"task {task_id} is '{locked.status}', not running")
+    if locked.agent == TaskAgent.EXTERNAL:
+        raise StaleAction(f"task {task_id} has an external agent; no job runs it")
+    if locked.heartbeat_at is not None and locked.heartbeat_at >= cutoff:
+        raise LeaseHeld(
+            f"task {task_id} attempt {locked.attempt_count}: the lease is live "
+            f"(last heartbeat {locked.heartbeat_at.isoformat()})"
+        )
+    return locked
+
+
+def _abandon_runs(locked: Task, *, error: str, now: datetime) -> None:
+    """End the attempt's unfinished runs ``failed`` (``taken_over``), kept as evidence."""
+    for run in Run.objects.filter(
+        task_id=locked.pk, attempt_index=locked.attempt_count, status=RunStatus.RUNNING
+    ).only("pk"):
+        runs.run_finish(
+            run=run,
+            status=RunStatus.FAILED,
+            finish_reason=RUN_TAKEN_OVER,
+            error=error,
+            finished_at=now,
+        )
 
 
 def _beat(fence: Fence) -> bool:

@@ -20,7 +20,6 @@ from tasks_app.workflow.models import (
     TaskStatusCount,
 )
 from tasks_app.workflow.signals import task_seen_by
-from tasks_app.workflow.verdicts import validator
 
 
 def pending_decision_by(user: Any) -> Feedback | None:
@@ -110,13 +109,10 @@ def can_act(user: Any, task: Task) -> bool:
 
 
 def tasks_for_list(tasks: TaskQuerySet, *, ordering: str) -> TaskQuerySet:
-    """Tasks for a list page, in a constant number of queries whatever its size: the
-    rows without their big columns, and each one's latest original verdict summary. On
-    PostgreSQL the summary is a JSON column of the same query (``latest_summary``, issue
-    16); elsewhere a one-item ``latest_validations`` list in one more query."""
+    """Tasks for a list page: the rows without their big columns, in ``ordering`` (ties
+    broken by id)."""
     tie_breaker = "-id" if ordering.startswith("-") else "id"
-    listed = validator().with_list_summaries(tasks.for_list())
-    return listed.order_by(ordering, tie_breaker)
+    return tasks.for_list().order_by(ordering, tie_breaker)
 
 
 def status_counts(base: TaskQuerySet | None = None) -> dict[str, int]:

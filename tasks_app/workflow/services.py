@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import uuid
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from django.conf import settings
 from django.db import transaction
@@ -118,23 +118,27 @@ def validation_enqueue(
     return validator().enqueue(task_id, attempt_index, job_id=job_id, countdown=countdown)
 
 
+class TaskFields(TypedDict, total=False):
+    """What a task may be created with besides its owner and request (``task_create``):
+    absent, each takes its default (the settings' for ``max_attempts`` and the audit
+    rates)."""
+
+    title: str
+    rules: str
+    plan: dict[str, Any] | None
+    validation_policy: str
+    validation_keywords: list[str] | None
+    max_attempts: int | None
+    agent: str
+    audit_rate: float | None
+    audit_reject_rate: float | None
+    audit_rate_reason: str
+    second_model: str
+
+
 @transaction.atomic
 def task_create(
-    *,
-    owner: Any,
-    request: str,
-    title: str = "",
-    rules: str = "",
-    plan: dict[str, Any] | None = None,
-    validation_policy: str = ValidationPolicy.ALWAYS,
-    validation_keywords: list[str] | None = None,
-    max_attempts: int | None = None,
-    agent: str = TaskAgent.INTERNAL,
-    enqueue: bool = True,
-    audit_rate: float | None = None,
-    audit_reject_rate: float | None = None,
-    audit_rate_reason: str = "",
-    second_model: str = "",
+    *, owner: Any, request: str, enqueue: bool = True, **fields: Unpack[TaskFields]
 ) -> Task:
     """Create a task in ``open`` and queue its first attempt after commit; an external
     task (issue 14) waits for its agent to submit one through the API. ``audit_rate``
@@ -143,40 +147,50 @@ def task_create(
     floor (the settings), never lower them; only an operator may, with
     ``audit_rate_reason``, and the exception is recorded (who, when, why)."""
     exception = _audit_rate_exception(
-        owner, audit_rate=audit_rate, audit_reject_rate=audit_reject_rate, reason=audit_rate_reason
+        owner,
+        audit_rate=fields.get("audit_rate"),
+        audit_reject_rate=fields.get("audit_reject_rate"),
+        reason=fields.get("audit_rate_reason", ""),
     )
-    request = request.strip()
-    if not request:
-        raise InvalidInput("request must not be empty")
-    second_model = second_model_checked(second_model)
-    if validation_policy not in ValidationPolicy.values:
-        raise InvalidInput(f"unknown validation_policy '{validation_policy}'")
-    if agent not in TaskAgent.values:
-        raise InvalidInput(f"unknown agent '{agent}' (use internal or external)")
-    job_id = new_job_id() if enqueue and agent == TaskAgent.INTERNAL else ""
-    task = Task.objects.create(
-        owner=owner,
-        job_id=job_id,
-        title=(title.strip() or _title_from(request))[:300],
-        request=request,
-        rules=rules,
-        plan=plan or {},
-        validation_policy=validation_policy,
-        validation_keywords=validation_keywords or [],
-        max_attempts=max_attempts or settings.MAX_ATTEMPTS,
-        agent=agent,
-        audit_rate=audit_rate,
-        audit_reject_rate=audit_reject_rate,
-        second_model=second_model,
-        **exception,
-    )
-    if enqueue and agent == TaskAgent.INTERNAL:
+    columns = _task_columns(request, fields)
+    internal = columns["agent"] == TaskAgent.INTERNAL
+    job_id = new_job_id() if enqueue and internal else ""
+    task = Task.objects.create(owner=owner, job_id=job_id, **columns, **exception)
+    if enqueue and internal:
         attempt_enqueue(task.pk, job_id=job_id)
     # The rest of this request's (or job's) log lines name the new task; outside one,
     # nothing is bound (it would outlive this call) and only this line names it.
     bind_log_context(task_id=task.pk)
     log.info("task %s created", task.pk, extra={"event": "task_created", "task_id": task.pk})
     return task
+
+
+def _task_columns(request: str, fields: TaskFields) -> dict[str, Any]:
+    """A new task's columns from what it is created with, checked (InvalidInput, or
+    ``ModelConfigurationError`` for a second model the registry does not resolve)."""
+    request = request.strip()
+    if not request:
+        raise InvalidInput("request must not be empty")
+    second_model = second_model_checked(fields.get("second_model", ""))
+    validation_policy = fields.get("validation_policy", ValidationPolicy.ALWAYS)
+    if validation_policy not in ValidationPolicy.values:
+        raise InvalidInput(f"unknown validation_policy '{validation_policy}'")
+    agent = fields.get("agent", TaskAgent.INTERNAL)
+    if agent not in TaskAgent.values:
+        raise InvalidInput(f"unknown agent '{agent}' (use internal or external)")
+    return {
+        "title": (fields.get("title", "").strip() or _title_from(request))[:300],
+        "request": request,
+        "rules": fields.get("rules", ""),
+        "plan": fields.get("plan") or {},
+        "validation_policy": validation_policy,
+        "validation_keywords": fields.get("validation_keywords") or [],
+        "max_attempts": fields.get("max_attempts") or settings.MAX_ATTEMPTS,
+        "agent": agent,
+        "audit_rate": fields.get("audit_rate"),
+        "audit_reject_rate": fields.get("audit_reject_rate"),
+        "second_model": second_model,
+    }
 
 
 def _audit_rate_exception(

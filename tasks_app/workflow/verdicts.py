@@ -3,7 +3,9 @@
 tasks_app sends an attempt's answer to be judged and reads the verdicts back, but the
 validator lives in evidence_app, which builds on tasks_app: evidence_app registers its
 implementation when Django starts (``EvidenceAppConfig.ready``), and tasks_app never
-imports it (the import contracts in pyproject.toml say so).
+imports it (the import contracts in pyproject.toml say so). The hand-off carries the
+domain's operations only: the tasks API's verdict fields are built by evidence_app's API
+(``tasks_app.api.verdict_fields``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from django.core.exceptions import ImproperlyConfigured
 
 if TYPE_CHECKING:
-    from tasks_app.workflow.models import Task, TaskQuerySet
+    from tasks_app.workflow.models import Task
 
 REJECTED = "rejected"
 
@@ -55,28 +57,8 @@ class Validator(Protocol):
         """The attempt's evidence as the validator reads it: full, unabridged (E4)."""
         ...
 
-    def with_list_summaries(self, tasks: TaskQuerySet) -> TaskQuerySet:
-        """``tasks`` with each one's latest original verdict summary attached, for a
-        list page in a constant number of queries (``list_summary`` reads it)."""
-        ...
-
-    def list_summary(self, task: Task) -> dict[str, Any] | None:
-        """The summary ``with_list_summaries`` attached to ``task`` (the API's
-        ``ValidationSummaryOut``), or None."""
-        ...
-
-    def verdict_detail(self, task_id: int) -> dict[str, Any] | None:
-        """The task's latest original verdict with what a person needs to decide (the
-        API's ``VerdictOut``), or None."""
-        ...
-
     def attempt_verdicts(self, task_id: int) -> dict[int, tuple[int, str]]:
         """(id, status) of the latest original verdict of each attempt that has one."""
-        ...
-
-    def cost(self, task: Task) -> dict[str, Any]:
-        """What the task cost (agent runs, validations, replays; the API's
-        ``TaskCostOut``)."""
         ...
 
 

@@ -18,7 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
 from tasks_app.accounts.auth import api_token_create
-from tasks_app.intake.otlp.ingest import otlp_trace_assemble
+from tasks_app.intake.otlp.assembly import otlp_trace_assemble
 from tasks_app.models import OtlpTrace
 from tasks_app.workflow import services
 

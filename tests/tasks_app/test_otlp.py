@@ -25,8 +25,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from evidence_app.models import ValidationSnapshot
 from project.celery import app as celery_app
 from tasks_app.accounts.auth import api_token_create
+from tasks_app.intake.otlp.assembly import otlp_due_traces
 from tasks_app.intake.otlp.decode import SpanRecord
-from tasks_app.intake.otlp.ingest import otlp_due_traces
 from tasks_app.jobs import otlp_sweep_job
 from tasks_app.models import OtlpSpan, OtlpTrace, Run, Task, TaskEvent, ToolEvidence
 from tasks_app.workflow.states import TaskStatus as S
@@ -444,7 +444,7 @@ def test_a_staff_trace_that_names_another_users_task_is_not_submitted(
 ) -> None:
     """The assembly checks the owner too: a reviewer's stored trace that names the
     requester's task (however its spans got past ingestion) is not submitted to it."""
-    from tasks_app.intake.otlp import ingest
+    from tasks_app.intake.otlp import assembly, ingest
     from tasks_app.intake.otlp.decode import parse_request, spans_of
     from tasks_app.workflow.services import task_create
 
@@ -454,7 +454,7 @@ def test_a_staff_trace_that_names_another_users_task_is_not_submitted(
     monkeypatch.setattr(ingest, "_refused_task_ids", lambda user, records: {})
     result = ingest.otlp_ingest(user=reviewer, records=records)
     assert result.accepted == len(spans) and len(result.ready) == 1
-    outcome = ingest.otlp_trace_assemble(trace_pk=result.ready[0][0])
+    outcome = assembly.otlp_trace_assemble(trace_pk=result.ready[0][0])
     assert outcome.outcome == "unusable" and "owner" in outcome.detail
     task.refresh_from_db()
     assert task.status == S.OPEN and task.attempt_count == 0

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from project.celery import app as celery_app
 from tasks_app.accounts.auth import api_token_create
-from tasks_app.intake.otlp.ingest import otlp_due_traces
+from tasks_app.intake.otlp.assembly import otlp_due_traces
 from tasks_app.jobs import otlp_sweep_job
 from tasks_app.models import OtlpTrace, Task, WebhookDelivery, WebhookEndpoint
 from tests import factories

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from evidence_app.models import ValidationStatus
+from evidence_app.models import ValidationSnapshot, ValidationStatus
 from evidence_app.validation.replay import replay_candidates, replay_estimate, replay_validation
 from evidence_app.validator.templates import get_template
 from project.errors import DomainError
@@ -80,34 +80,7 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="print the estimate and stop")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        cap = settings.REPLAY_BULK_MAX_TASKS
-        since = None
-        if options["since"]:
-            try:
-                since = timezone.make_aware(datetime.fromisoformat(options["since"]))
-            except ValueError as exc:
-                raise CommandError(f"--since: {exc}") from None
-        if options["template"]:
-            try:
-                get_template(options["template"])
-            except DomainError as exc:
-                raise CommandError(exc.message) from None
-        candidates = replay_candidates(
-            task_ids=options["task_ids"],
-            task_statuses=options["task_statuses"],
-            validator_statuses=options["validator_statuses"],
-            since=since,
-        )
-        limit = options["limit"]
-        if limit is not None:
-            if limit < 1 or limit > cap:
-                raise CommandError(f"--limit must be between 1 and REPLAY_BULK_MAX_TASKS ({cap}).")
-            candidates = candidates[:limit]
-        elif len(candidates) > cap:
-            raise CommandError(
-                f"{len(candidates)} tasks match, more than REPLAY_BULK_MAX_TASKS ({cap}). "
-                "Narrow the filter or pass --limit."
-            )
+        candidates = self._candidates(options)
         if not candidates:
             self.stdout.write("No validations match the filter.")
             return
@@ -140,3 +113,35 @@ class Command(BaseCommand):
             )
         self.stdout.write("")
         self.stdout.write(comparison_table(pairs))
+
+    def _candidates(self, options: dict[str, Any]) -> list[ValidationSnapshot]:
+        """The originals the options select, checked against REPLAY_BULK_MAX_TASKS."""
+        cap = settings.REPLAY_BULK_MAX_TASKS
+        since = None
+        if options["since"]:
+            try:
+                since = timezone.make_aware(datetime.fromisoformat(options["since"]))
+            except ValueError as exc:
+                raise CommandError(f"--since: {exc}") from None
+        if options["template"]:
+            try:
+                get_template(options["template"])
+            except DomainError as exc:
+                raise CommandError(exc.message) from None
+        candidates = replay_candidates(
+            task_ids=options["task_ids"],
+            task_statuses=options["task_statuses"],
+            validator_statuses=options["validator_statuses"],
+            since=since,
+        )
+        limit = options["limit"]
+        if limit is not None:
+            if limit < 1 or limit > cap:
+                raise CommandError(f"--limit must be between 1 and REPLAY_BULK_MAX_TASKS ({cap}).")
+            return candidates[:limit]
+        if len(candidates) > cap:
+            raise CommandError(
+                f"{len(candidates)} tasks match, more than REPLAY_BULK_MAX_TASKS ({cap}). "
+                "Narrow the filter or pass --limit."
+            )
+        return candidates

@@ -288,3 +288,13 @@ def encode_status(content_type: str, message: str) -> tuple[bytes, str]:
     if content_type == JSON:
         return json_format.MessageToJson(status, indent=None).encode(), JSON
     return status.SerializeToString(), PROTOBUF
+
+
+# A primary key is a 64-bit signed integer: at most 18 digits always fits.
+_MAX_KEY_DIGITS = 18
+
+
+def is_primary_key(text: str) -> bool:
+    """ASCII digits that fit a primary key: ``str.isdigit`` alone accepts "²" and "①",
+    which ``int()`` refuses, and other scripts' digits, which it reads."""
+    return text.isascii() and text.isdigit() and len(text) <= _MAX_KEY_DIGITS

@@ -26,7 +26,7 @@ from typing import Any
 from django.conf import settings
 
 from project import strict_json
-from tasks_app.intake.external import AttemptIn, MessageIn, RunIn, ToolResultIn, UsageIn
+from tasks_app.intake.external_input import AttemptIn, MessageIn, RunIn, ToolResultIn, UsageIn
 
 AGENT = "invoke_agent"
 CHAT = {"chat", "text_completion", "generate_content"}

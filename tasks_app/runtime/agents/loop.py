@@ -31,7 +31,7 @@ from project.db import release_connection
 from project.errors import DomainError
 from project.llm.registry import model_request_with_retry, resolve_model
 from project.untrusted import wrap_external
-from tasks_app.runtime.agents.recorder import RunRecorder
+from tasks_app.runtime.agents.recorder import ModelCall, RunRecorder, RunTally
 from tasks_app.runtime.agents.tools import ToolOutput, run_tool, tool_definitions
 from tasks_app.runtime.models import RunKind, RunStatus
 from tasks_app.workflow.fence import Fence, LeaseLost
@@ -148,8 +148,7 @@ class AgentLoop:
         )
         self._recorder = recorder
         self._model: Model | None = None
-        self._tokens = [0, 0]
-        self._tool_rounds = 0
+        self._tally = RunTally()
         try:
             output, reason, success, warnings = self._loop(recorder, user_prompt)
         except LeaseLost as exc:
@@ -158,9 +157,7 @@ class AgentLoop:
                 status=RunStatus.FAILED,
                 finish_reason="lease_lost",
                 output_text="",
-                tool_iterations=self._tool_rounds,
-                input_tokens=self._tokens[0],
-                output_tokens=self._tokens[1],
+                tally=self._tally,
                 error=f"Stopped: {exc}",
                 fenced=False,
             )
@@ -170,55 +167,54 @@ class AgentLoop:
             # this connection; the attempt is recovered as a whole (attempt_run).
             raise
         except Exception as exc:
-            if isinstance(exc, EXPECTED_RUN_ERRORS):
-                log.warning(
-                    "task %s attempt %s: run %s failed: %s",
-                    task_id,
-                    attempt_index,
-                    recorder.run.pk,
-                    exc,
-                )
-            else:
-                log.exception(
-                    "task %s attempt %s: run %s crashed", task_id, attempt_index, recorder.run.pk
-                )
-            error = f"{type(exc).__name__}: {exc}"
-            recorder.finish(
-                status=RunStatus.FAILED,
-                finish_reason=FINISH_ERROR,
-                output_text="",
-                tool_iterations=self._tool_rounds,
-                input_tokens=self._tokens[0],
-                output_tokens=self._tokens[1],
-                error=error,
-            )
-            return AgentResult(
-                run_id=recorder.run.pk,
-                output_text="",
-                finish_reason=FINISH_ERROR,
-                success=False,
-                error=error,
-                tool_iterations=self._tool_rounds,
-            )
+            return self._failed(recorder, exc)
         # The provider's refusal or cut, where the task's failure reason shows it.
         error = f"the model stopped: {reason}" if reason in PROVIDER_STOPS and not success else ""
         recorder.finish(
             status=RunStatus.COMPLETED if success else RunStatus.FAILED,
             finish_reason=reason,
             output_text=output,
-            tool_iterations=self._tool_rounds,
-            input_tokens=self._tokens[0],
-            output_tokens=self._tokens[1],
+            tally=self._tally,
             warnings=warnings,
             error=error,
         )
+        return self._result(recorder, output, reason, success=success, error=error)
+
+    def _failed(self, recorder: RunRecorder, exc: Exception) -> AgentResult:
+        """A model or tool error ends the run as failed, its evidence kept."""
+        run = recorder.run
+        if isinstance(exc, EXPECTED_RUN_ERRORS):
+            log.warning(
+                "task %s attempt %s: run %s failed: %s",
+                run.task_id,
+                run.attempt_index,
+                run.pk,
+                exc,
+            )
+        else:
+            log.exception(
+                "task %s attempt %s: run %s crashed", run.task_id, run.attempt_index, run.pk
+            )
+        error = f"{type(exc).__name__}: {exc}"
+        recorder.finish(
+            status=RunStatus.FAILED,
+            finish_reason=FINISH_ERROR,
+            output_text="",
+            tally=self._tally,
+            error=error,
+        )
+        return self._result(recorder, "", FINISH_ERROR, success=False, error=error)
+
+    def _result(
+        self, recorder: RunRecorder, output: str, reason: str, *, success: bool, error: str
+    ) -> AgentResult:
         return AgentResult(
             run_id=recorder.run.pk,
             output_text=output,
             finish_reason=reason,
             success=success,
             error=error,
-            tool_iterations=self._tool_rounds,
+            tool_iterations=self._tally.tool_iterations,
         )
 
     # --- internals ------------------------------------------------------------------
@@ -244,7 +240,7 @@ class AgentLoop:
                 settings=self.model_settings or None,  # type: ignore[arg-type]
             )
         finally:
-            recorder.add_snapshot(
+            call = ModelCall(
                 model=model,
                 model_name=self.model_name,
                 messages=messages,
@@ -252,10 +248,10 @@ class AgentLoop:
                 model_settings=self.model_settings,
                 latency_ms=int((time.monotonic() - started) * 1000),
                 response=response,
-                with_response=True,
             )
-        self._tokens[0] += response.usage.input_tokens
-        self._tokens[1] += response.usage.output_tokens
+            recorder.add_snapshot(call, with_response=True)
+        self._tally.input_tokens += response.usage.input_tokens
+        self._tally.output_tokens += response.usage.output_tokens
         return response
 
     def _loop(self, recorder: RunRecorder, user_prompt: str) -> tuple[str, str, bool, list[str]]:
@@ -268,7 +264,7 @@ class AgentLoop:
         warnings: list[str] = []
         has_tools = bool(self.tools) and self.max_tool_iterations > 0
         while True:
-            offer_tools = has_tools and self._tool_rounds < self.max_tool_iterations
+            offer_tools = has_tools and self._tally.tool_iterations < self.max_tool_iterations
             response = self._request(messages, offer_tools=offer_tools)
             messages.append(response)
             calls = [p for p in response.parts if isinstance(p, ToolCallPart)]
@@ -294,9 +290,9 @@ class AgentLoop:
                         tool_call_id=call.tool_call_id,
                     )
                 )
-            self._tool_rounds += 1
+            self._tally.tool_iterations += 1
             messages.append(ModelRequest(parts=list(returns)))
-            if self._tool_rounds >= self.max_tool_iterations:
+            if self._tally.tool_iterations >= self.max_tool_iterations:
                 return self._finalize(recorder, user_prompt, gathered, warnings)
 
     def _finalize(

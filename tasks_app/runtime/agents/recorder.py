@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -231,71 +232,29 @@ class RunRecorder:
             raise
         self.evidence_sequence += 1
 
-    def add_snapshot(
-        self,
-        *,
-        model: Model,
-        model_name: str,
-        messages: list[ModelMessage],
-        parameters: ModelRequestParameters,
-        model_settings: dict[str, Any] | None,
-        latency_ms: int,
-        response: ModelResponse | None,
-        with_response: bool = False,
-    ) -> None:
+    def add_snapshot(self, call: ModelCall, *, with_response: bool = False) -> None:
         """A compact record of one model request (X2); the full request only in debug.
         ``with_response`` also records the model's message (``add_response``) in the
         same write."""
-        model_settings = model_settings or {}
-        tools = [t for t in parameters.function_tools]
-        schema_chars = sum(
-            len(json.dumps(t.parameters_json_schema)) + len(t.description or "") for t in tools
-        )
-        full = None
-        if settings.LLM_FULL_REQUEST_SNAPSHOTS:
-            full = {
-                "messages": ModelMessagesTypeAdapter.dump_python(messages, mode="json"),
-                "tools": [
-                    {
-                        "name": t.name,
-                        "description": t.description,
-                        "parameters": t.parameters_json_schema,
-                    }
-                    for t in tools
-                ],
-                "settings": {k: v for k, v in model_settings.items() if _jsonable(v)},
-            }
-        usage = response.usage if response is not None else None
+        usage = call.response.usage if call.response is not None else None
         # Priced now, from this request's usage and the configured model name, and stored:
         # a later price change does not rewrite history. None: model unknown to the table.
-        cost = price_request(model_name, usage, at=timezone.now())
+        cost = price_request(call.model_name, usage, at=timezone.now())
         snapshot = {
             "run_id": self.run.pk,
             "iteration": self.snapshot_iteration,
-            "provider": getattr(model, "system", "") or "",
-            "model_name": model_name,
-            "message_count": len(messages),
-            "tool_names": [t.name for t in tools],
-            "message_chars": sum(len(message_text(m)) for m in messages),
-            "tool_schema_chars": schema_chars,
-            "max_tokens": model_settings.get("max_tokens"),
-            "temperature": model_settings.get("temperature"),
-            "thinking": bool(model_settings.get("thinking")),
-            "latency_ms": latency_ms,
-            "input_tokens": usage.input_tokens if usage else 0,
-            "output_tokens": usage.output_tokens if usage else 0,
+            **call.snapshot_columns(),
             "cost": cost,
             "cost_currency": CURRENCY if cost is not None else "",
-            "full_request": full,
             "created_at": timezone.now(),
         }
         inserts: list[tuple[type[models.Model], list[dict[str, Any]]]] = [
             (LLMRequestSnapshot, [snapshot])
         ]
         start = self.message_index
-        if with_response and response is not None:
+        if with_response and call.response is not None:
             # The turn in one write: the request's snapshot and the model's message.
-            inserts.append((RunMessage, [self._response_row(response)]))
+            inserts.append((RunMessage, [self._response_row(call.response)]))
         try:
             self._insert(inserts)
         except BaseException:
@@ -310,9 +269,7 @@ class RunRecorder:
         status: str,
         finish_reason: str,
         output_text: str,
-        tool_iterations: int,
-        input_tokens: int,
-        output_tokens: int,
+        tally: RunTally,
         error: str = "",
         warnings: list[str] | None = None,
         fenced: bool = True,
@@ -321,16 +278,16 @@ class RunRecorder:
         by the lease unless ``fenced=False`` (bookkeeping after the lease was lost)."""
         finished = timezone.now()
         run = self.run
+        tokens = {"input_tokens": tally.input_tokens, "output_tokens": tally.output_tokens}
         runs.run_finish(
             run=run,
             status=status,
             fence=self.fence if fenced else None,
             finish_reason=finish_reason,
             output_text=output_text,
-            tool_iterations=tool_iterations,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            usage={"input_tokens": input_tokens, "output_tokens": output_tokens},
+            tool_iterations=tally.tool_iterations,
+            **tokens,
+            usage=tokens,
             cost=self.cost.value,
             cost_currency=CURRENCY if self.cost.known else "",
             error=error,
@@ -338,6 +295,66 @@ class RunRecorder:
             finished_at=finished,
             duration_ms=int((finished - run.started_at).total_seconds() * 1000),
         )
+
+
+@dataclass
+class RunTally:
+    """What a run has used so far: tool rounds and the model's tokens."""
+
+    tool_iterations: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One model request as it was sent, and its response (None: it failed)."""
+
+    model: Model
+    model_name: str
+    messages: list[ModelMessage]
+    parameters: ModelRequestParameters
+    model_settings: dict[str, Any]
+    latency_ms: int
+    response: ModelResponse | None
+
+    def snapshot_columns(self) -> dict[str, Any]:
+        """The request's compact record (sizes, settings, usage), and the full request
+        when ``LLM_FULL_REQUEST_SNAPSHOTS`` is on."""
+        tools = list(self.parameters.function_tools)
+        usage = self.response.usage if self.response is not None else None
+        model_settings = self.model_settings
+        return {
+            "provider": getattr(self.model, "system", "") or "",
+            "model_name": self.model_name,
+            "message_count": len(self.messages),
+            "tool_names": [t.name for t in tools],
+            "message_chars": sum(len(message_text(m)) for m in self.messages),
+            "tool_schema_chars": sum(
+                len(json.dumps(t.parameters_json_schema)) + len(t.description or "") for t in tools
+            ),
+            "max_tokens": model_settings.get("max_tokens"),
+            "temperature": model_settings.get("temperature"),
+            "thinking": bool(model_settings.get("thinking")),
+            "latency_ms": self.latency_ms,
+            "input_tokens": usage.input_tokens if usage else 0,
+            "output_tokens": usage.output_tokens if usage else 0,
+            "full_request": self._full_request() if settings.LLM_FULL_REQUEST_SNAPSHOTS else None,
+        }
+
+    def _full_request(self) -> dict[str, Any]:
+        return {
+            "messages": ModelMessagesTypeAdapter.dump_python(self.messages, mode="json"),
+            "tools": [
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters_json_schema,
+                }
+                for t in self.parameters.function_tools
+            ],
+            "settings": {k: v for k, v in self.model_settings.items() if _jsonable(v)},
+        }
 
 
 # A fenced write this recent has already checked the lease (and beaten): the step

@@ -37,23 +37,27 @@ class TeamOutcome:
     synthesis: AgentResult
 
 
+@dataclass(frozen=True)
+class _Team:
+    """One attempt's team run: what every node and the synthesis share."""
+
+    task: Task
+    attempt_index: int
+    plan: TeamPlan
+    base_prompt: str
+    fence: Fence | None
+    default_model: str
+
+
 def _run_node(
-    *,
-    task: Task,
-    attempt_index: int,
-    plan: TeamPlan,
-    node: PlanNode,
-    graph_index: int,
-    base_prompt: str,
-    done: dict[str, NodeOutcome],
-    fence: Fence | None,
-    default_model: str,
+    team: _Team, node: PlanNode, graph_index: int, done: dict[str, NodeOutcome]
 ) -> NodeOutcome:
+    plan = team.plan
     upstream = [
         (dep, done[dep].node.role, done[dep].result.output_text) for dep in plan.dependencies(node)
     ]
     loop = AgentLoop(
-        model_name=node.model or plan.model or default_model,
+        model_name=node.model or plan.model or team.default_model,
         system_prompt=prompts.TEAM_NODE_SYSTEM,
         tools=DEFAULT_TOOLS,
         max_tool_iterations=(
@@ -63,13 +67,16 @@ def _run_node(
             if plan.max_tool_iterations is not None
             else settings.MAX_TOOL_ITERATIONS
         ),
-        fence=fence,
+        fence=team.fence,
     )
     result = loop.run(
-        task_id=task.pk,
-        attempt_index=attempt_index,
+        task_id=team.task.pk,
+        attempt_index=team.attempt_index,
         user_prompt=prompts.node_prompt(
-            base=base_prompt, role=node.role, instructions=node.instructions, upstream=upstream
+            base=team.base_prompt,
+            role=node.role,
+            instructions=node.instructions,
+            upstream=upstream,
         ),
         kind=RunKind.TEAM_NODE,
         node_id=node.id,
@@ -79,9 +86,11 @@ def _run_node(
     return NodeOutcome(node=node, graph_index=graph_index, result=result)
 
 
-def _in_thread(**kwargs: object) -> NodeOutcome:
+def _in_thread(
+    team: _Team, node: PlanNode, graph_index: int, done: dict[str, NodeOutcome]
+) -> NodeOutcome:
     try:
-        return _run_node(**kwargs)  # type: ignore[arg-type]
+        return _run_node(team, node, graph_index, done)
     finally:
         # Each worker thread has its own DB connection: close it.
         connection.close()
@@ -98,29 +107,21 @@ def run_team(
 ) -> TeamOutcome:
     """Run every node (failed nodes keep their evidence; the team goes on), then the
     synthesis. ``LeaseLost`` from any node stops the team."""
+    team = _Team(task, attempt_index, plan, base_prompt, fence, default_model)
     graph_index = {node.id: i for i, node in enumerate(plan.nodes)}
     done: dict[str, NodeOutcome] = {}
     limit = max(1, int(settings.MAX_PARALLEL_TEAM_NODES))
     for batch in plan.batches():
-        common = dict(
-            task=task,
-            attempt_index=attempt_index,
-            plan=plan,
-            base_prompt=base_prompt,
-            done=dict(done),
-            fence=fence,
-            default_model=default_model,
-        )
+        upstream = dict(done)
         if len(batch) == 1:
             node = batch[0]
-            outcome = _run_node(node=node, graph_index=graph_index[node.id], **common)  # type: ignore[arg-type]
-            done[node.id] = outcome
+            done[node.id] = _run_node(team, node, graph_index[node.id], upstream)
             continue
         with ThreadPoolExecutor(
             max_workers=min(limit, len(batch)), thread_name_prefix="team"
         ) as pool:
             futures = [
-                pool.submit(_in_thread, node=node, graph_index=graph_index[node.id], **common)
+                pool.submit(_in_thread, team, node, graph_index[node.id], upstream)
                 for node in batch
             ]
             lease_lost: LeaseLost | None = None
@@ -132,40 +133,27 @@ def run_team(
         if lease_lost is not None:
             raise lease_lost
     ordered = sorted(done.values(), key=lambda o: o.graph_index)
-    synthesis = _run_synthesis(
-        task=task,
-        attempt_index=attempt_index,
-        plan=plan,
-        base_prompt=base_prompt,
-        fence=fence,
-        default_model=default_model,
-    )
-    return TeamOutcome(nodes=ordered, synthesis=synthesis)
+    return TeamOutcome(nodes=ordered, synthesis=_run_synthesis(team))
 
 
-def _run_synthesis(
-    *,
-    task: Task,
-    attempt_index: int,
-    plan: TeamPlan,
-    base_prompt: str,
-    fence: Fence | None,
-    default_model: str,
-) -> AgentResult:
+def _run_synthesis(team: _Team) -> AgentResult:
+    plan = team.plan
     # The packet so far holds only the team runs (graph order), every tool result in full.
-    rendered = validator().rendered_evidence(task, attempt_index)
+    rendered = validator().rendered_evidence(team.task, team.attempt_index)
     budget = plan.synthesis_max_tool_iterations
     loop = AgentLoop(
-        model_name=plan.model or default_model,
+        model_name=plan.model or team.default_model,
         system_prompt=prompts.SYNTHESIS_SYSTEM,
         tools=DEFAULT_TOOLS if budget > 0 else (),
         max_tool_iterations=budget,
-        fence=fence,
+        fence=team.fence,
     )
     return loop.run(
-        task_id=task.pk,
-        attempt_index=attempt_index,
-        user_prompt=prompts.synthesis_prompt(base=base_prompt, rendered_team_evidence=rendered),
+        task_id=team.task.pk,
+        attempt_index=team.attempt_index,
+        user_prompt=prompts.synthesis_prompt(
+            base=team.base_prompt, rendered_team_evidence=rendered
+        ),
         kind=RunKind.SYNTHESIS,
         node_id="synthesis",
         graph_index=len(plan.nodes),
