@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evidence_app.judge_bench import TO_A_PERSON
+from evidence_app.judge_bench.report import TO_A_PERSON
 from evidence_app.models import (
     Audit,
     AuditState,

@@ -40,13 +40,12 @@ from evidence_app.judge_bench import (
     BENCH_CASE_FILES,
     SPLITS,
     CaseResult,
-    format_report,
     load_cases,
     run_case,
-    summarise,
 )
 from evidence_app.judge_bench.certified import certified_figures, format_certified_table
 from evidence_app.judge_bench.from_reviews import QUEUES, labelled_cases
+from evidence_app.judge_bench.report import format_report, summarise
 from evidence_app.validation.current_judge import current_judge
 from evidence_app.validator.templates import get_template
 from project.errors import DomainError
@@ -57,70 +56,9 @@ class Command(BaseCommand):
     help = "Run the labelled judge_bench cases through the validator and report the targets."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--model", help="validator model (default: the current judge's, /ops/judge/)"
-        )
-        parser.add_argument(
-            "--template", help="prompt template (default: the current judge's, /ops/judge/)"
-        )
-        parser.add_argument(
-            "--case",
-            action="append",
-            dest="cases",
-            help="a case id or a category (repeatable; default: every case)",
-        )
-        parser.add_argument(
-            "--cases-file",
-            action="append",
-            dest="cases_files",
-            help="a cases JSON file (repeatable; default: the handbook and the public cases)",
-        )
-        parser.add_argument(
-            "--split",
-            choices=[*SPLITS, "all"],
-            help="which half to run (default: heldout; all when --case is given)",
-        )
-        parser.add_argument(
-            "--dataset", action="append", dest="datasets", help="only this dataset (repeatable)"
-        )
-        parser.add_argument(
-            "--second-model",
-            default="",
-            help="a second judge: report the pair's figures beside the single judge's",
-        )
-        parser.add_argument(
-            "--target",
-            type=_share,
-            help="the false-accept rate to certify the threshold at (default: "
-            "TRUST_TARGET_FALSE_ACCEPT)",
-        )
-        parser.add_argument(
-            "--no-certify",
-            action="store_true",
-            help="skip the certified threshold (and the dev half it is certified on)",
-        )
-        parser.add_argument("--json", dest="json_path", help="write the full report here")
-        parser.add_argument("--quiet", action="store_true", help="no line per case")
-        parser.add_argument(
-            "--from-reviews",
-            action="store_true",
-            help="the team's labelled cases: decided tasks and judged audits (dataset team)",
-        )
-        parser.add_argument(
-            "--since", type=_date, help="with --from-reviews: decided on or after YYYY-MM-DD"
-        )
-        parser.add_argument(
-            "--until", type=_date, help="with --from-reviews: decided on or before YYYY-MM-DD"
-        )
-        parser.add_argument(
-            "--queue",
-            choices=QUEUES,
-            default="all",
-            help="with --from-reviews: review decisions, audits or all (default)",
-        )
-        parser.add_argument(
-            "--out", help="with --from-reviews: write the cases JSON here and stop (no run)"
-        )
+        _judge_arguments(parser)
+        _case_arguments(parser)
+        _review_arguments(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
         current_template, current_model = current_judge()
@@ -245,3 +183,79 @@ def _select(
     if datasets:
         cases = [c for c in cases if c["dataset"] in set(datasets)]
     return cases
+
+
+def _judge_arguments(parser: CommandParser) -> None:
+    """Which judge, and the target its threshold is certified at."""
+    parser.add_argument(
+        "--model", help="validator model (default: the current judge's, /ops/judge/)"
+    )
+    parser.add_argument(
+        "--template", help="prompt template (default: the current judge's, /ops/judge/)"
+    )
+    parser.add_argument(
+        "--second-model",
+        default="",
+        help="a second judge: report the pair's figures beside the single judge's",
+    )
+    parser.add_argument(
+        "--target",
+        type=_share,
+        help="the false-accept rate to certify the threshold at (default: "
+        "TRUST_TARGET_FALSE_ACCEPT)",
+    )
+    parser.add_argument(
+        "--no-certify",
+        action="store_true",
+        help="skip the certified threshold (and the dev half it is certified on)",
+    )
+
+
+def _case_arguments(parser: CommandParser) -> None:
+    """Which cases run, and how the report is written."""
+    parser.add_argument(
+        "--case",
+        action="append",
+        dest="cases",
+        help="a case id or a category (repeatable; default: every case)",
+    )
+    parser.add_argument(
+        "--cases-file",
+        action="append",
+        dest="cases_files",
+        help="a cases JSON file (repeatable; default: the handbook and the public cases)",
+    )
+    parser.add_argument(
+        "--split",
+        choices=[*SPLITS, "all"],
+        help="which half to run (default: heldout; all when --case is given)",
+    )
+    parser.add_argument(
+        "--dataset", action="append", dest="datasets", help="only this dataset (repeatable)"
+    )
+    parser.add_argument("--json", dest="json_path", help="write the full report here")
+    parser.add_argument("--quiet", action="store_true", help="no line per case")
+
+
+def _review_arguments(parser: CommandParser) -> None:
+    """The team's own labelled cases instead of the shipped ones."""
+    parser.add_argument(
+        "--from-reviews",
+        action="store_true",
+        help="the team's labelled cases: decided tasks and judged audits (dataset team)",
+    )
+    parser.add_argument(
+        "--since", type=_date, help="with --from-reviews: decided on or after YYYY-MM-DD"
+    )
+    parser.add_argument(
+        "--until", type=_date, help="with --from-reviews: decided on or before YYYY-MM-DD"
+    )
+    parser.add_argument(
+        "--queue",
+        choices=QUEUES,
+        default="all",
+        help="with --from-reviews: review decisions, audits or all (default)",
+    )
+    parser.add_argument(
+        "--out", help="with --from-reviews: write the cases JSON here and stop (no run)"
+    )
