@@ -1,4 +1,4 @@
-"""Celery jobs of the validator (X1, V2, V9). Thin: ids in, one service call.
+"""Celery jobs of the validator. Thin: ids in, one service call.
 
 ``validate_attempt_job`` is sent by the runtime (by name) after an attempt produced an
 answer. A redelivered or duplicated job finds the task no longer ``validating`` that
@@ -30,7 +30,7 @@ def validate_attempt_job(task_id: int, attempt_index: int) -> str:
     """Validate ``attempt_index`` of ``task_id`` and apply the V2 transition. Returns the
     verdict's status, ``no validation``, ``duplicate`` (a redelivery: nothing stored) or
     ``db_lost`` (the database connection was lost: one WARNING line; the reaper re-sends
-    the job, issue 17)."""
+    the job)."""
     try:
         outcome = validation_attempt(task_id=int(task_id), attempt_index=int(attempt_index))
     except (OperationalError, InterfaceError) as exc:
@@ -63,7 +63,7 @@ def _state_or_retry(job: Any, what: str, ref: Any, run: Callable[[], Any]) -> st
 
 @shared_task(name=REPLAY_JOB, bind=True, max_retries=None)
 def replay_validation_job(self: Any, request_id: int) -> str:
-    """Run one replay request (V9); returns its state (``succeeded``, ``failed``) or
+    """Run one replay request; returns its state (``succeeded``, ``failed``) or
     ``gone``. A lost database connection tries again a little later, at most
     JOB_MAX_TRIES times in all; then the request says it failed."""
     return _state_or_retry(
@@ -103,7 +103,7 @@ JOB_ROUTES = {
     REPLAY_JOB: VALIDATION,
     COMPARISON_JOB: VALIDATION,
     SHADOW_JOB: VALIDATION,
-    # Recertifying the auto-accept thresholds (issue 38): periodic bookkeeping.
+    # Recertifying the auto-accept thresholds: periodic bookkeeping.
     CERTIFY_JOB: MAINTENANCE,
 }
 
@@ -120,7 +120,7 @@ PERIODIC_JOBS = {
 @shared_task(name=CERTIFY_JOB)
 def certify_thresholds_job() -> dict[str, int]:
     """Recertify every judge's auto-accept threshold on its labelled verdicts and run the
-    drift rule on the approved ones (issue 38); returns the counts. Periodic; a lost run
+    drift rule on the approved ones; returns the counts. Periodic; a lost run
     is harmless (the next one reads the same labels)."""
     # Imported here, not at the top: it loads scipy, which no web or worker process
     # should pay for at start-up (only this job, the Trust page's data is stored).

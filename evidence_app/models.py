@@ -1,4 +1,4 @@
-"""Validation snapshots, replay requests and validation failures (V7, V9); the tool
+"""Validation snapshots, replay requests and validation failures; the tool
 evidence they judge is stored by tasks_app (``tasks_app.models.ToolEvidence``)."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class SnapshotKind(models.TextChoices):
 
 
 class VerdictRoute(models.TextChoices):
-    """Where an original verdict sent the task (issue 27): straight to the requester, back
+    """Where an original verdict sent the task: straight to the requester, back
     for another attempt or to failed without a person, or to a person. The audit stream
     draws only from the automatic routes; the certified rates are over them."""
 
@@ -84,7 +84,7 @@ class ValidationSnapshotQuerySet(models.QuerySet["ValidationSnapshot"]):
 
 
 class ValidationSnapshot(models.Model):
-    """Everything needed to understand one validator decision (V7)."""
+    """Everything needed to understand one validator decision."""
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="validations")
     attempt_index = models.PositiveIntegerField()
@@ -122,7 +122,7 @@ class ValidationSnapshot(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     request_count = models.PositiveIntegerField(default=0)
     # Cost in money of every request (schema retries and chunks included), each priced
-    # with genai-prices when it was made; null means "cost unknown", never zero (issue 18).
+    # with genai-prices when it was made; null means "cost unknown", never zero.
     cost = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
     cost_currency = models.CharField(max_length=3, blank=True, default="", db_default="")
     schema_retry_count = models.PositiveIntegerField(default=0)
@@ -158,9 +158,9 @@ class ValidationSnapshot(models.Model):
         indexes = [
             models.Index(fields=["task", "attempt_index"], name="validation_task_attempt"),
             models.Index(fields=["status", "created_at"], name="validation_status_created"),
-            # Cost per day on the operator overview (issue 18).
+            # Cost per day on the operator overview.
             models.Index(fields=["created_at"], name="validation_created"),
-            # The certified rates read the eligible verdicts of a period (issue 27).
+            # The certified rates read the eligible verdicts of a period.
             models.Index(
                 fields=["route", "created_at"],
                 name="validation_route_created",
@@ -175,7 +175,7 @@ class ValidationSnapshot(models.Model):
 
     @property
     def passed(self) -> bool:
-        """Derived from status, never stored on its own (V1)."""
+        """Derived from status, never stored on its own."""
         return self.status == ValidationStatus.ACCEPTED
 
 
@@ -187,7 +187,7 @@ class ReplayState(models.TextChoices):
 
 
 class ReplayRequest(models.Model):
-    """An operator's request to replay one validation (V9): what was asked and where it
+    """An operator's request to replay one validation: what was asked and where it
     stands, so a replay that failed says so, with its reason, where it said "queued"."""
 
     original = models.ForeignKey(
@@ -253,7 +253,7 @@ class AuditQuerySet(models.QuerySet["Audit"]):
 
 
 class Audit(models.Model):
-    """A verdict drawn at random for a blind audit (issue 27): a person judges the answer
+    """A verdict drawn at random for a blind audit: a person judges the answer
     against the request and the evidence without seeing the validator's verdict, and the
     recorded probability makes the estimate over all eligible verdicts unbiased. The
     task's own flow never waits for it."""
@@ -282,7 +282,7 @@ class Audit(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     # False when the person who judged it had seen the task's verdict, route or status
     # before judging (an AuditExposure of theirs): the judgement is kept and shown but
-    # left out of the certified figures and counted apart (issue 36).
+    # left out of the certified figures and counted apart.
     blind = models.BooleanField(default=True)
     # The judge's own first view of the audit page (AuditView of the judge), copied at
     # the judgement; null when they judged without opening it (time per item).
@@ -332,7 +332,7 @@ class AuditView(models.Model):
 class AuditExposure(models.Model):
     """A person reached, while an audit was open, something of its task that tells what
     the validator decided or where the task went (its page, a list row with its status,
-    the API, its events): their judgement of that audit is then not blind (issue 36).
+    the API, its events): their judgement of that audit is then not blind.
     One row per (audit, person): the first such view, with the channel it came by."""
 
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="exposures")
@@ -356,7 +356,7 @@ class ClaimStance(models.TextChoices):
 
 
 class ClaimLabel(models.Model):
-    """A person's verdict on one claim of a judged answer (issue 27), given while deciding
+    """A person's verdict on one claim of a judged answer, given while deciding
     a task or judging an audit: per-claim agreement with the validator, and labelled
     cases for judge_bench. ``judge_verdict`` is the validator's verdict on that claim in
     the snapshot, copied when the label is written."""

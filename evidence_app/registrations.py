@@ -192,8 +192,8 @@ def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
 
 
 def _autoaccept_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
-    """Each judge's approved auto-accept threshold and whether the drift rule stopped it
-    (issue 38), read afresh on each scrape from the stored rows (one small query)."""
+    """Each judge's approved auto-accept threshold and whether the drift rule stopped it,
+    read afresh on each scrape from the stored rows (one small query)."""
     labels = ["template_version", "model", "second_model"]
     threshold = GaugeMetricFamily(
         f"{PREFIX}_auto_accept_threshold",
@@ -226,7 +226,7 @@ def register() -> None:
     register_validator(StoredVerdicts())
     register_verdict_fields(TaskVerdictFields())
     # A read of a task's status or verdict makes a later judgement of its open audits
-    # not blind (issue 36).
+    # not blind.
     task_seen.connect(exposure_receiver, dispatch_uid="evidence_app.audit_exposure")
     register_source(MetricSource("evidence_app", _families, _tallies))
     register_source(MetricSource("review_team", _review_team))

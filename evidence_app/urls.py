@@ -1,5 +1,5 @@
 """Pages: the task pages and the review queue (a task with its verdicts and evidence:
-U1-U4), and the operator pages of the validator (U5, V5, V9, V10)."""
+U1-U4), and the operator pages of the validator."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Admin building blocks shared by the apps (U6: read-mostly)."""
+"""Admin building blocks shared by the apps (read-mostly)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.http import HttpRequest
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
-    """View-only: status changes must go through the transition service (S3)."""
+    """View-only: status changes must go through the transition service."""
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
@@ -22,7 +22,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 class AppendOnlyAdmin(ReadOnlyAdmin):
-    """An event log (S3, issue 11): rows are written by services, read here, and never
+    """An event log: rows are written by services, read here, and never
     changed or deleted, not even by a superuser."""
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:

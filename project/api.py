@@ -1,9 +1,9 @@
-"""The HTTP API (A): one NinjaAPI, one router per app, one error mapping.
+"""The HTTP API: one NinjaAPI, one router per app, one error mapping.
 
 Every error leaves here with the same JSON shape, ``{"detail": str, "code": str}``
 (validation errors add ``errors``: one entry per offending field), whatever raised it:
 a domain error from a service, ninja's own validation, authentication, a missing
-object or a request body over ``API_MAX_BODY_BYTES`` (A3).
+object or a request body over ``API_MAX_BODY_BYTES``.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ def guard_request(run: Callable[..., Any]) -> Callable[..., Any]:
         if declared > limit:
             return _too_large(request, limit)
         if declared and request_bodies.needs_own_reading(request):
-            # External attempts (64 MB) and gzip bodies (issue 14): read here, with the
+            # External attempts (64 MB) and gzip bodies: read here, with the
             # endpoint's own limit applied to the decompressed bytes too.
             try:
                 request_bodies.load_body(request, limit)
@@ -221,7 +221,7 @@ def domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
 def database_unavailable(request: HttpRequest, exc: Exception) -> HttpResponse:
     """The database is unreachable (restarting, connection cut): 503 with Retry-After,
     not a 500, and nothing was written (the request's transaction did not commit). A
-    client retrying with the same Idempotency-Key gets one result (issue 17)."""
+    client retrying with the same Idempotency-Key gets one result."""
     log_database_unavailable(request, exc)
     response = api.create_response(
         request,

@@ -1,5 +1,5 @@
 """What the broker holds: the ids of jobs still queued or delivered and not yet
-acknowledged (issue 16).
+acknowledged.
 
 The reaper re-sends a task's job only when the broker no longer holds the id it
 recorded, so a job that merely waits behind a backlog is never sent twice. Jobs are

@@ -36,12 +36,12 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 
 def soft_time_limit(limit: int) -> float:
     """The soft limit (the job may clean up) a tenth before the hard one, and at least a
-    second before it: 1620 s for 1800 s, 9 s for 10 s (issue 17)."""
+    second before it: 1620 s for 1800 s, 9 s for 10 s."""
     return min(limit * 0.9, limit - 1)
 
 
 def configure(app: Celery) -> None:
-    """Apply the delivery guarantees every job relies on (X1, S4)."""
+    """Apply the delivery guarantees every job relies on."""
 
     transport_options: dict[str, object] = {
         # Redis redelivers an unacked job only after this; it must exceed the job's
@@ -68,7 +68,7 @@ def configure(app: Celery) -> None:
         task_acks_late=True,
         task_reject_on_worker_lost=True,
         worker_prefetch_multiplier=1,
-        # A broker blip must not kill the attempts in flight (issue 17): their result is
+        # A broker blip must not kill the attempts in flight: their result is
         # written to the database, fenced by the lease, whatever happens to the ack; a
         # job whose ack is lost is delivered again and finds its work done.
         worker_cancel_long_running_tasks_on_connection_loss=False,
@@ -102,7 +102,7 @@ def register_periodic(jobs: Mapping[str, PeriodicJob]) -> None:
 
 def guard_restore_on_lost_connection() -> None:
     """Keep a worker alive when its Redis connection drops while it holds unacknowledged
-    jobs (issue 17, seen in the chaos drill). On a lost connection Celery closes the
+    jobs (seen in the chaos drill). On a lost connection Celery closes the
     channel; kombu's Redis channel then builds a client from a connection that no longer
     exists, to put the held jobs back in the queue or, after the reconnect, to
     acknowledge a job that finished: ``AttributeError: 'NoneType' object has no attribute
@@ -135,7 +135,7 @@ def _before_publish(**kwargs: Any) -> None:
 
 
 def _connect_operations_signals() -> None:
-    """Heartbeats (project.heartbeats) and log context (project.logs), issue 18."""
+    """Heartbeats (project.heartbeats) and log context (project.logs)."""
     signals.worker_ready.connect(start_worker_heartbeat)
     signals.worker_shutdown.connect(stop_worker_heartbeat)
     signals.beat_init.connect(mark_beat_process)

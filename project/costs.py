@@ -1,4 +1,4 @@
-"""Cost in money of model requests, priced with ``genai-prices`` at write time (issue 18).
+"""Cost in money of model requests, priced with ``genai-prices`` at write time.
 
 A request is priced once, when it is recorded, from its usage and the configured model
 name, and the figure is stored beside the tokens: a later price change never rewrites

@@ -27,7 +27,7 @@ def close_quietly() -> None:
 
 class Keeper:
     """Keeps a claim alive from a thread while a long step runs (a lease's heartbeat, a
-    validation claim; issue 17): calls ``keep()`` every ``interval`` seconds until it
+    validation claim): calls ``keep()`` every ``interval`` seconds until it
     returns False (the claim is no longer ours) or the ``with`` block ends. Between calls
     the thread gives its connection back (pooled) and closes it at the end. A dropped
     database connection is one WARNING line per outage, "``subject``: db_lost: ``what``
@@ -122,7 +122,7 @@ def _forms(marker: Any, ops: Any) -> list[tuple[Any, Callable[[Any], Any] | None
 
 
 class Prepared:
-    """The SQL of a queryset compiled once, run again with new values (issue 16).
+    """The SQL of a queryset compiled once, run again with new values.
 
     Django compiles a queryset on every evaluation: resolving the lookups, joins and
     expressions of a hot query costs more worker CPU than the database spends running
@@ -206,7 +206,7 @@ def _insert_sql(model: type[Model], alias: str) -> tuple[list[Any], str] | None:
 
 
 def insert_new(obj: Model) -> None:
-    """``obj.save()`` of a new row, from SQL built once per model (issue 16: Django
+    """``obj.save()`` of a new row, from SQL built once per model (Django
     compiles the INSERT of a 40-column row on every save). Only for models without
     ``save()`` overrides or save signals; defaults and ``auto_now_add`` are filled as
     ``save()`` fills them; a value that is an expression falls back to ``save()``."""

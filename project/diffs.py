@@ -1,4 +1,4 @@
-"""Line diffs for reading in a page: the template escapes every line (issue 13, U5)."""
+"""Line diffs for reading in a page: the template escapes every line."""
 
 from __future__ import annotations
 

@@ -26,14 +26,14 @@ class IllegalTransition(DomainError):
 
 
 class StaleAction(DomainError):
-    """The task changed since the actor looked at it (U3)."""
+    """The task changed since the actor looked at it."""
 
     code = "stale_action"
     http_status = 409
 
 
 class ClaimConflict(DomainError):
-    """Another reviewer holds the claim on this task (U3)."""
+    """Another reviewer holds the claim on this task."""
 
     code = "claimed_by_other"
     http_status = 409

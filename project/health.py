@@ -1,4 +1,4 @@
-"""Readiness checks (issue 18): the database, migrations and broker here; the apps
+"""Readiness checks: the database, migrations and broker here; the apps
 register theirs (tasks_app: workers per queue, beat) in ``AppConfig.ready``.
 
 Each check returns a ``Check`` (name, ok, detail) and never raises. ``/ready``,

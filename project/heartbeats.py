@@ -1,4 +1,4 @@
-"""Liveness of workers and beat, written by the processes themselves (issue 18).
+"""Liveness of workers and beat, written by the processes themselves.
 
 - A worker (each ``celery worker`` process, however many) starts a daemon thread when it
   is ready that writes a ``ServiceHeartbeat`` row (kind ``worker``, its host name, the
@@ -56,7 +56,7 @@ def _record(kind: str, name: str, queues: list[str] | None = None, **detail: Any
 def worker_job_ids() -> list[str]:
     """Ids of the jobs this worker holds: received (prefetched) and not finished, running
     ones included. The reaper tells a job a dead worker held from one a live worker runs
-    by this list (issue 17)."""
+    by this list."""
 
     return sorted({str(r.id) for r in list(state.reserved_requests) if getattr(r, "id", None)})
 

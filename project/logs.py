@@ -1,4 +1,4 @@
-"""Structured logs with the ids that tie a web request to the jobs it caused (issue 18).
+"""Structured logs with the ids that tie a web request to the jobs it caused.
 
 A context (``contextvars``) holds ``request_id``, ``task_id``, ``attempt`` and ``job_id``:
 
@@ -339,7 +339,7 @@ _signatures: dict[Any, inspect.Signature] = {}
 
 
 def _signature(task: Any) -> inspect.Signature:
-    """The signature of a job's ``run``, computed once per job (issue 16: every job
+    """The signature of a job's ``run``, computed once per job (every job
     start paid for ``inspect.signature``)."""
     run = task.run
     key = getattr(run, "__func__", run)

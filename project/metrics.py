@@ -1,4 +1,4 @@
-"""Prometheus metrics read from the database and the broker at scrape time (issue 18).
+"""Prometheus metrics read from the database and the broker at scrape time.
 
 Why not in-process counters: Evidentia runs several gunicorn processes and several
 Celery workers, possibly on several hosts; a counter incremented in a worker is not

@@ -17,8 +17,8 @@ log = logging.getLogger(__name__)
 
 
 class RequestTooLargeMiddleware:
-    """Answer 413 to a page request whose body is over ``DATA_UPLOAD_MAX_MEMORY_SIZE``
-    (A3). Django itself turns an oversized body into a 400 and only once a view or the
+    """Answer 413 to a page request whose body is over ``DATA_UPLOAD_MAX_MEMORY_SIZE``.
+    Django itself turns an oversized body into a 400 and only once a view or the
     CSRF check reads it; the declared length is refused here, before anything reads it,
     and a body that turns out too big while a view reads it gets 413 as well. The API
     (/api/) keeps its own guard, which answers in its JSON error shape."""
@@ -69,7 +69,7 @@ def log_database_unavailable(request: HttpRequest, exc: Exception) -> None:
 class DatabaseUnavailableMiddleware:
     """A page whose database is unreachable (restarting, connection cut) answers 503
     with Retry-After and says so, not a 500 with a traceback in the log: one WARNING
-    line (issue 17). The API answers the same in its JSON error shape (project.api)."""
+    line. The API answers the same in its JSON error shape (project.api)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response

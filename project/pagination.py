@@ -1,4 +1,4 @@
-"""Limit/offset pagination for the API's lists (A1), ``{"items": [...], "count": N}``,
+"""Limit/offset pagination for the API's lists, ``{"items": [...], "count": N}``,
 and a keyset cursor beside it for the task lists.
 
 An endpoint returns a queryset and names its own ``...ListOut`` response schema;
@@ -53,12 +53,12 @@ class LimitOffset(PaginationBase):
     ) -> dict[str, Any]:
         start = pagination.offset
         # An endpoint that knows the total without counting rows (the status counters,
-        # issue 16) sets ``known_count`` on the queryset it returns; one whose rows are
+        # sets ``known_count`` on the queryset it returns; one whose rows are
         # costly to build (joins, subqueries) sets ``page_by_ids``.
         known = getattr(queryset, "known_count", None)
         end = start + pagination.limit
         if start and getattr(queryset, "page_by_ids", False):
-            # The page's ids first, then those rows (see CountedPaginator; issue 16).
+            # The page's ids first, then those rows (see CountedPaginator).
             items = list(queryset.filter(pk__in=queryset.values("pk")[start:end]))
         else:
             items = list(queryset[start:end])
@@ -230,7 +230,7 @@ def paginate(
 
 class CountedPaginator(Paginator):
     """Django's Paginator told its total instead of counting the rows (a page of a
-    million tasks would otherwise scan them all for the page count; issue 16).
+    million tasks would otherwise scan them all for the page count).
 
     Past the first page it reads the page's ids first (``ORDER BY ... OFFSET n LIMIT
     50`` on the ids alone: an index-only scan where an index matches the ordering) and
@@ -238,7 +238,7 @@ class CountedPaginator(Paginator):
     every skipped row, annotations included (the queue's last page of 100,000 did 100,000
     rows of correlated subqueries). A page in the second half of the list is read from
     the other end (the ordering reversed, skipping only the rows after it), so the last
-    page skips none and a deep page at most half the list (issue 28)."""
+    page skips none and a deep page at most half the list."""
 
     def __init__(self, object_list: Any, per_page: int, *, count: int | None) -> None:
         super().__init__(object_list, per_page)
@@ -263,7 +263,7 @@ class CountedPaginator(Paginator):
         if from_end < bottom and rows.query.order_by:
             # Nearer the end than the start: seek from the end in the reversed ordering
             # (the same index read backwards), so the last page skips no row at all and
-            # costs what the first does (issue 28); rows.filter keeps the list's order.
+            # costs what the first does; rows.filter keeps the list's order.
             page_ids = rows.reverse().values("pk")[from_end : self.count - bottom]
         else:
             page_ids = rows.values("pk")[bottom:top]

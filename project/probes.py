@@ -1,4 +1,4 @@
-"""``/health``, ``/ready`` and ``/metrics`` (issue 18).
+"""``/health``, ``/ready`` and ``/metrics``.
 
 ``ProbeMiddleware`` answers these three paths itself, first in the middleware chain:
 a probe needs no session, user, CSRF or host-name check (a load balancer or kubelet

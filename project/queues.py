@@ -1,4 +1,4 @@
-"""The queues by purpose and where each job goes (issue 16): names only, no Celery app,
+"""The queues by purpose and where each job goes: names only, no Celery app,
 so the app (project.celery), the heartbeats and the health checks can all use them."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
-# One queue per purpose (issue 16). Finishing work (validation) never waits behind a
+# One queue per purpose. Finishing work (validation) never waits behind a
 # backlog of starting work (attempts), slow outbound calls (webhooks) never hold up
 # either, and the reaper (maintenance) runs on time whatever the backlog. The
 # production profile (Procfile) runs a worker per group; `make run` one worker for all.
@@ -95,7 +95,7 @@ def all_queue_names() -> list[str]:
 
 
 def worker_queues() -> list[str]:
-    """The queues some worker must consume (issue 18: readiness, heartbeats, metrics):
+    """The queues some worker must consume (readiness, heartbeats, metrics):
     ``WORKER_QUEUES`` when set, else every queue of ``all_queue_names()``."""
     return list(settings.WORKER_QUEUES) or all_queue_names()
 

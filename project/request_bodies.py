@@ -1,4 +1,4 @@
-"""Reading API request bodies with a per-endpoint size limit and gzip (issue 14, A3).
+"""Reading API request bodies with a per-endpoint size limit and gzip.
 
 External attempts can be large (full tool results, whole transcripts): their endpoints
 take up to ``EXTERNAL_ATTEMPT_MAX_BYTES`` (64 MB) instead of ``API_MAX_BODY_BYTES``, and
@@ -17,7 +17,7 @@ from django.http import HttpRequest
 
 # POST /api/v1/tasks/{id}/attempts, .../attempts/{n}/events, .../attempts/{n}/finish
 EXTERNAL_ATTEMPT_PATH = re.compile(r"^/api/v1/tasks/\d+/attempts(/\d+/(events|finish))?/?$")
-# POST /api/v1/otlp/v1/traces (issue 15): protobuf or JSON, often gzip.
+# POST /api/v1/otlp/v1/traces: protobuf or JSON, often gzip.
 OTLP_PATH = re.compile(r"^/api/v1/otlp/v1/traces/?$")
 CHUNK = 1024 * 1024
 

@@ -29,7 +29,7 @@ def is_operator(user: Any) -> bool:
 
 
 def is_staff_role(user: Any) -> bool:
-    """Reviewers and operators see every task; requesters only their own (A2)."""
+    """Reviewers and operators see every task; requesters only their own."""
     return is_reviewer(user) or is_operator(user)
 
 
@@ -39,6 +39,6 @@ def require_operator(user: Any) -> None:
 
 
 def require_reviewer(user: Any) -> None:
-    # The UI's rule too: reviewers claim; operators inspect but do not decide (S5, U3).
+    # The UI's rule too: reviewers claim; operators inspect but do not decide.
     if not is_reviewer(user):
         raise AuthorizationError(message="Only reviewers may claim tasks.")

@@ -1,5 +1,5 @@
-"""API schemas shared by every router: the one error shape (A3), the claim-level verdict
-shapes both apps return (issue 12; docs/validator.md) and the text rules the
+"""API schemas shared by every router: the one error shape, the claim-level verdict
+shapes both apps return (docs/validator.md) and the text rules the
 OpenAPI document states for every string a client sends.
 
 The patterns use only syntax JSON Schema (ECMA), pydantic (Rust) and Python agree on.

@@ -100,18 +100,18 @@ INSTALLED_APPS = [
     "django.contrib.postgres",
     "django_htmx",
     "ninja",
-    # Login throttling (issue 24): failed logins counted in the database, admin unlock.
+    # Login throttling: failed logins counted in the database, admin unlock.
     "axes",
     "tasks_app",
     "evidence_app",
 ]
 
 MIDDLEWARE = [
-    # /health, /ready, /metrics answered before host, session or auth checks (issue 18).
+    # /health, /ready, /metrics answered before host, session or auth checks.
     "project.probes.ProbeMiddleware",
-    # Every later log line of the request carries its request id (issue 18).
+    # Every later log line of the request carries its request id.
     "project.logs.RequestContextMiddleware",
-    # A database that cannot be reached answers 503 + Retry-After, not 500 (issue 17).
+    # A database that cannot be reached answers 503 + Retry-After, not 500.
     "project.middleware.DatabaseUnavailableMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
@@ -189,7 +189,7 @@ if DB_POOL_MAX_SIZE:
         "max_size": DB_POOL_MAX_SIZE,
         "timeout": DB_POOL_TIMEOUT,
         # A connection the server dropped (a restart, a terminated backend) is replaced
-        # when taken from the pool, not handed to a request that would fail (issue 17).
+        # when taken from the pool, not handed to a request that would fail.
         "check": ConnectionPool.check_connection,
     }
 _db["TEST"] = {"NAME": os.environ.get("TEST_DATABASE_NAME") or None}
@@ -216,7 +216,7 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
 
-# Request bodies above this get 413 (A3). Django's own limit raises RequestDataTooBig.
+# Request bodies above this get 413. Django's own limit raises RequestDataTooBig.
 API_MAX_BODY_BYTES = env_int("API_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 # JSON a client sends (API bodies, and OTLP attributes that hold JSON text) may nest this
@@ -354,13 +354,13 @@ MAX_PARALLEL_TEAM_NODES = env_int("MAX_PARALLEL_TEAM_NODES", 3, minimum=1)
 MAX_ATTEMPTS = env_int("MAX_ATTEMPTS", 2, minimum=1)
 LLM_FULL_REQUEST_SNAPSHOTS = env_bool("LLM_FULL_REQUEST_SNAPSHOTS", False)
 # The attempt's heartbeat thread beats every lease/3 even during a model call, so a
-# short lease is safe and a crashed worker's attempt is back within seconds (issue 17).
+# short lease is safe and a crashed worker's attempt is back within seconds.
 ATTEMPT_LEASE_SECONDS = env_int("ATTEMPT_LEASE_SECONDS", 30, minimum=5)
 # Re-runs of a task's attempt after its worker died (a takeover or the reaper), counted
-# apart from MAX_ATTEMPTS (issue 17: two budgets); then the task fails with the reason.
+# apart from MAX_ATTEMPTS (two budgets); then the task fails with the reason.
 ATTEMPT_MAX_REQUEUES = env_int("ATTEMPT_MAX_REQUEUES", 3, minimum=0)
 REAPER_INTERVAL_SECONDS = env_int("REAPER_INTERVAL_SECONDS", 15, minimum=1)
-# Jobs recorded while the broker was down are published this often (issue 17).
+# Jobs recorded while the broker was down are published this often.
 OUTBOX_RELAY_INTERVAL_SECONDS = env_int("OUTBOX_RELAY_INTERVAL_SECONDS", 5, minimum=1)
 
 # --- Tools ------------------------------------------------------------------------------
@@ -376,11 +376,11 @@ VALIDATOR_SCHEMA_RETRIES = env_int("VALIDATOR_SCHEMA_RETRIES", 2, minimum=0)
 VALIDATOR_MAX_OUTPUT_TOKENS = env_int("VALIDATOR_MAX_OUTPUT_TOKENS", 16_384, minimum=256)
 VALIDATOR_HISTORY_MESSAGES = env_int("VALIDATOR_HISTORY_MESSAGES", 30, minimum=0)
 # Context budget per validator model, in characters of rendered input; the default
-# applies to models not named. Over budget, evidence is judged in ordered chunks (V11).
+# applies to models not named. Over budget, evidence is judged in ordered chunks.
 VALIDATOR_CONTEXT_CHARS = env_json_dict("VALIDATOR_CONTEXT_CHARS", {})
 VALIDATOR_DEFAULT_CONTEXT_CHARS = env_int("VALIDATOR_DEFAULT_CONTEXT_CHARS", 400_000, minimum=1000)
 # A second validator model judging the same rendered input ("" : none). When the two
-# disagree on accepted versus not, a person decides (issue 27); per task: second_model.
+# disagree on accepted versus not, a person decides; per task: second_model.
 VALIDATOR_SECOND_MODEL = env_str("VALIDATOR_SECOND_MODEL", "")
 REPLAY_BULK_MAX_TASKS = env_int("REPLAY_BULK_MAX_TASKS", 50, minimum=1)
 # A job that crashes the same way every time (a poison job) stops after this many tries:
@@ -390,12 +390,12 @@ JOB_MAX_TRIES = env_int("JOB_MAX_TRIES", 3, minimum=1)
 # --- Review UI --------------------------------------------------------------------------
 REVIEW_CLAIM_TIMEOUT_SECONDS = env_int("REVIEW_CLAIM_TIMEOUT_SECONDS", 900, minimum=10)
 # How long a decision (satisfied, revise, abandon) can be undone before it applies; 0
-# applies it at once (issue 26).
+# applies it at once.
 DECISION_UNDO_SECONDS = env_int("DECISION_UNDO_SECONDS", 30, minimum=0)
-# --- Measuring trust (issue 27) -----------------------------------------------------------
+# --- Measuring trust -----------------------------------------------------------
 # The share of auto-accepted verdicts (and of auto-rejected ones) drawn, when the verdict
 # is stored, for a blind audit by a person; per task: audit_rate, audit_reject_rate. They
-# are also the floor (issue 36): a requester may raise a task's rate, never lower it; only
+# are also the floor: a requester may raise a task's rate, never lower it; only
 # an operator may, and the exception is recorded (who, when, why).
 AUDIT_RATE = env_float("AUDIT_RATE", 0.05, minimum=0)
 AUDIT_REJECT_RATE = env_float("AUDIT_REJECT_RATE", 0.02, minimum=0)
@@ -406,7 +406,7 @@ for _name in ("AUDIT_RATE", "AUDIT_REJECT_RATE"):
 TRUST_TARGET_FALSE_ACCEPT = env_float("TRUST_TARGET_FALSE_ACCEPT", 0.02, minimum=0)
 if TRUST_TARGET_FALSE_ACCEPT >= 0.5:
     raise ImproperlyConfigured("TRUST_TARGET_FALSE_ACCEPT is a share under 0.5")
-# Auto-accept at a certified risk (issue 38): how often the background job recertifies
+# Auto-accept at a certified risk: how often the background job recertifies
 # each judge's threshold and checks its drift, and how long a proposed threshold runs in
 # shadow before an operator may approve it.
 AUTOACCEPT_RECOMPUTE_SECONDS = env_int("AUTOACCEPT_RECOMPUTE_SECONDS", 600, minimum=10)
@@ -420,7 +420,7 @@ def _not_kombu_hostname_notice(record: object) -> bool:
     return not str(getattr(record, "msg", "")).startswith("No hostname was supplied")
 
 
-# --- Operations: health, metrics, logs (issue 18) ----------------------------------------
+# --- Operations: health, metrics, logs ----------------------------------------
 # Workers write a heartbeat row this often; beat sends a heartbeat job to every queue
 # this often. A worker (beat) not seen for *_MAX_AGE seconds counts as down in /ready.
 OPS_HEARTBEAT_SECONDS = env_int("OPS_HEARTBEAT_SECONDS", 15, minimum=1)
@@ -448,7 +448,7 @@ try:
 except ValueError as exc:
     raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {exc}") from None
 # Counters are read from append-only tables; rows younger than this are left to the next
-# scrape so a transaction that commits late is not skipped (issue 18, docs/operations.md).
+# scrape so a transaction that commits late is not skipped (docs/operations.md).
 METRICS_SETTLE_SECONDS = env_int("METRICS_SETTLE_SECONDS", 10, minimum=0)
 
 # LOG_FORMAT=json: one JSON object per line with task id, attempt, job id and request id.
@@ -483,7 +483,7 @@ LOGGING = {
     "loggers": {
         "kombu.connection": {"filters": ["kombu_hostname"]},
         # httpx logs every request line with the full URL at INFO: a webhook receiver's URL
-        # (or a fetched page's) may carry a secret in its query string (issue 24).
+        # (or a fetched page's) may carry a secret in its query string.
         "httpx": {"level": "WARNING"},
         "httpcore": {"level": "WARNING"},
         **{
@@ -512,7 +512,7 @@ OTLP_MAX_SPANS_PER_MINUTE = env_int("OTLP_MAX_SPANS_PER_MINUTE", 120_000, minimu
 # unusable with the reason; the sweep takes due traces a few per account at a time.
 OTLP_TRACE_ASSEMBLY_ATTEMPTS = env_int("OTLP_TRACE_ASSEMBLY_ATTEMPTS", 3, minimum=1)
 OTLP_TRACE_RETRY_SECONDS = env_float("OTLP_TRACE_RETRY_SECONDS", 30.0, minimum=0.0)
-# --- External agents and webhooks (issue 14) ---------------------------------------------
+# --- External agents and webhooks ---------------------------------------------
 # Largest body of an external attempt submission (after gzip decompression too): 413 above.
 EXTERNAL_ATTEMPT_MAX_BYTES = env_int("EXTERNAL_ATTEMPT_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 # Where an external attempt whose agent stopped heartbeating goes: back to "open" (the agent

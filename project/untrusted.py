@@ -1,4 +1,4 @@
-"""Wrapping untrusted text as data (E6).
+"""Wrapping untrusted text as data.
 
 Everything that came from outside (tool results, page text, transcripts, the
 validator's quotes of them) is wrapped in ``<EXTERNAL-CONTENT label="…">`` blocks.

@@ -52,7 +52,7 @@ def messages_oob(request: HttpRequest, *, replace: bool = False) -> str:
     does not wipe a message the person has not read yet). With ``replace`` (a navigation
     of ``#main``) the swap is sent even when empty: the page changed, so the previous
     page's message goes, as on a full page load ("Task #15 created" stayed on screen
-    after the task was done, issue 26)."""
+    after the task was done)."""
     pending = list(messages.get_messages(request))
     if not pending and not replace:
         return ""

@@ -1,4 +1,4 @@
-"""Django admin, read-mostly (U6): records are inspected here, changed via services."""
+"""Django admin, read-mostly: records are inspected here, changed via services."""
 
 from __future__ import annotations
 
@@ -201,7 +201,7 @@ class WebhookEndpointAdmin(ReadOnlyAdmin):
     list_display = ("id", "url", "owner", "is_active", "created_at", "disabled_at")
     list_filter = ("is_active",)
     list_select_related = ("owner",)
-    # The signing secret is never shown again after registration (issue 14).
+    # The signing secret is never shown again after registration.
     exclude = ("secret",)
 
 

@@ -1,4 +1,4 @@
-"""Celery jobs of the agent runtime (X1, S4, S5). Thin: ids in, one service call.
+"""Celery jobs of the agent runtime. Thin: ids in, one service call.
 
 Enqueued through the outbox (``tasks_app.workflow.services.attempt_enqueue``); a redelivered
 or duplicated job finds the attempt already claimed (``lease_held``) or finished
@@ -35,7 +35,7 @@ from tasks_app.workflow.services import (
 @shared_task(name=RUN_ATTEMPT_JOB, bind=True)
 def run_attempt_job(self: Any, task_id: int) -> str:
     """Run the next attempt of ``task_id`` if it is runnable (open/needs_revision), or
-    take over its running attempt whose lease expired (issue 17). Returns the task's
+    take over its running attempt whose lease expired. Returns the task's
     status after the attempt, ``taken_over``, or why nothing was done: ``duplicate``,
     ``lease_held``, ``lease_lost``, ``db_lost`` (``tasks_app.runtime.attempts.JobResult``)."""
     outcome = attempt_run(task_id=int(task_id), worker=str(self.request.hostname or ""))
@@ -44,7 +44,7 @@ def run_attempt_job(self: Any, task_id: int) -> str:
 
 @shared_task(name=APPLY_DECISION_JOB, bind=True)
 def apply_decision_job(self: Any, feedback_id: int) -> str:
-    """Apply a person's decision when its undo window closes (issue 26); a redelivered job
+    """Apply a person's decision when its undo window closes; a redelivered job
     finds it applied or undone (``done``). Published early (a clock ahead of ours), it
     comes back when due; in eager mode the sweep applies it instead."""
     outcome = decision_apply(feedback_id=int(feedback_id))
@@ -56,7 +56,7 @@ def apply_decision_job(self: Any, feedback_id: int) -> str:
 @shared_task(name="tasks_app.apply_due_decisions")
 def apply_due_decisions_job() -> list[int]:
     """Periodic (Celery beat): apply the pending decisions whose window has closed and
-    whose job was lost (issue 26)."""
+    whose job was lost."""
     return decision_apply_due()
 
 
@@ -75,7 +75,7 @@ def reap_attempts_job() -> dict[str, list[int]]:
 @shared_task(name="tasks_app.relay_outbox")
 def relay_outbox_job() -> int:
     """Periodic (Celery beat) and at worker start: publish the jobs recorded while the
-    broker was down, oldest first (issue 17)."""
+    broker was down, oldest first."""
 
     return outbox_relay()
 
@@ -83,7 +83,7 @@ def relay_outbox_job() -> int:
 @shared_task(name=OTLP_ASSEMBLE_JOB, bind=True)
 def otlp_assemble_traces_job(self, trace_pks: list[int]) -> dict[str, int]:
     """Turn complete OTLP traces into attempts; the ones still receiving spans are looked
-    at again when their quiet period has passed (issue 15). Each trace is submitted once:
+    at again when their quiet period has passed. Each trace is submitted once:
     a duplicate job finds it done."""
     outcomes: dict[str, int] = {}
     waiting: list[tuple[int, float]] = []
@@ -114,8 +114,8 @@ def otlp_sweep_job() -> list[int]:
 
 @shared_task(name=DELIVER_WEBHOOKS_JOB)
 def deliver_webhooks_job(endpoint_id: int, task_id: int) -> str:
-    """Send the pending webhook deliveries of one (endpoint, task) pair, in order
-    (issue 14). A duplicate finds them claimed or sent and does nothing."""
+    """Send the pending webhook deliveries of one (endpoint, task) pair, in order.
+    A duplicate finds them claimed or sent and does nothing."""
 
     return webhook_send_pending(endpoint_id=int(endpoint_id), task_id=int(task_id))
 

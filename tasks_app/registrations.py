@@ -183,7 +183,7 @@ def _heartbeats() -> Iterable[Metric]:
 
 
 def webhook_deliveries_by_outcome() -> dict[str, int]:
-    """Webhook delivery attempts by outcome (delivered, retry, gave_up; issue 14): one
+    """Webhook delivery attempts by outcome (delivered, retry, gave_up): one
     grouped count over the append-only attempt table."""
 
     rows = (
@@ -265,7 +265,7 @@ def check_beat() -> tuple[bool, str]:
 
 def recover_at_start(sender: object = None, **_: object) -> None:
     """``worker_ready``: a worker that starts (after an outage or a crashed deployment,
-    say) recovers at once instead of after a beat interval (issue 17), in a thread so the
+    say) recovers at once instead of after a beat interval, in a thread so the
     worker is ready meanwhile: every worker publishes the jobs recorded in the outbox
     while the broker was down; a worker that consumes ``maintenance`` then runs one
     reaper sweep, which recovers attempts whose lease expired and re-sends lost attempt

@@ -1,4 +1,4 @@
-"""Evidence and validation API (A1, E1, V7, V9, V10).
+"""Evidence and validation API.
 
 Lists never load the big columns (evidence content, rendered validator input, raw
 responses); one object's endpoint returns everything. Visibility follows the task:
@@ -198,7 +198,7 @@ def replay(
 
     def work() -> tuple[int, Any]:
         # Through the outbox: sent after commit (a rolled-back request queues nothing,
-        # X1); a broker that is down delays the job, never fails the request (issue 17).
+        # X1); a broker that is down delays the job, never fails the request.
         queued = replay_request(
             snapshot=snapshot, template=template, model=model, requested_by=user
         )
@@ -413,7 +413,7 @@ def get_audits(request: HttpRequest, query: Query[AuditStateQuery]) -> QuerySet[
     _require_audit_reader(user)
     audits = _audits().filter(state=query.state)
     if query.state == "open" and roles.is_reviewer(user):
-        # A reviewer's list never offers them their own work (issue 36).
+        # A reviewer's list never offers them their own work.
         audits = audits.filter(pk__in=audits_open_to(user).values("pk"))
     return audits.order_by("created_at", "id")
 

@@ -1,4 +1,4 @@
-"""Response schemas for evidence, validation snapshots, replay and agreement (A1, V7, V9, V10)."""
+"""Response schemas for evidence, validation snapshots, replay and agreement."""
 
 from __future__ import annotations
 

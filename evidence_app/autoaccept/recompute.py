@@ -1,4 +1,4 @@
-"""The background job's work (issue 38): certify every judge's threshold on its labelled
+"""The background job's work: certify every judge's threshold on its labelled
 verdicts as they arrive, and run the drift rule on the audits of each approved one.
 Loads numpy and scipy: only the job (and judge_bench) imports it."""
 

@@ -1,4 +1,4 @@
-"""judge_bench: measure a validator model on labelled cases before trusting it (issue 12).
+"""judge_bench: measure a validator model on labelled cases before trusting it.
 
 Each case (request, evidence, answer, expected verdict; format in docs/validator.md) is
 stored as a throw-away task with one attempt, judged through the full validation path

@@ -1,4 +1,4 @@
-"""judge_bench at a certified risk (issue 38): per dataset, the threshold certified on the
+"""judge_bench at a certified risk: per dataset, the threshold certified on the
 development half's accepted verdicts (their scores, labelled by the cases), and what it
 does on the held-out half: the share of correct answers auto-accepted at it and the wrong
 ones auto-accepted, beside what the judge's own accept does (today's route without a

@@ -23,7 +23,7 @@ FALSE_REJECT_TARGET = 0.02
 TO_A_PERSON = ("insufficient_evidence", "validator_error")
 
 
-# --- A second judge (issue 27) --------------------------------------------------------------
+# --- A second judge --------------------------------------------------------------
 
 JUDGES_DISAGREE = "judges_disagree"
 

@@ -1,4 +1,4 @@
-"""The judge gate at the target (issue 38): on the comparison's paired cases, each judge's
+"""The judge gate at the target: on the comparison's paired cases, each judge's
 threshold certified at TRUST_TARGET_FALSE_ACCEPT on its own accepted verdicts, the share
 of correct answers it auto-accepts there and the wrong ones, beside the share the judge's
 own accept sends without a person today; McNemar's exact test on the correct answers

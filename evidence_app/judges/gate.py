@@ -158,7 +158,7 @@ def comparison_run(
 
 
 def _figures(outcomes: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """The comparison's figures, and both judges at a certified risk (issue 38)."""
+    """The comparison's figures, and both judges at a certified risk."""
     # Imported here: it loads scipy, which the web processes that import this module
     # (the judge page) never need; only this job computes it.
     from evidence_app.judges.at_target import at_target_figures

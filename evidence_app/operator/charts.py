@@ -1,4 +1,4 @@
-"""The operator's charts (U5): tasks by status and verdicts by status per day, drawn as
+"""The operator's charts: tasks by status and verdicts by status per day, drawn as
 stacked bars in SVG on the server."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from project.views import operator_required, render_page
 from tasks_app.records import Task, TaskEvent, TaskStatus
 
 # Colours told apart by hue and lightness (Okabe-Ito based, safe for the common colour
-# vision deficiencies); no two statuses share a near-identical green (issue 13).
+# vision deficiencies); no two statuses share a near-identical green.
 STATUS_COLOURS: dict[str, str] = {
     TaskStatus.OPEN: "#56b4e9",
     TaskStatus.RUNNING: "#0072b2",
@@ -38,7 +38,7 @@ STATUS_COLOURS: dict[str, str] = {
 
 def nice_step(top: int, *, max_ticks: int = 5) -> int:
     """A tick step of 1, 2 or 5 times a power of ten, so the axis reads 0/5/10/15/20
-    rather than 0/4/9/14/18 (issue 13)."""
+    rather than 0/4/9/14/18."""
     raw = max(top, 1) / max_ticks
     power = 1
     while power * 10 <= raw:
@@ -51,7 +51,7 @@ def nice_step(top: int, *, max_ticks: int = 5) -> int:
 
 def task_status_by_day(days: list[date]) -> list[dict[str, int]]:
     """How many tasks were in each status at the end of each day, replayed from the
-    append-only event log (S3) and the creation times."""
+    append-only event log and the creation times."""
     tz = timezone.get_current_timezone()
     end = datetime.combine(days[-1] + timedelta(days=1), time.min, tzinfo=tz)
     current: dict[int, str] = {}
@@ -151,7 +151,7 @@ def stacked_bars(
         "ticks": ticks,
         "xlabels": xlabels,
         "legend": legend,
-        # The same figures as a table beside the chart (issue 13): one row per day.
+        # The same figures as a table beside the chart: one row per day.
         "table_keys": [(k, labels.get(k, k)) for k in keys],
         "table_rows": [
             (f"{d:%Y-%m-%d}", [counts.get(k, 0) for k in keys], sum(counts.values()))

@@ -1,4 +1,4 @@
-"""Forms of the operator pages: replay of one validation, bulk replay (V9), and the
+"""Forms of the operator pages: replay of one validation, bulk replay, and the
 choices of the trust page."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ class ReplayForm(forms.Form):
         )
 
     def clean_model(self) -> str:
-        """Check the name against the providers before anything is queued (issue 13): an
+        """Check the name against the providers before anything is queued: an
         unknown provider or a missing API key is refused here, not in the worker."""
         name = self.cleaned_data.get("model", "").strip()
         if name:
@@ -44,7 +44,7 @@ class ReplayForm(forms.Form):
 
 
 class BulkReplayForm(forms.Form):
-    """Filters for a bulk replay (V9); the page shows the estimate before anything runs."""
+    """Filters for a bulk replay; the page shows the estimate before anything runs."""
 
     task_statuses = forms.MultipleChoiceField(
         choices=TaskStatus.choices,

@@ -1,4 +1,4 @@
-"""The model requests operators inspect (issue 26): the agent's, one ``LLMRequestSnapshot``
+"""The model requests operators inspect: the agent's, one ``LLMRequestSnapshot``
 per request, and the validator's, whose requests (schema retries and parts included)
 are recorded on their ``ValidationSnapshot``. One list, newest first, in two queries for
 the page's rows whatever the number of rows."""

@@ -1,4 +1,4 @@
-"""The operator's pages of one validation and of replay (U5, V9): a verdict with its
+"""The operator's pages of one validation and of replay: a verdict with its
 prompt and the changes from the verdict it replays, a replay of one validation, and a
 bulk replay with its estimate before anything runs."""
 
@@ -41,7 +41,7 @@ def validation_context(
     request: HttpRequest, snapshot_id: int, *, form: ReplayForm | None = None
 ) -> dict[str, Any]:
     snap = _snapshot_or_404(snapshot_id)
-    # An operator who also reviews has now seen this task's verdict (issue 36).
+    # An operator who also reviews has now seen this task's verdict.
     audit_exposures_record(
         user=request.user, task_ids=[snap.task_id], channel=f"GET {request.path}"
     )
@@ -125,7 +125,7 @@ def _reason_changes(ra: dict[str, Any], rb: dict[str, Any]) -> list[str]:
 
 def verdict_changes(a: ValidationSnapshot, b: ValidationSnapshot) -> list[str]:
     """What differs between an original verdict and its replay, in sentences: status,
-    category, score, each claim's verdict and the reasons given (issue 13, V9)."""
+    category, score, each claim's verdict and the reasons given."""
     ra, rb = a.result or {}, b.result or {}
     return _summary_changes(a, b) + _claim_changes(ra, rb) + _reason_changes(ra, rb)
 
@@ -133,7 +133,7 @@ def verdict_changes(a: ValidationSnapshot, b: ValidationSnapshot) -> list[str]:
 @operator_required
 @require_GET
 def ops_validation(request: HttpRequest, snapshot_id: int) -> HttpResponse:
-    """An original verdict and its replays, side by side, differences listed (V9)."""
+    """An original verdict and its replays, side by side, differences listed."""
     context = validation_context(request, snapshot_id)
     if wants_fragment(request, "side-by-side"):
         return render_fragment(request, "evidence_app/ops_validation.html#side_by_side", context)
@@ -145,7 +145,7 @@ def ops_validation(request: HttpRequest, snapshot_id: int) -> HttpResponse:
 def ops_replay(request: HttpRequest, snapshot_id: int) -> HttpResponse:
     """Queue a replay of a stored validation with another template or model. The web
     request never waits on the validator: the job runs in a worker and the page shows
-    the result when it is stored, without a reload (X1, V9, issue 13)."""
+    the result when it is stored, without a reload."""
     snap = _snapshot_or_404(snapshot_id)
     form = ReplayForm(request.POST, template_names=[t.name for t in list_templates()])
     if not form.is_valid():
@@ -234,7 +234,7 @@ def _queue_bulk_replay(
 
 @operator_required
 def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
-    """Replay the latest validation of many tasks (V9): the estimated input size is
+    """Replay the latest validation of many tasks: the estimated input size is
     shown first, and more than ``REPLAY_BULK_MAX_TASKS`` tasks are refused."""
     cap = settings.REPLAY_BULK_MAX_TASKS
     data = request.POST if request.method == "POST" else request.GET

@@ -1,4 +1,4 @@
-"""Operator pages (U5, V5, V10): the validator's index, its templates, rendered inputs
+"""Operator pages: the validator's index, its templates, rendered inputs
 with a diff between attempts, LLM request snapshots, and agreement. A validation and its
 replay are in ``validation_views``, the charts in ``charts``."""
 
@@ -29,7 +29,7 @@ from project.views import operator_required, render_page
 from tasks_app.records import LLMRequestSnapshot, Task
 
 LLM_REQUESTS_PER_PAGE = 25
-# The operator overview's cost window (issue 18).
+# The operator overview's cost window.
 COST_DAYS = 14
 
 
@@ -121,8 +121,8 @@ def ops_task_inputs(request: HttpRequest, task_id: int) -> HttpResponse:
     a = pick("a", originals[-2] if len(originals) >= 2 else None)
     b = pick("b", originals[-1] if originals else None)
     diffs = _input_diffs(a, b)
-    # Paged: a long task's requests were a 6,000 px table (issue 13); the validator's
-    # requests are listed with the agent's (issue 26).
+    # Paged: a long task's requests were a 6,000 px table; the validator's
+    # requests are listed with the agent's.
     requests_page, request_rows = llm_requests.request_page(
         task_id=task.pk, number=request.GET.get("rpage"), per_page=LLM_REQUESTS_PER_PAGE
     )
@@ -174,7 +174,7 @@ def _input_diffs(a: ValidationSnapshot | None, b: ValidationSnapshot | None) -> 
 @operator_required
 @require_GET
 def ops_llm_requests(request: HttpRequest) -> HttpResponse:
-    """The agent's and the validator's model requests, newest first (issue 26: the
+    """The agent's and the validator's model requests, newest first (the
     validator's were missing), filterable by task and model; each row opens its details."""
     task_id = request.GET.get("task", "")
     model = request.GET.get("model", "").strip()

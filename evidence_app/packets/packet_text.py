@@ -1,4 +1,4 @@
-"""Render an evidence packet as text for synthesis and validation (E5, E6).
+"""Render an evidence packet as text for synthesis and validation.
 
 There is no truncation anywhere: every character of every tool result is in the
 output. A tool result identical to an earlier one (same tool, same content) is
@@ -54,7 +54,7 @@ class _Renderer:
         if result.is_error:
             meta.append("TOOL ERROR")
         if (result.event_payload or {}).get("truncated_at_source"):
-            # The agent's own exporter cut it before it reached us (issue 15).
+            # The agent's own exporter cut it before it reached us.
             meta.append("TRUNCATED AT THE SOURCE: shorter than what the agent saw")
         meta.append(f"{len(result.content)} chars")
         header += " — " + "; ".join(meta)

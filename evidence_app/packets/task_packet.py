@@ -1,4 +1,4 @@
-"""Evidence packets built from stored rows (E4): ``ToolEvidence`` items grouped into
+"""Evidence packets built from stored rows: ``ToolEvidence`` items grouped into
 ``RunEvidence`` per run and one ``TaskEvidencePacket`` per attempt.
 """
 
@@ -127,8 +127,8 @@ _EVIDENCE_FIELDS = (
 
 @functools.cache
 def _prepared() -> tuple[Prepared, Prepared, Prepared]:
-    """The three queries of ``build_packet``, compiled once (issue 16): the attempt's
-    runs (without those a dead worker left when its attempt was re-run, issue 17: they
+    """The three queries of ``build_packet``, compiled once: the attempt's
+    runs (without those a dead worker left when its attempt was re-run: they
     stay stored as evidence of what happened, but the answer to judge is the live
     worker's), its tool evidence, and its transcripts with only each payload's tool
     call id (extracted by the database: model payloads are neither sent nor parsed)."""
@@ -160,7 +160,7 @@ def _prepared() -> tuple[Prepared, Prepared, Prepared]:
 
 def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
     """Assemble the packet of one attempt from stored rows, in three queries of plain
-    values (issue 16: this runs once per validation)."""
+    values (this runs once per validation)."""
     prepared_runs, prepared_evidence, prepared_transcript = _prepared()
     runs = [_Run(*row) for row in prepared_runs.rows(task_id=task.pk, attempt=attempt)]
     evidence_by_run = _evidence_by_run(

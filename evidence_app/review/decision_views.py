@@ -1,4 +1,4 @@
-"""The task page's actions (U3, U4): a decision with its claim labels and its undo, a
+"""The task page's actions: a decision with its claim labels and its undo, a
 claim on the task, a note. Views call services and never assign ``status``."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _refusal_status(exc: DomainError) -> int:
 @login_required
 @require_POST
 def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
-    """satisfied / revise / abandon (U3). The form carries the task version the person
+    """satisfied / revise / abandon. The form carries the task version the person
     saw; a task that changed since is refused with a message and nothing is applied."""
     task = visible_task(request, task_id)
     if not can_act(request.user, task):
@@ -108,10 +108,10 @@ def _decision_message(request: HttpRequest, decision: Feedback) -> None:
 @login_required
 @require_POST
 def decision_undo(request: HtmxHttpRequest, task_id: int, feedback_id: int) -> HttpResponse:
-    """Undo a decision inside its window (issue 26): the task is as it was, and the
+    """Undo a decision inside its window: the task is as it was, and the
     timeline says who undid it. Too late, or someone else's: refused with the reason.
     Sent from the review queue (``return_to=queue``), the answer is the queue in the
-    filters it was in (issue 39)."""
+    filters it was in."""
     task = visible_task(request, task_id)
     status = 200
     try:
@@ -175,7 +175,7 @@ def _after_action(
             return queue_response(request, filters, fragment="queue_list", status=status)
         return redirect(reverse("review_queue") + ("?" + filters.urlencode() if filters else ""))
     if ok and return_to == "next" and is_staff_role(request.user):
-        # Complete-and-next (issue 13): the next task of the same filtered queue, or the
+        # Complete-and-next: the next task of the same filtered queue, or the
         # queue itself when this was the last one.
         suffix = f"?{query}" if query else ""
         if next_id is not None:
@@ -200,7 +200,7 @@ def _after_action(
 @login_required
 @require_POST
 def task_claim(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
-    """Claim or release a task for review (U3); a claim held by someone else is refused
+    """Claim or release a task for review; a claim held by someone else is refused
     unless the reviewer explicitly takes it over."""
     task = visible_task(request, task_id)
     if not is_reviewer(request.user):

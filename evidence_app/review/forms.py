@@ -142,7 +142,7 @@ class TaskCreateForm(forms.Form):
 class FeedbackForm(forms.Form):
     action = forms.ChoiceField(choices=FEEDBACK_CHOICES)
     comment = forms.CharField(required=False, max_length=20_000)
-    # The task version the person saw: a changed task refuses the action (U3).
+    # The task version the person saw: a changed task refuses the action.
     version = forms.IntegerField(min_value=0)
     return_to = forms.CharField(required=False, max_length=20)
     filters = forms.CharField(required=False, max_length=2000)
@@ -151,7 +151,7 @@ class FeedbackForm(forms.Form):
     # or a client without that check, is refused here, beside the field.
     REVISE_NEEDS_COMMENT = "Say what should change: a revision needs a comment."
 
-    # Optional (issue 26 item 6): a remark with Satisfied, a reason to abandon; each
+    # Optional: a remark with Satisfied, a reason to abandon; each
     # action reads its own box, so text left in a closed one never goes with another.
     satisfied_comment = forms.CharField(required=False, max_length=20_000)
     abandon_reason = forms.CharField(required=False, max_length=20_000)
@@ -205,7 +205,7 @@ class NoteForm(forms.Form):
     comment = forms.CharField(max_length=20_000, widget=forms.Textarea(attrs={"rows": 2}))
 
 
-# The review lock, called "Reviewer" beside the validator's "Claims" (issue 26: "Claim"
+# The review lock, called "Reviewer" beside the validator's "Claims" ("Claim"
 # and "Claims" side by side meant two different things).
 CLAIM_CHOICES = [
     ("", "Anyone or no one"),

@@ -1,4 +1,4 @@
-"""The task page's long lists as htmx fragments (issue 39): a page of the Evidence list
+"""The task page's long lists as htmx fragments: a page of the Evidence list
 and a page of a run's transcript, each with a search within it (``?q=``) and a "more"
 row that loads the next page (``?offset=``). The queries are in
 ``evidence_app.review.lists``."""

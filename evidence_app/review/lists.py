@@ -1,4 +1,4 @@
-"""The long lists of the task page, paged like the trace tree (issue 39): a task's tool
+"""The long lists of the task page, paged like the trace tree: a task's tool
 results (the Evidence panel) and a run's transcript, ``PAGE_SIZE`` rows at a time, each
 with a search within it. Every read is a bounded number of indexed queries whatever the
 size of the attempt (20,000 results, 40,000 messages): the page is a slice of an ordered

@@ -1,4 +1,4 @@
-"""The reviewer's triage queue (U1, issue 13): needs_review tasks, oldest first,
+"""The reviewer's triage queue: needs_review tasks, oldest first,
 filtered by the latest verdict, claim, assignment and title; refreshed by htmx without a
 full reload; with the day's progress and the neighbours of a task for complete-and-next."""
 
@@ -74,14 +74,14 @@ def queue_queryset(user: Any, filters: dict[str, Any]) -> QuerySet[Task]:
             v_issue=Subquery(latest.values("result__issues__0")[:1]),
             v_claims=Subquery(latest.values("claim_summary")[:1], output_field=JSONField()),
             # Why the task waits for a person: the reason of its move into the queue
-            # ("judges disagree …" on an accepted verdict; issue 39).
+            # ("judges disagree …" on an accepted verdict).
             v_why=Subquery(
                 TaskEvent.objects.filter(task=OuterRef("pk"), to_status=TaskStatus.NEEDS_REVIEW)
                 .order_by("-at", "-id")
                 .values("reason")[:1]
             ),
         )
-        # A task whose decision waits in its undo window (issue 26) is decided: it leaves
+        # A task whose decision waits in its undo window is decided: it leaves
         # the queue now, and comes back if the decision is undone.
         .exclude(Exists(Feedback.objects.pending().filter(task=OuterRef("pk"))))
         .order_by("created_at", "id")
@@ -147,7 +147,7 @@ def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str
     it is not in it), total, and the previous and next task ids in queue order.
 
     The whole queue (no filter) is read by keyset on its order (created_at, id) in one
-    query, not as the list of every queued id (issue 16: 100,000 ids per task page at a
+    query, not as the list of every queued id (100,000 ids per task page at a
     million tasks): the neighbours are one indexed row each, the position a count of
     the tasks before it, the total the status counter (PostgreSQL). A filtered queue
     (a title search, a verdict) has to be scanned anyway: one pass over its ids is
@@ -245,7 +245,7 @@ def queue_response(
 ) -> HttpResponse:
     form = QueueFilterForm(params)
     filters, query = queue_filters(params)
-    counts = status_counts()  # the status counters: no scan of the table (issue 16)
+    counts = status_counts()  # the status counters: no scan of the table
     # Unfiltered, the queue is every needs_review task: its size is a counter too.
     total = None if query else unfiltered_queue_size(counts.get(TaskStatus.NEEDS_REVIEW, 0))
     page = CountedPaginator(
@@ -253,7 +253,7 @@ def queue_response(
     ).get_page(params.get("page"))
     tasks = list(page.object_list)
     # A task in the queue went to a person after its earlier verdicts: its open audits
-    # are not blind for whoever sees it listed (issue 36).
+    # are not blind for whoever sees it listed.
     audit_exposures_record(
         user=request.user, task_ids=[t.pk for t in tasks], channel="the review queue"
     )
@@ -301,7 +301,7 @@ def reviewer_choices() -> list[Any]:
 @reviewer_required
 @require_POST
 def task_assign(request: HttpRequest, task_id: int) -> HttpResponse:
-    """Assign a queue item to a named reviewer, or clear it (issue 13)."""
+    """Assign a queue item to a named reviewer, or clear it."""
     task = visible_task(request, task_id)
     if not is_reviewer(request.user):
         raise PermissionDenied("Only reviewers assign tasks.")

@@ -3,11 +3,11 @@ markup in Jinja2 templates (``evidence_app/review/jinja2/rows/``).
 
 A list page holds up to 200 rows, and Django's template engine costs a few microseconds
 per node (variable lookup, filters, localisation, ``{% url %}``): such a page ran ~2,000
-nodes and ~60 % of its CPU in its rows (issue 16). Jinja2 compiles a template to Python
+nodes and ~60 % of its CPU in its rows. Jinja2 compiles a template to Python
 once, so the rows keep their markup in a template at the cost of a ``str.format``. Each
 task's URLs come from one ``reverse()`` per page and ``timesince`` translates each of its
 phrases once per page. Autoescape is on: titles, names and validator text are data,
-never markup (U7). ``tests/ui/test_rows.py`` checks the rows against the Django template
+never markup. ``tests/ui/test_rows.py`` checks the rows against the Django template
 markup they replaced.
 """
 
@@ -143,7 +143,7 @@ class TaskUrls:
 
 
 def rerun_note(count: int | None) -> str:
-    """The infrastructure re-runs of a task's attempt (issue 17: the second budget), in
+    """The infrastructure re-runs of a task's attempt (the second budget), in
     the one wording the progress line, the task list and the review queue share: "re-run
     2 times after a worker fault"; "" when there were none."""
     if not count:
@@ -176,7 +176,7 @@ def _claim_counts(claims: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _render(template: str, **context: Any) -> SafeString:
-    # Jinja2 escaped every value: the result is markup (U7).
+    # Jinja2 escaped every value: the result is markup.
     return mark_safe(TEMPLATES.get_template(template).render(**context))  # noqa: S308
 
 

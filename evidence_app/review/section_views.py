@@ -1,4 +1,4 @@
-"""The task page's lazy sections (U2): long texts, a verdict's
+"""The task page's lazy sections: long texts, a verdict's
 prompt and raw responses (staff only), a tool result's content with its cited span, a
 claim's evidence, and the live progress while the task runs (the Evidence list and a
 run's transcript page in ``list_views``)."""
@@ -43,7 +43,7 @@ def task_section(request: HttpRequest, task_id: int, section: str) -> HttpRespon
 
 def _require_staff_for_internals(request: HttpRequest) -> None:
     """Validator input, raw responses and transcripts are operator material: requesters
-    get the answer and the verdict in words (issue 13). Checked after visibility, so a
+    get the answer and the verdict in words. Checked after visibility, so a
     task that is not yours stays a 404."""
     if not is_staff_role(request.user):
         raise PermissionDenied("The validator's internals are for reviewers and operators.")
@@ -67,7 +67,7 @@ def _visible_snapshot(
 def snapshot_section(
     request: HttpRequest, task_id: int, snapshot_id: int, section: str
 ) -> HttpResponse:
-    """The rendered validator input, its system prompt or the raw responses (U2)."""
+    """The rendered validator input, its system prompt or the raw responses."""
     if section == "input":
         snap = _visible_snapshot(request, task_id, snapshot_id, "rendered_input")
         return render_fragment(
@@ -106,7 +106,7 @@ def snapshot_section(
 @login_required
 @require_GET
 def snapshot_download(request: HttpRequest, task_id: int, snapshot_id: int) -> HttpResponse:
-    """The validator input exactly as sent, as a text file (U2)."""
+    """The validator input exactly as sent, as a text file."""
     part = request.GET.get("part", "input")
     field = "system_prompt" if part == "system" else "rendered_input"
     snap = _visible_snapshot(request, task_id, snapshot_id, field)
@@ -122,8 +122,8 @@ def snapshot_download(request: HttpRequest, task_id: int, snapshot_id: int) -> H
 @login_required
 @require_GET
 def evidence_content(request: HttpRequest, task_id: int, evidence_id: int) -> HttpResponse:
-    """Full content of one tool result, loaded when the reviewer opens it (U2). With
-    ``?start=&end=`` (a citation chip, issue 26) those characters are marked."""
+    """Full content of one tool result, loaded when the reviewer opens it. With
+    ``?start=&end=`` (a citation chip) those characters are marked."""
     task = visible_task(request, task_id)
     item = get_object_or_404(ToolEvidence, pk=evidence_id, task=task)
     context: dict[str, Any] = {"item": item, "marked": marked_span(request.GET, item.content)}
@@ -157,7 +157,7 @@ def claim_evidence(
     request: HttpRequest, task_id: int, snapshot_id: int, claim_id: str
 ) -> HttpResponse:
     """The evidence one claim of a verdict cites, each quote highlighted in its
-    surrounding text (issue 12). Reads excerpts, never a whole tool result."""
+    surrounding text. Reads excerpts, never a whole tool result."""
     task = visible_task(request, task_id)
     snapshot = get_object_or_404(
         ValidationSnapshot.objects.without_bodies(), pk=snapshot_id, task=task
@@ -188,7 +188,7 @@ def claim_evidence(
 @login_required
 @require_GET
 def task_progress(request: HttpRequest, task_id: int) -> HttpResponse:
-    """Polled while an attempt is queued or running (U4). When the task changed status
+    """Polled while an attempt is queued or running. When the task changed status
     since the page was drawn, the whole task view is re-fetched into ``#main`` (no full
     reload); otherwise the steps and tool calls so far are returned."""
     task = visible_task(request, task_id)

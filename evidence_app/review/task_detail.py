@@ -1,4 +1,4 @@
-"""The task page's context (U2, U3): the task with its verdicts (and a second judge's beside
+"""The task page's context: the task with its verdicts (and a second judge's beside
 the first), evidence, claims, people, revisions and timeline, composed from what
 ``task_page`` reads; permission checks stay in the views."""
 
@@ -47,7 +47,7 @@ EVIDENCE_INLINE_ITEMS = 50
 
 
 def is_polling(task: Task) -> bool:
-    """A task whose attempt is queued or running: its page polls for progress (U4)."""
+    """A task whose attempt is queued or running: its page polls for progress."""
     return task.status in POLLING_STATUSES
 
 
@@ -56,12 +56,12 @@ def detail_context(
 ) -> dict[str, Any]:
     """Everything the detail page shows, in a bounded number of queries whatever the
     size of the task: big text columns come as a head + length, and a section over
-    ``UI_LAZY_SECTION_CHARS`` is left to a lazy fragment (U2)."""
+    ``UI_LAZY_SECTION_CHARS`` is left to a lazy fragment."""
     limit = settings.UI_LAZY_SECTION_CHARS
     user = request.user
     task = task_page.task(user, task_id, limit=limit)
     # The page shows the verdict, route and status: its open audits are not blind for
-    # this reader any more (issue 36).
+    # this reader any more.
     audit_exposures_record(user=user, task_ids=[task.pk], channel=f"GET {request.path}")
     snapshots = task_page.snapshots(task)
     originals = [s for s in snapshots if s.kind == SnapshotKind.VALIDATION]
@@ -78,9 +78,9 @@ def detail_context(
         **_evidence_context(task, runs),
         "claim_evidence": _claim_evidence(task, latest, runs),
         "runs": runs,
-        # The trace tree's top levels (issue 26); runs and their steps are staff material.
+        # The trace tree's top levels; runs and their steps are staff material.
         "trace": trace_tree.attempts(runs) if is_staff_role(user) else [],
-        # Stored per request when it was made (issue 18); summed here, never re-priced.
+        # Stored per request when it was made; summed here, never re-priced.
         "cost": task_cost_of(
             runs=[(r.attempt_index, r.cost) for r in runs],
             snapshots=[(s.attempt_index, s.kind, s.cost) for s in snapshots],
@@ -184,7 +184,7 @@ def _verdict_context(
         "verdict": result,
         "claim_view": claim_view,
         # The verdict on screen belongs to the current answer only once that attempt has
-        # been validated; during a revision it is the previous answer's (issue 13).
+        # been validated; during a revision it is the previous answer's.
         "verdict_is_current": bool(latest and latest.attempt_index == task.attempt_count),
         "verdict_lists": verdict_lists(latest.result if latest else None),
         "review_reason": (
@@ -208,7 +208,7 @@ def _pair_reason(latest: ValidationSnapshot, second: ValidationSnapshot) -> str:
 def _evidence_context(task: Task, runs: Sequence[Run]) -> dict[str, Any]:
     """The Evidence list's first page (``EVIDENCE_INLINE_ITEMS`` tool results); the
     totals come from the runs' counts, so an attempt with 20,000 results reads a page of
-    rows here (issue 26) and the list pages on from there (issue 39)."""
+    rows here and the list pages on from there."""
     page, labels = lists.evidence_page(task, runs, offset=0, size=EVIDENCE_INLINE_ITEMS)
     return {
         "evidence_labels": labels,
@@ -255,7 +255,7 @@ def _people_context(
     pending = next((f for f in reversed(feedback) if f.is_pending), None)
     return {
         "can_act": can_act(user, task),
-        # A decision in its undo window (issue 26): the panel shows it instead of the forms.
+        # A decision in its undo window: the panel shows it instead of the forms.
         "pending_decision": pending,
         "undo_seconds": settings.DECISION_UNDO_SECONDS,
         "can_undo": pending is not None and (pending.author_id == user.pk or reviewer),
@@ -299,7 +299,7 @@ def verdict_lists(result: dict[str, Any] | None) -> list[tuple[str, list[str]]]:
 
 
 def _revision_context(task: Task, feedback: list[Feedback]) -> dict[str, Any]:
-    """The person's revise comment beside the answer it asked for (issue 26 item 6):
+    """The person's revise comment beside the answer it asked for:
     the current answer's, and each later attempt's in the answer history."""
     asked = {
         f.attempt_index + 1: f
@@ -314,7 +314,7 @@ def _revision_context(task: Task, feedback: list[Feedback]) -> dict[str, Any]:
 
 def attempt_budget(task: Task, feedback: list[Feedback]) -> dict[str, Any]:
     """What the attempt count means: automatic retries after a validator rejection are
-    bounded by ``max_attempts``; revisions people ask for are not (V2, S5)."""
+    bounded by ``max_attempts``; revisions people ask for are not."""
     revisions = sum(
         1 for f in feedback if f.action == FeedbackAction.REVISE and f.state == "applied"
     )
@@ -368,7 +368,7 @@ def attempt_answers(task: Task) -> list[dict[str, Any]]:
 def _claim_view(
     snapshot: ValidationSnapshot, *, answer: str, complete: bool
 ) -> dict[str, Any] | None:
-    """The claim view of a verdict (issue 12), or None for a verdict without claims."""
+    """The claim view of a verdict, or None for a verdict without claims."""
     result = snapshot.result if isinstance(snapshot.result, dict) else {}
     claims = shown_claims([c for c in result.get("claims") or [] if isinstance(c, dict)])
     if not claims:

@@ -1,6 +1,6 @@
 """What the task page reads (selectors): the task with the heads of its big columns,
 its verdicts, evidence, runs, timeline rows and OTLP traces, each in a bounded number
-of queries whatever the size of the task (U2). The view only composes them."""
+of queries whatever the size of the task. The view only composes them."""
 
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def feedback(task: Task) -> list[Feedback]:
 
 def otlp_traces(task: Task) -> list[OtlpTrace]:
     """The task's OTLP traces, each with the spans that arrived after validation started
-    (issue 15: listed, never dropped), at most 50."""
+    (listed, never dropped), at most 50."""
     traces = list(task.otlp_traces.order_by("first_span_at"))
     for trace in traces:
         trace.late_spans = list(  # type: ignore[attr-defined]

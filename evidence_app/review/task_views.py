@@ -1,5 +1,5 @@
-"""Requester and task pages: my tasks, all tasks, a new task, and the task page (U2, U3;
-its context in ``task_detail``, its lazy sections in ``section_views``, its actions in
+"""Requester and task pages: my tasks, all tasks, a new task, and the task page
+(its context in ``task_detail``, its lazy sections in ``section_views``, its actions in
 ``decision_views``). Permission checks live here, never in templates (STYLE); views call
 services and never assign ``status``.
 """
@@ -43,7 +43,7 @@ TASKS_PER_PAGE = 50
 @login_required
 @require_GET
 def home(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """A reviewer starts at the queue (issue 13); everyone else at their own tasks."""
+    """A reviewer starts at the queue; everyone else at their own tasks."""
     if is_staff_role(request.user):
         return redirect("review_queue")
     return my_tasks(request)
@@ -52,7 +52,7 @@ def home(request: AuthenticatedHttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def my_tasks(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """The requester's own tasks (U4); polls while one of them is queued or running."""
+    """The requester's own tasks; polls while one of them is queued or running."""
     return _task_list(request, Task.objects.filter(owner=request.user), scope="mine")
 
 
@@ -64,7 +64,7 @@ def task_list_all(request: HttpRequest) -> HttpResponse:
 
 def _task_list(request: HttpRequest, base: Any, *, scope: str) -> HttpResponse:
     status = request.GET.get("status", "")
-    # All tasks: the status counters (no scan of the table, issue 16); own tasks: counted.
+    # All tasks: the status counters (no scan of the table); own tasks: counted.
     counts = status_counts(None if scope == "all" else base)
     qs = base.for_list().order_by("-created_at", "-id")
     if status in TaskStatus.values:
@@ -75,7 +75,7 @@ def _task_list(request: HttpRequest, base: Any, *, scope: str) -> HttpResponse:
     tasks = list(page.object_list)
     ids = [t.pk for t in tasks]
     if status in TaskStatus.values:
-        # Listed under a status: that alone says where the task went (issue 36).
+        # Listed under a status: that alone says where the task went.
         audit_exposures_record(
             user=request.user, task_ids=ids, channel=f"{scope} tasks filtered by {status}"
         )
@@ -134,7 +134,7 @@ def task_new(request: HttpRequest) -> HttpResponse:
 @require_GET
 def task_detail(request: HttpRequest, task_id: int) -> HttpResponse:
     if not request.GET.get("reveal") and withheld_for_audit(request.user, task_id):
-        # Blind, or not counted (issue 36): a reviewer who could judge an open audit of
+        # Blind, or not counted: a reviewer who could judge an open audit of
         # this task is told before the verdict is shown, and only a deliberate click
         # shows it (and makes their judgement of that audit not blind).
         return render_page(

@@ -1,4 +1,4 @@
-"""What the trace tree of the task page reads (selectors, issue 26): a task's attempts,
+"""What the trace tree of the task page reads (selectors): a task's attempts,
 each attempt's runs (main, team nodes, synthesis), each run's steps (model calls and
 tool calls in the order they happened) and one step's content.
 

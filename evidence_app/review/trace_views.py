@@ -1,7 +1,7 @@
-"""The trace tree's fragments (issue 26): the next page of an attempt's runs, a page of
+"""The trace tree's fragments: the next page of an attempt's runs, a page of
 a run's steps, and one step's content, each loaded with htmx when a node of the tree is
 opened. Runs, model calls and tool calls are staff material, as the transcripts they
-replace on the task page (issue 13). The queries are in ``evidence_app.review.trace_tree``."""
+replace on the task page. The queries are in ``evidence_app.review.trace_tree``."""
 
 from __future__ import annotations
 

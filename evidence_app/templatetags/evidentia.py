@@ -1,5 +1,5 @@
 """Template helpers for the review UI. Every helper that returns HTML escapes its input:
-tool output, requests and model output are data, never markup (U7)."""
+tool output, requests and model output are data, never markup."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def chars(value: int | None) -> str:
 
 @register.filter
 def model_label(name: str | None) -> str:
-    """Offline models are labelled as stand-ins, never presented as LLMs (X7)."""
+    """Offline models are labelled as stand-ins, never presented as LLMs."""
     if not name:
         return ""
     try:
@@ -113,7 +113,7 @@ def duration(ms: int | None) -> str:
 @register.filter
 def money(value: Any) -> str:
     """A stored cost (Decimal, or None = "cost unknown") or a ``CostTotal`` sum, which
-    says how many parts were unpriced (issue 18)."""
+    says how many parts were unpriced."""
     if isinstance(value, CostTotal):
         return str(value)
     if isinstance(value, str):
@@ -182,7 +182,7 @@ def status_label(value: str | None) -> str:
 @register.filter
 def template_label(version: str | None) -> str:
     """``default@1359c919bd5c`` → ``default @ 1359c919``: the one spelling of a template
-    version on every page (issue 26)."""
+    version on every page."""
     if not version:
         return ""
     name, _, digest = version.partition("@")
@@ -197,7 +197,7 @@ def attempt_label(task: Any) -> str:
 
 # A score means something on a decision (accepted, rejected); on a verdict that hands the
 # task to a person it does not (a model's 1.00 demoted to insufficient_evidence stood
-# beside another verdict's 0.00, issue 26).
+# beside another verdict's 0.00).
 SCORED_STATUSES = frozenset({"accepted", "rejected"})
 
 
@@ -228,7 +228,7 @@ def verdict_meaning(status: str | None) -> str:
 
 @register.filter
 def claim_counts(claims: Any) -> dict[str, int]:
-    """Supported / contradicted / unsupported counts of a verdict's claims (issue 12)."""
+    """Supported / contradicted / unsupported counts of a verdict's claims."""
     counts = {"supported": 0, "contradicted": 0, "unsupported": 0}
     for claim in claims if isinstance(claims, list) else []:
         verdict = claim.get("verdict") if isinstance(claim, dict) else None
@@ -239,19 +239,19 @@ def claim_counts(claims: Any) -> dict[str, int]:
 
 @register.simple_tag
 def queue_rows(tasks: Any, **options: Any) -> SafeString:
-    """The review queue's rows (``evidence_app.review.rows``: rendered by Jinja2, issue 16)."""
+    """The review queue's rows (``evidence_app.review.rows``: rendered by Jinja2)."""
     return rows.queue_rows(tasks, **options)
 
 
 @register.simple_tag
 def claim_state_badge(state: str) -> SafeString:
-    """A claim's state as a badge, sign and words (one vocabulary, issue 39)."""
+    """A claim's state as a badge, sign and words (one vocabulary)."""
     return rows.claim_badge(state)
 
 
 @register.simple_tag
 def claim_state_counts(counts: Any) -> SafeString:
-    """The one count of a verdict's claims by state (issue 39)."""
+    """The one count of a verdict's claims by state."""
     return rows.claim_counts(counts if isinstance(counts, dict) else {})
 
 
@@ -269,13 +269,13 @@ def claim_words(state: str) -> str:
 
 @register.simple_tag
 def evidence_rows(items: Any, task_id: int, labels: Any) -> SafeString:
-    """A page of the Evidence list's rows (``evidence_app.review.rows``, issue 39)."""
+    """A page of the Evidence list's rows (``evidence_app.review.rows``)."""
     return rows.evidence_rows(items, task_id=task_id, labels=labels or {})
 
 
 @register.simple_tag
 def task_rows(tasks: Any, *, user: Any, scope: str, withheld: Any = ()) -> SafeString:
-    """The task list's rows (``evidence_app.review.rows``: rendered by Jinja2, issue 16);
+    """The task list's rows (``evidence_app.review.rows``: rendered by Jinja2);
     the rows of ``withheld`` task ids without their status, attempts or outcome."""
     return rows.task_rows(tasks, user=user, scope=scope, withheld=withheld or ())
 

@@ -1,4 +1,4 @@
-"""Validator–human agreement (V10).
+"""Validator–human agreement.
 
 Every decision a person made after a validation counts once: ``satisfied`` (closed),
 ``revise`` or ``abandon`` (sent back). It is compared with the validator's last

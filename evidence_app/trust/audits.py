@@ -1,4 +1,4 @@
-"""The audit stream (issue 27): a random share of the verdicts that moved a task without
+"""The audit stream: a random share of the verdicts that moved a task without
 a person is drawn, when the verdict is stored, for a blind audit.
 
 Every eligible verdict records its route and the probability it was drawn with, drawn

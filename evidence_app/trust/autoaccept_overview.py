@@ -1,4 +1,4 @@
-"""What the Trust page shows of auto-accept at a certified risk (issue 38), per judge: its
+"""What the Trust page shows of auto-accept at a certified risk, per judge: its
 approved threshold and guarantee (or that its accepts are not certified), the latest
 proposal and its shadow, the coverage–risk curve as a small chart, the share of its
 accepted verdicts automated and the reviewer time that saved. Stored figures only (the

@@ -1,4 +1,4 @@
-"""Who may judge an audit, and whether their judgement is blind (issue 36).
+"""Who may judge an audit, and whether their judgement is blind.
 
 No one audits their own work: the task's requester (whose token is the only one that
 submits an external task's attempts), and anyone who decided the task, are refused and

@@ -1,4 +1,4 @@
-"""People's per-claim verdicts (issue 27): recorded while a reviewer decides a task or a
+"""People's per-claim verdicts: recorded while a reviewer decides a task or a
 person judges an audit, against the claims of the validation they looked at."""
 
 from __future__ import annotations

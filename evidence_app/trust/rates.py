@@ -6,7 +6,7 @@ covers) are the original validations routed ``auto_accepted`` (or ``auto_rejecte
 drawn with an audit probability above 0; the judged ones are those whose audit was judged
 blind. Open audits are outstanding, never counted as judged; a judgement given after its
 author had seen the task's verdict or status is *not blind*: counted apart, never as
-judged (issue 36). Verdicts drawn at probability 0 (an operator's recorded exception)
+judged. Verdicts drawn at probability 0 (an operator's recorded exception)
 cannot be estimated: the report lists them as *uncovered* (how many, whose tasks, who set
 the rate and why) instead of letting them turn the whole window unknown. Verdicts drawn
 with the same probability form a stratum: one stratum gives the exact Clopper–Pearson

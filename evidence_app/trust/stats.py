@@ -1,4 +1,4 @@
-"""Exact binomial statistics for measuring the judge (issue 27), on scipy.
+"""Exact binomial statistics for measuring the judge, on scipy.
 
 Plain functions of counts: the certified rates (``evidence_app.trust.rates``), the judge gate
 and the agreement pages build on them. Intervals are two-sided at ``level`` (0.95).

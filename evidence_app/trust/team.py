@@ -162,7 +162,7 @@ class AuditQueue:
 
     count: int = 0
     oldest: float | None = None
-    # No task id: the oldest audit is named by its own id alone (blind, issue 36).
+    # No task id: the oldest audit is named by its own id alone (blind).
     oldest_audit_id: int | None = None
 
 

@@ -1,4 +1,4 @@
-"""Every write of the certified auto-accept thresholds (issue 38): the background job
+"""Every write of the certified auto-accept thresholds: the background job
 proposes and records drift, an operator starts a proposal's shadow and approves it.
 
 A new threshold takes effect only when an operator approves it, and only after it ran

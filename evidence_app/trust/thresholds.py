@@ -1,4 +1,4 @@
-"""The certified auto-accept thresholds as the rest of the app reads them (issue 38): the
+"""The certified auto-accept thresholds as the rest of the app reads them: the
 labelled verdicts each judge is certified on, the approved threshold the routing
 follows, and what a proposed threshold would have done in shadow. Database reads only:
 the statistics (numpy and scipy) live in ``evidence_app.autoaccept`` and run in the

@@ -1,4 +1,4 @@
-"""Claims of a stored verdict as a person reads them (issue 26): a supported claim that
+"""Claims of a stored verdict as a person reads them: a supported claim that
 another verified source contradicts is *disputed*, with which source says what, and the
 verdict's reason for review is one line. Pure functions of ``ValidationSnapshot.result``;
 no query."""
@@ -17,7 +17,7 @@ _FIGURE_WITH_UNIT_RE = re.compile(
     r"(?:\d[\d,.]*\d|\d)(?:\s?(?:%|€|\$|[A-Z]{3}\b|percent\b|per cent\b|days?\b|weeks?\b"
     r"|months?\b|years?\b|hours?\b|minutes?\b))?"
 )
-# How every page shows a claim's state (issue 39): the answer's highlight, the claim list,
+# How every page shows a claim's state: the answer's highlight, the claim list,
 # the counts and the queue rows use these, in this order. The sign makes the state legible
 # without colour; the words are what a screen reader reads.
 CLAIM_STATES = (

@@ -1,6 +1,6 @@
 """Judging one attempt without storing anything: the prompt (the task, its history, the
 evidence packet, earlier feedback) and the judge's answer, or a pair of judges' answers on
-the same rendered prompt (V2, V7, V8). The model is called outside any transaction."""
+the same rendered prompt. The model is called outside any transaction."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 @functools.cache
 def _prepared_feedback(*, before: bool) -> Prepared:
     """A task's feedback, oldest first, as plain values with the author's user name by
-    a join (issue 16: no model instances, compiled once); ``before`` adds a time bound."""
+    a join (no model instances, compiled once); ``before`` adds a time bound."""
     feedback = Feedback.objects.in_effect().filter(task_id=MARKER_ID)
     markers: dict[str, Any] = {"task_id": MARKER_ID}
     if before:
@@ -159,7 +159,7 @@ def _judge_prompt(prompt: ValidationPrompt, plan: JudgePlan, *, task: Task) -> J
             model_name=plan.model_name,
             retries=settings.VALIDATOR_SCHEMA_RETRIES,
         )
-    except Exception as exc:  # never lose the attempt over a validator bug (V8)
+    except Exception as exc:  # never lose the attempt over a validator bug
         log.exception("validator %s crashed on task %s", plan.model_name, task.pk)
         reason = f"The validator failed: {type(exc).__name__}: {exc}"
         return Judgement(

@@ -1,4 +1,4 @@
-"""Replay (V9): a stored attempt judged again with another template or model, one at a
+"""Replay: a stored attempt judged again with another template or model, one at a
 time (a request and its job) or in bulk (candidates and their estimated cost). A replay
 never changes the task."""
 
@@ -34,7 +34,7 @@ def replay_validation(
     requested_by: Any = None,
 ) -> ValidationSnapshot:
     """Re-run the validator on the stored packet of ``snapshot``'s attempt with another
-    template and/or model (V9). Stores a ``replay`` snapshot linked to the original and
+    template and/or model. Stores a ``replay`` snapshot linked to the original and
     never changes the task."""
     original = snapshot.replay_of or snapshot
     plan, judgement = judge_again(
@@ -64,7 +64,7 @@ def replay_request(
     requested_by: Any = None,
 ) -> ReplayRequest:
     """Record a replay of ``snapshot``'s original validation and queue its job through
-    the outbox, both in the caller's transaction (V9): the request's ``state`` says
+    the outbox, both in the caller's transaction: the request's ``state`` says
     where it stands from then on."""
 
     request = ReplayRequest.objects.create(
@@ -134,7 +134,7 @@ def _replay_finished(
 class ReplayEstimate:
     tasks: int
     input_chars: int
-    # Estimated input tokens x the chosen model's input price (issue 18); output is not
+    # Estimated input tokens x the chosen model's input price; output is not
     # known before the replay runs. Unknown for a model genai-prices does not price.
     cost: CostTotal = field(default_factory=CostTotal)
 

@@ -1,7 +1,7 @@
-"""Where a verdict routes a task (V2, V3, V8): accepted to the requester, rejected to a
+"""Where a verdict routes a task: accepted to the requester, rejected to a
 revision or a person, and a person when the two judges disagree on accepted versus not.
 
-Auto-accept at a certified risk (issue 38): when the judge has an approved threshold
+Auto-accept at a certified risk: when the judge has an approved threshold
 (``evidence_app.trust.thresholds.approved_gate``), an accepted verdict goes to the
 requester only when its score is at or above it, else to a person ("below the certified
 threshold"); once the drift rule stopped the judge's auto-accept, every accepted verdict
@@ -72,7 +72,7 @@ def below_threshold_reason(summary: str, score: float | None, gate: AutoAcceptGa
 def verdict_target(
     task: Task, result: ValidationResult, answer: str, *, gate: AutoAcceptGate | None = None
 ) -> tuple[str, dict[str, Any], str]:
-    """(to_status, updates, reason) for a verdict on the task's current attempt (V2, V3);
+    """(to_status, updates, reason) for a verdict on the task's current attempt;
     ``gate`` is the judge's approved auto-accept threshold (None: none approved)."""
     status = ValidationStatus(result.status)
     summary = f"validator: {status}" + (
@@ -103,7 +103,7 @@ def verdict_target(
             {"validation_outcome": None},
             f"{summary} on the last attempt with no usable answer",
         )
-    # insufficient_evidence, validator_error: a person looks; never silently passed (V8).
+    # insufficient_evidence, validator_error: a person looks; never silently passed.
     reason = summary + (
         f": {result.issues[0]}"
         if status == ValidationStatus.VALIDATOR_ERROR and result.issues

@@ -1,5 +1,5 @@
 """Reads of evidence other apps need, so they never reach into packets or rendering, and
-the cost of a task, its attempts and the system per day (issue 18)."""
+the cost of a task, its attempts and the system per day."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from tasks_app.records import Run, RunKind, Task, ToolEvidence
 
 
 def rendered_attempt_evidence(task: Task, attempt_index: int) -> str:
-    """The attempt's evidence as the validator would see it (E4, E5): full, unabridged."""
+    """The attempt's evidence as the validator would see it: full, unabridged."""
     return render_packet(build_packet(task, attempt_index))
 
 
@@ -72,7 +72,7 @@ def validation_summary(snapshot: ValidationSnapshot | None) -> dict[str, Any] | 
 def latest_summary_json() -> Subquery:
     """The outer task's latest original verdict summary as one JSON object (PostgreSQL):
     a list of tasks gets every row's summary in its own query, without a second query
-    and 50 model instances per page (issue 16). ``validation_summary_of_json`` reads it."""
+    and 50 model instances per page. ``validation_summary_of_json`` reads it."""
     latest = (
         ValidationSnapshot.objects.originals()
         .filter(task=OuterRef("pk"))
@@ -100,7 +100,7 @@ def validation_summary_of_json(row: dict[str, Any] | None) -> dict[str, Any] | N
 
 
 def verdict(snapshot: ValidationSnapshot | None) -> dict[str, Any] | None:
-    """The latest verdict of a task: the V1 fields a person needs to decide (A1)."""
+    """The latest verdict of a task: the V1 fields a person needs to decide."""
     if snapshot is None:
         return None
     result = snapshot.result if isinstance(snapshot.result, dict) else {}
@@ -127,7 +127,7 @@ def _as_text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) else str(value)
 
 
-# --- Claim view (issue 12) ----------------------------------------------------------------
+# --- Claim view ----------------------------------------------------------------
 
 # Characters of stored content shown on each side of a cited quote.
 EXCERPT_CONTEXT_CHARS = 400
@@ -167,7 +167,7 @@ def evidence_labels_of(
     tool results from position ``start`` of the list ordered by (attempt, run,
     sequence), computed from ``runs`` (every run of the task, in graph order, with its
     ``evidence_count``) instead of reading every result id (an attempt can hold 20,000
-    results, issue 26): a result's number is the results of the runs before its run in
+    results): a result's number is the results of the runs before its run in
     the packet plus its rank in its run."""
     counts = {r.pk: r.evidence_count for r in runs}  # type: ignore[attr-defined]
     listed_before: dict[int, int] = {}  # results listed before the run's first one
@@ -287,7 +287,7 @@ def citation_excerpts(
     return out
 
 
-# --- Cost (issue 18) ------------------------------------------------------------------
+# --- Cost ------------------------------------------------------------------
 #
 # Every figure is a sum of costs priced and stored when each request was made
 # (project.costs); nothing is re-priced at read time. A sum that includes a part with an
@@ -299,7 +299,7 @@ class AttemptCost:
     attempt_index: int
     agent: CostTotal = field(default_factory=CostTotal)
     validation: CostTotal = field(default_factory=CostTotal)
-    # The second judge's verdicts on this attempt (issue 27), apart from the first's.
+    # The second judge's verdicts on this attempt, apart from the first's.
     second_judge: CostTotal = field(default_factory=CostTotal)
 
     @property

@@ -1,4 +1,4 @@
-"""Validating an attempt (V2, V3, V6, V7, V8, V11): the job's entry point.
+"""Validating an attempt: the job's entry point.
 
 The validator model is called outside any database transaction (a model call can take
 minutes; no row lock is held meanwhile; ``judge_calls``). The result is written in one
@@ -83,7 +83,7 @@ def _existing(task_id: int, attempt_index: int) -> ValidationSnapshot | None:
     )
 
 
-# Result words of the validation job besides the verdict (issue 17).
+# Result words of the validation job besides the verdict.
 NO_VALIDATION = "no validation"  # the policy or an empty answer skips the validator
 DUPLICATE = "duplicate"  # validated already, being validated by another job, or moved on
 CRASHED = "crashed"  # the job crashed before a verdict; sent again
@@ -110,7 +110,7 @@ def validation_run(*, task_id: int, attempt_index: int) -> ValidationSnapshot | 
 
 def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome:
     """``validation_run`` saying what happened, for the job: a duplicate delivery is
-    ``duplicate`` and logs one INFO line, never the verdict of the first one (issue 17)."""
+    ``duplicate`` and logs one INFO line, never the verdict of the first one."""
     claimed = validation_claim_and_read(task_id=task_id, attempt_index=attempt_index)
     if claimed is not None:
         task, stamp = claimed
@@ -271,7 +271,7 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
     plan = judge_plan(packet, answer, template=None, model=None)
     second_model = second_model_name(task)
     pair = judge_pair(plan, task=task, second_model=second_model)
-    # The judge's approved auto-accept threshold, if any (issue 38).
+    # The judge's approved auto-accept threshold, if any.
     gate = approved_gate(JudgeKey(plan.template.version, plan.model_name, second_model))
 
     # One transaction (task_transition's): row lock, then re-check (still validating this
@@ -306,4 +306,4 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
     return ValidationOutcome(snapshot.status, snapshot)
 
 
-# --- Bulk replay (V9) ---------------------------------------------------------------------
+# --- Bulk replay ---------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Judging evidence in ordered chunks when it exceeds the model's budget (V11).
+"""Judging evidence in ordered chunks when it exceeds the model's budget.
 
 Nothing is truncated silently. When system prompt + user message exceed the validator
 model's context budget (``VALIDATOR_CONTEXT_CHARS[model]``, else
@@ -21,7 +21,7 @@ part's verdict is kept, and the verdicts are combined:
 If even the fixed sections leave no room for evidence, the status is
 ``validator_error`` with that reason.
 
-Claims are combined per claim (issue 12), after each part's citations are verified:
+Claims are combined per claim, after each part's citations are verified:
 a claim is ``contradicted`` if any part contradicts it with a verified citation,
 else ``supported`` if any part supports it with a verified citation, else it keeps
 the strongest unverified verdict a part gave (so its unverified citations stay

@@ -1,4 +1,4 @@
-"""Mechanical verification of the validator's citations (issue 12).
+"""Mechanical verification of the validator's citations.
 
 The validator cites each claim with ``{ref, quote}``: ``ref`` is the ``R<n>`` label of a
 tool result in the rendered evidence, ``quote`` text copied from it. The application
@@ -64,7 +64,7 @@ def normalise(text: str) -> tuple[str, list[int]]:
     if _CONTEXT_LOWER not in text:
         lowered = text.translate(_TRANSLATION).lower()
         if len(lowered) == len(text):
-            # The common case, without a Python loop over characters (issue 16): every
+            # The common case, without a Python loop over characters: every
             # character maps to one character at the same offset.
             words: list[str] = []
             origin: list[int] = []
@@ -119,7 +119,7 @@ def find_quote(quote: str, content: str) -> Span | None:
     offsets in ``content``; None when it does not occur or is too short to mean much.
 
     The validator saw wrapper-like tags in tool output neutralised (their ``<``, or the
-    "<"-like character, shown as ``&lt;``, E6), so a ``&lt;`` in a quote also matches
+    "<"-like character, shown as ``&lt;``), so a ``&lt;`` in a quote also matches
     any of those characters."""
     needle = normalised(quote)
     if len(needle) < MIN_QUOTE_CHARS:

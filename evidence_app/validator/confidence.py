@@ -1,4 +1,4 @@
-"""The embedded judge's confidence (issue 38): a graded score in [0, 1] from what
+"""The embedded judge's confidence: a graded score in [0, 1] from what
 ``offline:judge`` already computes, instead of accept-or-abstain. It orders verdicts by
 how sure the judge can be that the answer is supported and does what was asked, so that
 a threshold certified on labelled verdicts (``evidence_app.autoaccept``) can let the

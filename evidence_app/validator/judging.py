@@ -48,7 +48,7 @@ PART_SEPARATOR = "\n\n===== VALIDATOR REQUEST {index} OF {count} =====\n\n"
 
 @dataclass
 class Judgement:
-    """Everything one validation produced, ready to be stored (V7)."""
+    """Everything one validation produced, ready to be stored."""
 
     result: ValidationResult
     system_prompt: str
@@ -62,13 +62,13 @@ class Judgement:
     latency_ms: int = 0
     error: str = ""
     chunk_verdicts: list[dict[str, Any]] = field(default_factory=list)
-    # Every request priced when it was made, retries and parts included (issue 18).
+    # Every request priced when it was made, retries and parts included.
     cost: CostTotal = field(default_factory=CostTotal)
 
     def add(
         self, outcome: StrictOutcome[ValidationResult], *, part: int | None, model_name: str
     ) -> CostTotal:
-        """Count every request of an outcome, retries included (O4: nothing unbilled);
+        """Count every request of an outcome, retries included (nothing unbilled);
         returns the outcome's own cost (a part's cost, for its chunk verdict)."""
         outcome_cost = CostTotal()
         for response in outcome.responses:

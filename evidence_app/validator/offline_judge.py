@@ -1,4 +1,4 @@
-"""``offline:judge``: a deterministic, network-free grounding judge (X7, "An honest judge").
+"""``offline:judge``: a deterministic, network-free grounding judge ("An honest judge").
 
 It is not an LLM and does not understand paraphrase. It reads the validator prompt it is
 sent (the user message built by ``evidence_app.validator.prompt``), takes the tool

@@ -1,4 +1,4 @@
-"""Build the validator's messages from an attempt's evidence packet (V4, E5, E6).
+"""Build the validator's messages from an attempt's evidence packet.
 
 Instructions (the template) go in the system message; all material goes in the user
 message, in this order, so the request and the answer sit at the two ends and the long
@@ -60,7 +60,7 @@ class ValidationPrompt:
     evidence: str
     tail: str  # history, earlier feedback and the answer (last)
     answer: str = ""
-    # The tool results the validator may cite, by R<n> label (issue 12 verification).
+    # The tool results the validator may cite, by R<n> label.
     citable: dict[str, CitableResult] = field(default_factory=dict)
 
     @property
@@ -103,7 +103,7 @@ def _history_block(history: list[HistoryMessage]) -> str:
 def _feedback_block(previous_feedback: list[str]) -> str:
     if not previous_feedback:
         return f"{SECTION_FEEDBACK}\n(none: first validation of this task)"
-    # The validator's feedback quotes tool output, so it is wrapped like it (E6).
+    # The validator's feedback quotes tool output, so it is wrapped like it.
     return f"{SECTION_FEEDBACK}\n" + wrap_external(
         "\n\n".join(previous_feedback), label=FEEDBACK_LABEL
     )

@@ -1,4 +1,4 @@
-"""Reconciliation: the application's check of the model's verdict (issue 12).
+"""Reconciliation: the application's check of the model's verdict.
 
 Deterministic and applied after citation verification, before any transition. The
 model's status is kept as ``model_status``; the reconciled status becomes ``status``

@@ -1,4 +1,4 @@
-"""The validator's result schema (V1).
+"""The validator's result schema.
 
 ``passed`` is derived from ``status`` and never set on its own: a value the model
 sends for it is ignored, and it is recomputed on every access.
@@ -53,7 +53,7 @@ class Claim(BaseModel):
     verdict: ClaimVerdict = "unsupported"
     citations: list[Citation] = Field(default_factory=list)
     note: str = ""
-    # The judge's confidence in this claim's verdict, 0 to 1 (issue 38); None if not given.
+    # The judge's confidence in this claim's verdict, 0 to 1; None if not given.
     confidence: float | None = Field(default=None, ge=0.0, le=1.0)
 
     @field_validator("id", mode="before")
@@ -119,7 +119,7 @@ class ValidationResult(BaseModel):
 
     @classmethod
     def validator_error(cls, reason: str) -> ValidationResult:
-        """The verdict recorded when no reliable decision could be made (V8)."""
+        """The verdict recorded when no reliable decision could be made."""
         return cls(status="validator_error", issues=[reason], reasoning=reason)
 
 

@@ -66,7 +66,7 @@ RequestFn = Callable[[Model, list[ModelMessage], ModelRequestParameters], ModelR
 
 @dataclass(frozen=True)
 class SchemaFailure:
-    """One failed parse (O4)."""
+    """One failed parse."""
 
     stage: str
     path: str
@@ -89,7 +89,7 @@ class SchemaFailure:
 
 @dataclass
 class RawResponse:
-    """What one request returned, kept verbatim for the snapshot (V7)."""
+    """What one request returned, kept verbatim for the snapshot."""
 
     attempt: int
     text: str
@@ -98,7 +98,7 @@ class RawResponse:
     input_tokens: int
     output_tokens: int
     latency_ms: int
-    # Priced by the caller, who knows the configured model name (issue 18).
+    # Priced by the caller, who knows the configured model name.
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     # The provider's finish reason (pydantic-ai's ModelResponse.finish_reason), if given.
@@ -130,7 +130,7 @@ class StrictOutcome[T: BaseModel]:
     error: str = ""
     failures: list[SchemaFailure] = field(default_factory=list)
     responses: list[RawResponse] = field(default_factory=list)
-    # The accepted exchange only (O2): the caller's messages and the accepted response.
+    # The accepted exchange only: the caller's messages and the accepted response.
     messages: list[ModelMessage] = field(default_factory=list)
     latency_ms: int = 0
 
@@ -172,7 +172,7 @@ def response_text(response: ModelResponse) -> str:
 
 
 def is_terminal(response: ModelResponse) -> bool:
-    """A turn that calls tools is intermediate, never validated (O5)."""
+    """A turn that calls tools is intermediate, never validated."""
     return not any(isinstance(part, ToolCallPart) for part in response.parts)
 
 
@@ -335,7 +335,7 @@ def strict_request[T: BaseModel](
     its context budget never exceeds it.
 
     Never raises for model or parse errors: they end in an outcome with ``stop_reason``
-    and ``error`` set, so the caller can record them (V8).
+    and ``error`` set, so the caller can record them.
     """
     return _StrictLoop(model, list(messages), output_type, retries, options).run()
 

@@ -1,4 +1,4 @@
-"""Validator prompt templates (V5): files in ``prompts/``, versioned by name and
+"""Validator prompt templates: files in ``prompts/``, versioned by name and
 content hash. Editing a file changes its version, and every snapshot records the
 version it was built with, so two decisions can be compared knowing their prompts.
 """

@@ -1,8 +1,8 @@
-"""Model resolution and model requests with timeout and retry (X6, X7).
+"""Model resolution and model requests with timeout and retry.
 
 A model is named by a string:
 
-- ``offline:researcher`` / ``offline:judge``: the deterministic offline stand-ins (X7);
+- ``offline:researcher`` / ``offline:judge``: the deterministic offline stand-ins;
 - ``openai:<model>``, ``anthropic:<model>`` (any provider pydantic-ai knows) through
   ``pydantic_ai.models.infer_model``; the provider's API key comes from its usual
   environment variable;
@@ -78,7 +78,7 @@ def unregister_model(name: str) -> None:
         _registry.pop(name, None)
 
 
-# The offline stand-ins (X7) are registered by the apps that own them, in
+# The offline stand-ins are registered by the apps that own them, in
 # ``AppConfig.ready``: the researcher by tasks_app, the judge by evidence_app.
 _offline: dict[str, Callable[[], Model]] = {}
 
@@ -147,7 +147,7 @@ def is_offline_model(name: str) -> bool:
 
 
 def display_model_name(name: str) -> str:
-    """The name to show people; offline stand-ins are never presented as LLMs (X7)."""
+    """The name to show people; offline stand-ins are never presented as LLMs."""
     if is_offline_model(name):
         return f"{name} (offline stand-in, not an LLM)"
     return name

@@ -1,4 +1,4 @@
-"""API authentication (A2): bearer tokens for programs, the Django session for the UI.
+"""API authentication: bearer tokens for programs, the Django session for the UI.
 
 Tokens are stored as a SHA-256 hash (``ApiToken.key_hash``); the raw value is shown to
 its owner once, at creation. A revoked token, or one whose user is inactive, is refused.
@@ -46,7 +46,7 @@ class BearerTokenAuth(HttpBearer):
         if api_token.last_used_at is None or now - api_token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=api_token.pk).update(last_used_at=now)
         request.user = api_token.user
-        # Webhooks registered with a token stop when it is revoked (issue 14).
+        # Webhooks registered with a token stop when it is revoked.
         request.api_token = api_token  # type: ignore[attr-defined]
         return api_token.user
 

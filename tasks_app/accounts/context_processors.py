@@ -16,7 +16,7 @@ def roles(request: HttpRequest) -> dict[str, Any]:
         # Called by the template only where it shows the admin link (full pages): an
         # htmx fragment, such as the queue's poll, costs no permission queries.
         "has_admin": lambda: has_admin_access(user),
-        # The undo toast (issue 26): read only where a template shows messages.
+        # The undo toast: read only where a template shows messages.
         "my_pending_decision": lambda: pending_decision_by(user),
     }
 

@@ -15,7 +15,7 @@ def hash_token(raw: str) -> str:
 
 
 class ApiToken(models.Model):
-    """A bearer token for programs (A2). Only the hash is stored."""
+    """A bearer token for programs. Only the hash is stored."""
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"

@@ -1,5 +1,5 @@
-"""The account page (A2): a person's API tokens, created and revoked here, and their
-webhook endpoints with the delivery log and "send again" (issue 14).
+"""The account page: a person's API tokens, created and revoked here, and their
+webhook endpoints with the delivery log and "send again".
 
 A new token's raw value, and a new webhook's signing secret, are shown exactly once:
 kept in the session only until the next page render, which pops them; the database

@@ -1,4 +1,4 @@
-"""Knowledge documents the agents' tools search and read (X8); operators write them."""
+"""Knowledge documents the agents' tools search and read; operators write them."""
 
 from __future__ import annotations
 

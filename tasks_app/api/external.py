@@ -1,4 +1,4 @@
-"""External agents and webhooks API (issue 14).
+"""External agents and webhooks API.
 
 - ``POST /tasks/{id}/attempts``: a whole external attempt in one body, or the start of a
   streamed one; ``.../attempts/{n}/events`` appends; ``.../attempts/{n}/finish`` ends it.

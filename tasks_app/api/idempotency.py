@@ -1,4 +1,4 @@
-"""``Idempotency-Key`` for creating endpoints (issue 14; reusable by any POST).
+"""``Idempotency-Key`` for creating endpoints (reusable by any POST).
 
 A request sent with the header runs once: its successful response is stored with the
 key in the same transaction as the work, and a retry with the same key (same user, same
@@ -194,7 +194,7 @@ def run_idempotent(
     work: Callable[[], tuple[int, Any]],
 ) -> JsonResponse:
     """``work`` (a status and the response's plain data) at most once per
-    ``Idempotency-Key`` (issue 17): a retry gets the first response back, marked
+    ``Idempotency-Key``: a retry gets the first response back, marked
     ``Idempotent-Replayed: true``. The body is rendered here, as ninja would, because
     the stored one is plain JSON that the output schema's resolvers cannot read again."""
     code, body, replayed = idempotent_call(

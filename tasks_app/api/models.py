@@ -9,7 +9,7 @@ from django.utils import timezone
 
 class IdempotencyKey(models.Model):
     """The first successful response to a request sent with an ``Idempotency-Key``
-    header, so a retried request returns it instead of doing the work again (issue 14).
+    header, so a retried request returns it instead of doing the work again.
     Scoped to the user and the endpoint; kept ``IDEMPOTENCY_KEY_TTL_SECONDS`` (24 h)."""
 
     user = models.ForeignKey(

@@ -1,4 +1,4 @@
-"""OTLP/HTTP trace ingestion (issue 15): point an OpenTelemetry exporter at
+"""OTLP/HTTP trace ingestion: point an OpenTelemetry exporter at
 ``/api/v1/otlp`` with ``Authorization: Bearer <token>`` in its headers.
 
 Answers as the OTLP specification says: 200 with an ``ExportTraceServiceResponse`` in the
@@ -125,7 +125,7 @@ def export_traces(request: HttpRequest) -> HttpResponse:
         by_wait: dict[float, list[int]] = {}
         for trace_pk, countdown in result.ready:
             by_wait.setdefault(countdown, []).append(trace_pk)
-        # Through the outbox (issue 17): the spans are committed whatever the broker
+        # Through the outbox: the spans are committed whatever the broker
         # does, so a broker that is down must not turn this answer into a 500; the
         # relay publishes the job when it is back, still after the quiet period.
         for countdown, trace_pks in sorted(by_wait.items()):

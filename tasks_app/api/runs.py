@@ -1,4 +1,4 @@
-"""Runs and their transcripts (A1, E1)."""
+"""Runs and their transcripts."""
 
 from __future__ import annotations
 

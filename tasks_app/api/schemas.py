@@ -1,4 +1,4 @@
-"""Request and response schemas of the tasks API (A1, S2, V3).
+"""Request and response schemas of the tasks API.
 
 Field names are the product's words (docs/runtime.md, docs/validator.md) in snake_case.
 Lists are ``{"items": [...], "count": N}``.
@@ -260,7 +260,7 @@ class TaskListItemOut(Schema):
     agent: Literal["internal", "external"]
     attempt_count: int
     max_attempts: int
-    # Infrastructure re-runs (a worker died; issue 17): not attempts, capped on their own.
+    # Infrastructure re-runs (a worker died): not attempts, capped on their own.
     rerun_count: int = Field(
         description="Times an attempt was run again because its worker died (not attempts)."
     )

@@ -1,9 +1,9 @@
-"""Tasks API (A1, A2, S2, S5, U3): create, list, read, feedback, claims, events.
+"""Tasks API: create, list, read, feedback, claims, events.
 
 Endpoints read through querysets and write only through ``tasks_app.workflow.services``; none
 assigns ``status``. Each write and the reads that build its response share one
 transaction, so an error after the write leaves nothing behind and queues no job.
-Object permissions come from ``tasks_app.workflow.selectors`` (A2).
+Object permissions come from ``tasks_app.workflow.selectors``.
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def get_tasks(
     )
     if only_status and roles.is_staff_role(request.auth):  # type: ignore[attr-defined]
         # Every task (or every task in some statuses): the counters know the total, so
-        # the page costs no scan of the table (issue 16).
+        # the page costs no scan of the table.
         statuses = [str(s) for s in filters.status] if filters.status else None
         listed.known_count = count_of(status_counts(), statuses)  # type: ignore[attr-defined]
     return listed

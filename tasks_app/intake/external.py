@@ -1,4 +1,4 @@
-"""Attempts produced by an agent outside Evidentia (issue 14).
+"""Attempts produced by an agent outside Evidentia.
 
 An external task (``Task.agent == "external"``) waits in ``open`` with no job queued.
 Its agent submits each attempt through the API, as one body
@@ -220,7 +220,7 @@ def _complete(task: Task, attempt_index: int, final_answer: str, actor: Any = No
     answer_run = _answer_run(task, attempt_index)
     if answer_run is not None and final_answer.strip():
         if not answer_run.output_text:
-            # The packet's final output is the answer-bearing run's output (E4).
+            # The packet's final output is the answer-bearing run's output.
             answer_run.output_text = final_answer
             answer_run.save(update_fields=["output_text"])
         elif answer_run.output_text.strip() != final_answer.strip():
@@ -349,8 +349,8 @@ def external_attempt_append(
     *, task_id: int, attempt_index: int, events: EventsIn, actor: Any = None
 ) -> dict[str, Any]:
     """Append a streamed attempt's events in order and refresh its lease heartbeat. Each
-    batch is one transaction; what an earlier batch stored stays whatever happens next
-    (E2)."""
+        batch is one transaction; what an earlier batch stored stays whatever happens next
+    ."""
     task = _streamed_attempt(task_id, attempt_index, actor)
     runs = {
         run.external_key: run for run in Run.objects.filter(task=task, attempt_index=attempt_index)

@@ -16,11 +16,11 @@ class OtlpTraceState(models.TextChoices):
 
 
 class OtlpTrace(models.Model):
-    """One OpenTelemetry trace sent to the OTLP endpoint (issue 15): its spans are stored
+    """One OpenTelemetry trace sent to the OTLP endpoint: its spans are stored
     as they arrive, and the trace becomes one external attempt when it is complete."""
 
     # Unique per owner, not globally: a trace id is the exporter's to choose, so another
-    # account sending it first must not take it (issue 24).
+    # account sending it first must not take it.
     trace_id = models.CharField(max_length=32)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="otlp_traces"

@@ -1,4 +1,4 @@
-"""Importing a folder of Markdown/text files as knowledge documents (X8)."""
+"""Importing a folder of Markdown/text files as knowledge documents."""
 
 from __future__ import annotations
 

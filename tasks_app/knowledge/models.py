@@ -1,4 +1,4 @@
-"""The knowledge base the agents search (X8)."""
+"""The knowledge base the agents search."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ class KnowledgeDocumentQuerySet(models.QuerySet["KnowledgeDocument"]):
 
 
 class KnowledgeDocument(models.Model):
-    """A document of the knowledge base the agents search (X8).
+    """A document of the knowledge base the agents search.
 
     On PostgreSQL a GIN index over the weighted title + body vector that
     ``search_knowledge`` matches (migration 0004) backs full-text search.

@@ -1,4 +1,4 @@
-"""Searching the knowledge base (X8): full-text search on PostgreSQL (a GIN index, ranked),
+"""Searching the knowledge base: full-text search on PostgreSQL (a GIN index, ranked),
 a simpler word match on SQLite. The agents' tools and the search page use it."""
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def _ranked(raw_query: str, limit: int) -> QuerySet[WithAnnotations[KnowledgeDoc
     )
     search_query = SearchQuery(raw_query, search_type="raw", config="english")
     # alias, not annotate: the vector is matched and ranked in the database, never sent
-    # back (issue 16: parsing a tsvector per document was worker CPU for nothing).
+    # back (parsing a tsvector per document was worker CPU for nothing).
     return (
         KnowledgeDocument.objects.alias(search=vector)
         .filter(search=search_query)
@@ -109,7 +109,7 @@ DOC_FIELDS = ("id", "title", "body", "source_url", "source_key", "created_at", "
 
 @functools.cache
 def _prepared_search(limit: int) -> Prepared:
-    """``_ranked`` compiled once per limit (issue 16: compiling its text-search
+    """``_ranked`` compiled once per limit (compiling its text-search
     expressions cost the worker more than PostgreSQL spent running it)."""
     return Prepared(_ranked(MARKER_TEXT, limit).values_list(*DOC_FIELDS, "rank"), terms=MARKER_TEXT)
 
@@ -153,7 +153,7 @@ def _search_simple(terms: list[str], limit: int) -> list[tuple[KnowledgeDocument
 
 def search_documents(query: str, limit: int = 5) -> list[tuple[KnowledgeDocument, float]]:
     """The knowledge-base search behind the agent's tool, best first; the reviewers'
-    search on the task page uses the same one (issue 13)."""
+    search on the task page uses the same one."""
     terms = keywords(query) or [query.lower()]
     with db_turn():
         if connection.vendor == "postgresql":

@@ -1,4 +1,4 @@
-"""Knowledge-base search for reviewers (issue 13): the agent's own search, run from the
+"""Knowledge-base search for reviewers: the agent's own search, run from the
 task page, and a document page that opens at the matching passage."""
 
 from __future__ import annotations

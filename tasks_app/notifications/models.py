@@ -10,7 +10,7 @@ from tasks_app.workflow.models import Task
 
 
 class WebhookEvent(models.TextChoices):
-    """The events an endpoint can subscribe to (issue 14)."""
+    """The events an endpoint can subscribe to."""
 
     TASK_NEEDS_REVIEW = "task.needs_review", "Task needs review"
     TASK_AWAITING_FEEDBACK = "task.awaiting_feedback", "Task awaits feedback"
@@ -19,17 +19,17 @@ class WebhookEvent(models.TextChoices):
     TASK_FAILED = "task.failed", "Task failed"
     TASK_ABANDONED = "task.abandoned", "Task abandoned"
     VALIDATION_COMPLETED = "validation.completed", "Validation completed"
-    # A verdict drawn for a blind audit, and a person's judgement of it (issue 27).
+    # A verdict drawn for a blind audit, and a person's judgement of it.
     AUDIT_OPENED = "audit.opened", "Audit opened"
     AUDIT_JUDGED = "audit.judged", "Audit judged"
     # An OTLP trace of a task that could not become an attempt, with the reason.
     TRACE_UNUSABLE = "trace.unusable", "Trace unusable"
-    # The audits of a judge's auto-accepts show it drifting: auto-accept stopped (issue 38).
+    # The audits of a judge's auto-accepts show it drifting: auto-accept stopped.
     AUTO_ACCEPT_STOPPED = "auto_accept.stopped", "Auto-accept stopped"
 
 
 class WebhookEndpoint(models.Model):
-    """A URL that receives signed event deliveries for its owner's tasks (issue 14).
+    """A URL that receives signed event deliveries for its owner's tasks.
 
     The secret is kept in clear: signing needs it. It is shown to its owner once, when
     the endpoint is registered, and never again by the API or the UI."""
@@ -69,7 +69,7 @@ class DeliveryStatus(models.TextChoices):
 
 class WebhookDelivery(models.Model):
     """One event for one endpoint: the outbox row, written in the transaction of the
-    status change that caused it, and sent by a job after commit (issue 14). Its
+    status change that caused it, and sent by a job after commit. Its
     ``msg_id`` is the ``webhook-id`` of every attempt, so receivers can de-duplicate."""
 
     endpoint = models.ForeignKey(

@@ -1,4 +1,4 @@
-"""Signed webhooks back to external agents and other programs (issue 14).
+"""Signed webhooks back to external agents and other programs.
 
 Events come from the one place every status change goes through:
 ``tasks_app.workflow.transitions.task_transition`` calls ``webhook_events_for_transition`` in its
@@ -183,7 +183,7 @@ def task_summary(task: Task) -> dict[str, Any]:
 @functools.cache
 def _live_endpoints() -> Prepared:
     """(id, events) of an owner's active endpoints whose token (if any) is not revoked;
-    compiled once (issue 16: this runs in every transition)."""
+    compiled once (this runs in every transition)."""
     return Prepared(
         WebhookEndpoint.objects.filter(owner_id=MARKER_ID, is_active=True)
         .filter(Q(api_token__isnull=True) | Q(api_token__revoked_at__isnull=True))
@@ -214,7 +214,7 @@ def webhook_events_for_transition(
         return []
     endpoints = _subscribed(task, event_types)
     validation = None
-    # The verdict is read only when some endpoint listens (issue 16: the common case,
+    # The verdict is read only when some endpoint listens (the common case,
     # no endpoint, costs one query, not two).
     if verdict and endpoints:
         validation = validation_summary(task, task.attempt_count)
@@ -233,7 +233,7 @@ def webhook_events_for_transition(
     }
     if actor_kind == "user":
         # A person's decision, with its comment: a remark on satisfied, a reason to
-        # abandon, what to revise (issue 26).
+        # abandon, what to revise.
         base["decision"] = _decision(task)
     payloads = {
         event_type: _payload(event_type, base, now=now, validation=validation, task=task)

@@ -1,4 +1,4 @@
-"""Running one attempt of a task (X1, S4, S5, E2).
+"""Running one attempt of a task.
 
 ``attempt_run`` is what the Celery job calls:
 
@@ -56,7 +56,7 @@ class Claim:
     attempt_index: int
     lease_token: str
     task: Task | None = field(default=None, compare=False, repr=False)
-    # Claimed by taking over an attempt whose lease expired (issue 17).
+    # Claimed by taking over an attempt whose lease expired.
     taken_over: bool = False
 
     @property
@@ -65,12 +65,12 @@ class Claim:
 
 
 class LeaseHeld(StaleAction):
-    """Another worker holds a live lease on the attempt (issue 17)."""
+    """Another worker holds a live lease on the attempt."""
 
 
 def _refuse_external(locked: Task) -> dict[str, object]:
     """No extra writes; only a check on the locked row. External tasks are run by their
-    own agent through the API (issue 14): a stray job never starts an attempt on one
+    own agent through the API: a stray job never starts an attempt on one
     (checked here, on the row already locked, so the claim costs no extra statement)."""
     if locked.agent == TaskAgent.EXTERNAL:
         raise StaleAction(f"task {locked.pk} has an external agent; no job runs it")
@@ -78,7 +78,7 @@ def _refuse_external(locked: Task) -> dict[str, object]:
 
 
 class JobResult:
-    """What an attempt or validation job did, as its result and log word (issue 17).
+    """What an attempt or validation job did, as its result and log word.
     The normal paths return the task's new status (``validating``, ``failed``, ...)."""
 
     DUPLICATE = "duplicate"  # the work was done, or the task is not in the expected state
@@ -137,8 +137,8 @@ def attempt_takeover(
     *, task_id: int, worker: str = "", now: datetime | None = None
 ) -> Claim | Task:
     """Take over the running attempt of ``task_id`` whose lease expired (its heartbeat is
-    older than ATTEMPT_LEASE_SECONDS or missing): a redelivered job of a dead worker
-    (issue 17). The same attempt continues under a new lease token, which fences the
+    older than ATTEMPT_LEASE_SECONDS or missing): a redelivered job of a dead worker.
+    The same attempt continues under a new lease token, which fences the
     previous worker out if it still lives; its unfinished runs are ended ``failed``
     (``taken_over``) and kept as evidence. A takeover is an infrastructure re-run
     (``requeue_count + 1``); past ATTEMPT_MAX_REQUEUES the task goes ``failed`` instead
@@ -359,7 +359,7 @@ def attempt_run(*, task_id: int, worker: str = "") -> AttemptOutcome:
     expired), run with heartbeat, finish. The outcome's result is the task's status
     after the finishing transition, ``taken_over`` for a finished takeover, or a
     ``JobResult`` word saying why nothing (more) was done; each of those is logged as
-    one line (issue 17)."""
+    one line."""
     try:
         return _attempt_run(task_id=task_id, worker=worker)
     except (OperationalError, InterfaceError) as exc:
@@ -415,7 +415,7 @@ def _attempt_run(*, task_id: int, worker: str) -> AttemptOutcome:
     claimed = _claim_or_take_over(task_id=task_id, worker=worker)
     if isinstance(claimed, AttemptOutcome):
         return claimed
-    # The attempt's lines name it, until it is over (issue 17: never the thread's later
+    # The attempt's lines name it, until it is over (never the thread's later
     # lines, in a worker or wherever the job function is called).
     with log_context(task_id=task_id, attempt=claimed.attempt_index):
         return _attempt_run_claimed(claimed, task_id=task_id)

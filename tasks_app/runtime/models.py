@@ -1,5 +1,5 @@
 """Agent runs, their transcripts and requests, the tool evidence they gather, and worker
-heartbeats (X2, E2)."""
+heartbeats."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class RunStatus(models.TextChoices):
 
 
 # The finish_reason of a run a dead worker left when a redelivered job took its attempt
-# over, or when the reaper re-queued it (issue 17): the attempt is re-run under the same
+# over, or when the reaper re-queued it: the attempt is re-run under the same
 # index, so these runs are kept as evidence but left out of its validation packet.
 RUN_TAKEN_OVER = "taken_over"
 
@@ -36,17 +36,17 @@ RUN_ABANDONED_BY_DEAD_WORKER = frozenset({RUN_TAKEN_OVER, RUN_LEASE_EXPIRED})
 
 
 class Run(models.Model):
-    """One agent execution within an attempt (E1)."""
+    """One agent execution within an attempt."""
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="runs")
     attempt_index = models.PositiveIntegerField()
     kind = models.CharField(max_length=16, choices=RunKind.choices, default=RunKind.MAIN)
     node_id = models.CharField(max_length=100, blank=True, default="")
     node_role = models.CharField(max_length=200, blank=True, default="")
-    # The name an external agent gave this run within its attempt (issue 14), so streamed
+    # The name an external agent gave this run within its attempt, so streamed
     # events can name the run they belong to; "" for runs of the built-in runtime.
     external_key = models.CharField(max_length=100, blank=True, default="")
-    # Position in the team graph; results are ordered by it, not by completion (X4).
+    # Position in the team graph; results are ordered by it, not by completion.
     graph_index = models.PositiveIntegerField(default=0)
     session_id = models.UUIDField(default=uuid.uuid4)
     model_name = models.CharField(max_length=200)
@@ -56,7 +56,7 @@ class Run(models.Model):
     usage = models.JSONField(default=dict, blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
-    # Cost in money, priced with genai-prices per request and summed at finish (issue 18);
+    # Cost in money, priced with genai-prices per request and summed at finish;
     # null means "cost unknown" (a model genai-prices does not know), never zero.
     cost = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
     cost_currency = models.CharField(max_length=3, blank=True, default="", db_default="")
@@ -67,14 +67,14 @@ class Run(models.Model):
     error = models.TextField(blank=True, default="")
     warnings = models.JSONField(default=list, blank=True)
     # Source data kept with the run that maps to no column: e.g. the OTLP trace's spans
-    # that are neither chat nor tool calls (issue 15).
+    # that are neither chat nor tool calls.
     payload = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["attempt_index", "graph_index", "id"]
         indexes = [
             models.Index(fields=["task", "attempt_index"], name="run_task_attempt"),
-            # Cost per day on the operator overview (issue 18).
+            # Cost per day on the operator overview.
             models.Index(fields=["started_at"], name="run_started"),
         ]
 
@@ -84,7 +84,7 @@ class Run(models.Model):
 
 
 class RunMessage(models.Model):
-    """One message of a run's transcript, in order (E1)."""
+    """One message of a run's transcript, in order."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="messages")
     index = models.PositiveIntegerField()
@@ -106,7 +106,7 @@ class RunMessage(models.Model):
 
 
 class LLMRequestSnapshot(models.Model):
-    """Compact record of one model request (X2); the full request only in debug mode."""
+    """Compact record of one model request; the full request only in debug mode."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="request_snapshots")
     iteration = models.PositiveIntegerField()
@@ -122,7 +122,7 @@ class LLMRequestSnapshot(models.Model):
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     input_tokens = models.PositiveIntegerField(default=0)
     output_tokens = models.PositiveIntegerField(default=0)
-    # Cost in money, priced with genai-prices when the row was written (issue 18);
+    # Cost in money, priced with genai-prices when the row was written;
     # null means "cost unknown" (a model genai-prices does not know), never zero.
     cost = models.DecimalField(max_digits=20, decimal_places=10, null=True, blank=True)
     cost_currency = models.CharField(max_length=3, blank=True, default="", db_default="")
@@ -137,7 +137,7 @@ class LLMRequestSnapshot(models.Model):
 
 
 def content_digest(tool_name: str, content: str) -> str:
-    """Identity of a tool result for de-duplication (E5): same tool, same content."""
+    """Identity of a tool result for de-duplication: same tool, same content."""
     return hashlib.sha256(f"{tool_name}\x00{content}".encode()).hexdigest()
 
 
@@ -148,7 +148,7 @@ class ToolEvidenceQuerySet(models.QuerySet["ToolEvidence"]):
 
 
 class ToolEvidence(models.Model):
-    """One tool result, written the moment the tool returns (E2)."""
+    """One tool result, written the moment the tool returns."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="tool_evidence")
     # Denormalised so packet building and the UI need one indexed query per attempt.
@@ -174,7 +174,7 @@ class ToolEvidence(models.Model):
         ordering = ["run", "sequence"]
         indexes = [
             # An attempt's results (packets), and the task page's first results in list
-            # order read without sorting the others (20,000 in an attempt, issue 26).
+            # order read without sorting the others (20,000 in an attempt).
             models.Index(
                 fields=["task", "attempt_index", "run", "sequence"], name="evidence_task_list"
             ),
@@ -192,7 +192,7 @@ class ToolEvidence(models.Model):
         super().save(*args, **kwargs)
 
     def set_content_fields(self) -> None:
-        """The size and digest of ``content`` (E5): ``save`` sets them, and a caller that
+        """The size and digest of ``content``: ``save`` sets them, and a caller that
         inserts rows in bulk (``bulk_create`` calls no ``save``) calls this first."""
         for name, value in self.content_fields(self.tool_name, self.content).items():
             setattr(self, name, value)
@@ -208,7 +208,7 @@ class ToolEvidence(models.Model):
 
 
 class ServiceHeartbeat(models.Model):
-    """Liveness of a background process, written by the process itself (issue 18).
+    """Liveness of a background process, written by the process itself.
 
     A worker writes one row per host name every ``OPS_HEARTBEAT_SECONDS`` with the
     queues it consumes; beat writes its row when it sends a scheduled job; a heartbeat

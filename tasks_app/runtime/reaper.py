@@ -1,4 +1,4 @@
-"""The reaper (issue 17): running attempts whose worker stopped beating go back to ``open``
+"""The reaper: running attempts whose worker stopped beating go back to ``open``
 (re-run as the same attempt, at most ATTEMPT_MAX_REQUEUES times) or to ``failed`` with the
 reason; runnable tasks and validations left waiting a whole lease period have their job
 sent again, unless the broker still holds it."""
@@ -100,13 +100,13 @@ def _reap_one(attempt: _StaleAttempt, *, cutoff: datetime, now: datetime) -> str
     if locked.heartbeat_at is not None and locked.heartbeat_at >= cutoff:
         return ""
     _fail_dead_runs(attempt, attempt_index=locked.attempt_count, now=now)
-    # An external attempt (issue 14) goes back to open (its agent may submit again; no
+    # An external attempt goes back to open (its agent may submit again; no
     # job is queued) or to failed, as EXTERNAL_ATTEMPT_STALE_ACTION says.
     back_to_open = requeue_count < settings.ATTEMPT_MAX_REQUEUES and (
         not attempt.external or settings.EXTERNAL_ATTEMPT_STALE_ACTION == "open"
     )
     if back_to_open:
-        # An internal attempt is re-run as the same attempt (issue 17: an outage does not
+        # An internal attempt is re-run as the same attempt (an outage does not
         # spend the task's attempts); an external agent submits a new one.
         reason = (
             f"external attempt lease expired (last heartbeat: {seen}); waiting for a new attempt"
@@ -165,7 +165,7 @@ def _fail_dead_runs(attempt: _StaleAttempt, *, attempt_index: int, now: datetime
 
 class _HeldJobs:
     """The broker's queued and unacknowledged job ids, read at most once per sweep and
-    only when some task is waiting (issue 16)."""
+    only when some task is waiting."""
 
     def __init__(self) -> None:
         self._held: Held | None = None
@@ -176,14 +176,14 @@ class _HeldJobs:
     def holds(self, job_id: str) -> bool:
         """True when the broker still holds ``job_id`` for a live worker: queued, or
         delivered to a worker that is alive and not yet acknowledged (running). False
-        when it is lost, when the worker it was delivered to died (issue 17: Redis would
+        when it is lost, when the worker it was delivered to died (Redis would
         hand it back only after the visibility timeout), or when the broker cannot be
         inspected (then a re-send is the safe choice: duplicates are harmless)."""
         if not self._read:
             self._read = True
             self._held = held_jobs()
             # Recorded in the outbox and not published yet (the broker was down): the
-            # relay sends it; a re-send now would only add a copy (issue 17).
+            # relay sends it; a re-send now would only add a copy.
             self._waiting = outbox_waiting_job_ids()
         if not job_id:
             return False
@@ -220,7 +220,7 @@ class _HeldJobs:
 
 
 def _quiet_since(cutoff: datetime) -> Q:
-    """Neither changed nor re-sent since ``cutoff`` (issue 11: ``resent_at`` is the
+    """Neither changed nor re-sent since ``cutoff`` (``resent_at`` is the
     re-send marker; ``updated_at`` only says the row changed)."""
     return Q(updated_at__lt=cutoff) & (Q(resent_at__isnull=True) | Q(resent_at__lt=cutoff))
 
@@ -253,7 +253,7 @@ def _reenqueue_waiting(*, cutoff: datetime, now: datetime, held: _HeldJobs) -> l
     lease period apart."""
     waiting = list(
         Task.objects.filter(_quiet_since(cutoff), status__in=RUNNABLE_STATUSES)
-        .exclude(agent=TaskAgent.EXTERNAL)  # waits for its agent, never re-queued (issue 14)
+        .exclude(agent=TaskAgent.EXTERNAL)  # waits for its agent, never re-queued
         .values_list("pk", "updated_at", "resent_at", "job_id")
     )
     sent: list[int] = []
@@ -284,7 +284,7 @@ def _resend_stale_validations(*, cutoff: datetime, now: datetime, held: _HeldJob
     sent: list[int] = []
     for task_id, updated_at, resent_at, attempt_index, job_id in waiting:
         if held.holds(job_id):
-            continue  # still queued or running: never a second copy (issue 16)
+            continue  # still queued or running: never a second copy
         if validator().verdict(task_id, attempt_index) is not None:
             continue
         with db_turn(), transaction.atomic():

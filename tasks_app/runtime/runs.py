@@ -17,7 +17,7 @@ RUN_END_STATUSES = frozenset({RunStatus.COMPLETED, RunStatus.FAILED})
 
 
 def run_finish(*, run: Run, status: str, fence: Fence | None = None, **values: Any) -> Run:
-    """The one writer of ``Run.status`` (issue 11): end ``run`` as ``completed`` or
+    """The one writer of ``Run.status``: end ``run`` as ``completed`` or
     ``failed`` with its final columns (``values``: finish_reason, output_text, error,
     finished_at, ...). With ``fence`` the write holds the attempt's lease (one statement
     on PostgreSQL) and raises ``LeaseLost``, writing nothing, when the lease is gone;
@@ -40,7 +40,7 @@ def run_finish(*, run: Run, status: str, fence: Fence | None = None, **values: A
     return run
 
 
-# --- Heartbeats of background processes (issue 18) --------------------------------------
+# --- Heartbeats of background processes --------------------------------------
 
 
 @transaction.atomic

@@ -1,4 +1,4 @@
-"""Writes fenced by an attempt's lease (X1, issue 17): a worker whose lease was taken
+"""Writes fenced by an attempt's lease: a worker whose lease was taken
 over (a takeover, the reaper) can no longer write its results. ``Fence`` names the lease;
 ``fenced_insert`` and ``fenced_update`` write in one statement only while the lease is
 held (PostgreSQL), ``Fence.write`` locks the task row around other writes."""

@@ -1,4 +1,4 @@
-"""Tasks, their events, claims and feedback, and the status counts (S, E1)."""
+"""Tasks, their events, claims and feedback, and the status counts."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from project.roles import is_staff_role
 from tasks_app.workflow import states
 from tasks_app.workflow.states import TaskStatus
 
-# The runtime's final answer when it has none (X3); never validated as an answer.
+# The runtime's final answer when it has none; never validated as an answer.
 NO_USABLE_ANSWER = (
     "The agent could not produce a usable answer: the tool budget was spent and the final "
     "answer call failed or returned nothing. The evidence gathered so far is kept."
@@ -35,8 +35,8 @@ class ValidationOutcome(models.TextChoices):
 
 
 class TaskAgent(models.TextChoices):
-    """Who produces a task's attempts: the built-in runtime or a program outside
-    (issue 14), which submits them through the API and never gets a job queued."""
+    """Who produces a task's attempts: the built-in runtime or a program outside,
+    which submits them through the API and never gets a job queued."""
 
     INTERNAL = "internal", "Evidentia's agent runtime"
     EXTERNAL = "external", "An external agent (submits attempts through the API)"
@@ -48,7 +48,7 @@ class TaskQuerySet(models.QuerySet["Task"]):
         return self.defer(*TASK_BIG_FIELDS).select_related("owner", "claimed_by", "assigned_to")
 
     def visible_to(self, user: Any) -> TaskQuerySet:
-        """Requesters see their own tasks; reviewers and operators see all (A2)."""
+        """Requesters see their own tasks; reviewers and operators see all."""
 
         if is_staff_role(user):
             return self
@@ -93,7 +93,7 @@ class Task(models.Model):
         related_name="claimed_tasks",
     )
     claimed_at = models.DateTimeField(null=True, blank=True)
-    # Optional queue assignment (issue 13): who is expected to review it. Unlike a claim
+    # Optional queue assignment: who is expected to review it. Unlike a claim
     # it does not expire and does not stop anyone else from acting.
     assigned_to = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -102,11 +102,11 @@ class Task(models.Model):
         blank=True,
         related_name="assigned_tasks",
     )
-    # Attempt lease (X1): the worker running the current attempt holds this token and
+    # Attempt lease: the worker running the current attempt holds this token and
     # refreshes heartbeat_at; every result write is fenced by the token.
     lease_token = models.CharField(max_length=64, blank=True, default="")
     heartbeat_at = models.DateTimeField(null=True, blank=True)
-    # Infrastructure re-runs (issue 17): how often an attempt of this task was run again
+    # Infrastructure re-runs: how often an attempt of this task was run again
     # because its worker died (re-queued by the reaper, or taken over by a redelivered
     # job), capped by ATTEMPT_MAX_REQUEUES. They are not attempts: max_attempts counts
     # only the answers the validator judged.
@@ -116,18 +116,18 @@ class Task(models.Model):
     attempt_interrupted = models.BooleanField(default=False, db_default=False)
     # The id of the last job sent for this task (its attempt or its validation), written
     # in the transaction that sends it: the reaper re-sends a job only when the broker no
-    # longer holds this id (lost), never while it waits in a queue (issue 16).
+    # longer holds this id (lost), never while it waits in a queue.
     job_id = models.CharField(max_length=64, blank=True, default="")
     # When the reaper last re-sent this task's job because the broker had lost it: the
-    # marker that spaces re-sends one lease period apart (issue 11). ``updated_at`` only
+    # marker that spaces re-sends one lease period apart. ``updated_at`` only
     # says the row changed; a re-send does not touch it.
     resent_at = models.DateTimeField(null=True, blank=True)
-    # Per-task audit rates (issue 27): the share of this task's auto-accepted (and
+    # Per-task audit rates: the share of this task's auto-accepted (and
     # auto-rejected) verdicts drawn for a blind audit; null: AUDIT_RATE (AUDIT_REJECT_RATE).
     audit_rate = models.FloatField(null=True, blank=True)
     audit_reject_rate = models.FloatField(null=True, blank=True)
     # A rate below the deployment's floor (AUDIT_RATE, AUDIT_REJECT_RATE) is an
-    # operator's exception, recorded: who set it, when and why (issue 36).
+    # operator's exception, recorded: who set it, when and why.
     audit_rate_set_by = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.SET_NULL,
@@ -151,7 +151,7 @@ class Task(models.Model):
 
     class Meta:
         # The lists order by (created_at, id); with the id in the index a page's ids are
-        # an index-only scan, however deep the page (issue 16: project.pagination).
+        # an index-only scan, however deep the page (project.pagination).
         indexes = [
             models.Index(fields=["status", "created_at", "id"], name="task_status_created_id"),
             models.Index(fields=["owner", "status"], name="task_owner_status"),
@@ -190,7 +190,7 @@ class Task(models.Model):
 
 
 class TaskEvent(models.Model):
-    """Append-only record of every status change (S3)."""
+    """Append-only record of every status change."""
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
     from_status = models.CharField(max_length=32, choices=TaskStatus.choices)
@@ -208,7 +208,7 @@ class TaskEvent(models.Model):
         ordering = ["at", "id"]
         indexes = [
             models.Index(fields=["task", "at"], name="taskevent_task_at"),
-            # The review queue's "decided today" (issue 16): people's decisions on tasks
+            # The review queue's "decided today": people's decisions on tasks
             # waiting for review, by time; without it each queue load read every event.
             models.Index(
                 fields=["at"],
@@ -228,7 +228,7 @@ class ClaimEventKind(models.TextChoices):
 
 
 class ClaimEvent(models.Model):
-    """Append-only record of a review claim changing hands (issue 11, U3): who, when, and
+    """Append-only record of a review claim changing hands: who, when, and
     who held it before. Written by ``task_claim``, ``task_release_claim`` and by
     ``task_transition`` when a task leaves review with a claim still on it."""
 
@@ -268,7 +268,7 @@ class ClaimEvent(models.Model):
 
 
 class ReviewVisit(models.Model):
-    """When a reviewer first opened a task's review page for one attempt (issue 27: the
+    """When a reviewer first opened a task's review page for one attempt (the
     review team's time per item, first view to decision). One row per (task, attempt,
     reviewer); later visits do not move it."""
 
@@ -299,7 +299,7 @@ class FeedbackAction(models.TextChoices):
 
 
 class DecisionState(models.TextChoices):
-    """Where a decision stands in its undo window (issue 26): ``pending`` until
+    """Where a decision stands in its undo window: ``pending`` until
     ``applies_at`` (it can be undone and nothing follows from it yet), then ``applied``
     by ``decision_apply``; ``undone`` by its author or staff inside the window; ``void``
     when the task had moved on before it could apply. Notes are ``applied`` at once."""
@@ -379,7 +379,7 @@ STATUS_COUNT_SHARDS = 16
 
 
 class TaskStatusCount(models.Model):
-    """How many tasks are in each status (issue 16), kept by PostgreSQL triggers on
+    """How many tasks are in each status, kept by PostgreSQL triggers on
     ``tasks_app_task`` in the writing transaction (migration 0006): insert, delete and
     COPY per statement, a status change per row. Counts per status are then a sum over
     a few rows instead of a scan of the task table. Spread over shards (task id modulo
@@ -404,8 +404,8 @@ class OutboxJobQuerySet(models.QuerySet["OutboxJob"]):
 
 
 class OutboxJob(models.Model):
-    """A background job recorded in the transaction of the work that needs it (issue 17:
-    the transactional outbox). Published to the broker right after the commit when the
+    """A background job recorded in the transaction of the work that needs it (the
+    transactional outbox). Published to the broker right after the commit when the
     broker answers, else by the relay (``tasks_app.workflow.outbox``) once it is back:
     a request never fails after its write committed, and no job is lost with the broker."""
 

@@ -1,4 +1,4 @@
-"""The transactional outbox (issue 17): background jobs survive a broker outage.
+"""The transactional outbox: background jobs survive a broker outage.
 
 ``outbox_send`` records a job as an ``OutboxJob`` row in the caller's transaction and,
 once that transaction commits, publishes it at once. When the broker does not answer,
@@ -159,11 +159,11 @@ def outbox_purge(*, now: Any = None) -> int:
 
 def outbox_waiting_job_ids() -> set[str]:
     """Ids of jobs recorded but not yet published: the broker will hold them, so the
-    reaper must not send them again (issue 16)."""
+    reaper must not send them again."""
     return set(OutboxJob.objects.unpublished().values_list("job_id", flat=True))
 
 
-# One statement (issue 16): lock the row unless another publisher holds it, mark it
+# One statement: lock the row unless another publisher holds it, mark it
 # published and read it; the mark commits only with the publication (same transaction).
 _TAKE = (
     'UPDATE "tasks_app_outboxjob" SET "published_at" = %s, "attempts" = "attempts" + 1 '

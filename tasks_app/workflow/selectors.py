@@ -23,7 +23,7 @@ from tasks_app.workflow.signals import task_seen_by
 
 
 def pending_decision_by(user: Any) -> Feedback | None:
-    """The person's latest decision still in its undo window (issue 26), for the toast."""
+    """The person's latest decision still in its undo window, for the toast."""
     if not getattr(user, "is_authenticated", False):
         return None
     return (
@@ -37,7 +37,7 @@ def pending_decision_by(user: Any) -> Feedback | None:
 
 
 def pending_decision_on(task_id: int) -> Feedback | None:
-    """The task's decision still in its undo window, if any (issue 26)."""
+    """The task's decision still in its undo window, if any."""
     return (
         Feedback.objects.pending()
         .filter(task_id=task_id)
@@ -64,7 +64,7 @@ def visible_tasks(user: Any) -> TaskQuerySet:
 
 
 def get_visible_task(user: Any, task_id: int, *, channel: str = "the API") -> Task:
-    """The task if ``user`` may see it; otherwise 404, whether or not it exists (A2).
+    """The task if ``user`` may see it; otherwise 404, whether or not it exists.
     The read is reported (``task_seen``: it shows the task's status and verdict)."""
     task = visible_tasks(user).select_related("owner", "claimed_by").filter(pk=task_id).first()
     if task is None:
@@ -83,7 +83,7 @@ def require_visible_task(user: Any, task_id: int, *, channel: str = "the API") -
 
 
 def task_history(task_id: int) -> list[TaskEvent | ClaimEvent]:
-    """The task's status changes and claim events (issue 11), oldest first."""
+    """The task's status changes and claim events, oldest first."""
     events: list[TaskEvent | ClaimEvent] = [
         *TaskEvent.objects.filter(task_id=task_id).select_related("actor"),
         *ClaimEvent.objects.filter(task_id=task_id).select_related("actor", "previous_holder"),
@@ -93,7 +93,7 @@ def task_history(task_id: int) -> list[TaskEvent | ClaimEvent]:
 
 
 def visible_task(request: HttpRequest, task_id: int, *, defer_big: bool = True) -> Task:
-    """The task if this user may see it (A2), else 404 (no existence leak); the read is
+    """The task if this user may see it, else 404 (no existence leak); the read is
     reported (``task_seen``, channel: the page's path)."""
     qs = Task.objects.visible_to(request.user).select_related("owner", "claimed_by")
     if defer_big:
@@ -104,7 +104,7 @@ def visible_task(request: HttpRequest, task_id: int, *, defer_big: bool = True) 
 
 
 def can_act(user: Any, task: Task) -> bool:
-    """The owner decides on their own task; reviewers on any (S5, U3)."""
+    """The owner decides on their own task; reviewers on any."""
     return task.owner_id == user.pk or roles.is_reviewer(user)
 
 
@@ -116,7 +116,7 @@ def tasks_for_list(tasks: TaskQuerySet, *, ordering: str) -> TaskQuerySet:
 
 
 def status_counts(base: TaskQuerySet | None = None) -> dict[str, int]:
-    """How many tasks are in each status (U1). For all tasks on PostgreSQL this sums the
+    """How many tasks are in each status. For all tasks on PostgreSQL this sums the
     trigger-kept counters (TaskStatusCount: a few rows whatever the table's size, issue
     16); for a subset (a requester's own tasks) or on SQLite it counts the rows."""
     if base is None and connection.vendor == "postgresql":

@@ -1,8 +1,8 @@
-"""Every write that changes a task's state (S3, S5, U3).
+"""Every write that changes a task's state.
 
 ``task_transition`` is the only place that assigns ``Task.status``. It locks the row,
 checks the one transition table, applies the change and writes a ``TaskEvent``, all in
-one transaction. It also owns the fields that follow from the status (issue 11): the
+one transaction. It also owns the fields that follow from the status: the
 version, the attempt number and lease (written on entering ``running``, cleared on
 leaving it) and the review claim (cleared when the task leaves review); its ``updates``
 may not touch them. Claims change hands only through ``task_claim`` and
@@ -74,8 +74,8 @@ def job_send_on_commit(
 ) -> str:
     """Record ``job`` in the outbox in the current transaction and publish it once the
     transaction commits (a rolled-back transaction sends nothing; a broker that is down
-    leaves it to the outbox relay, issue 17) under a job id stored on the task, so the
-    reaper can ask the broker whether it is still queued (issue 16). Pass ``job_id`` when
+    leaves it to the outbox relay) under a job id stored on the task, so the
+    reaper can ask the broker whether it is still queued. Pass ``job_id`` when
     the caller already wrote it to the task row (saves a statement); ``job`` is a job or
     its name; ``countdown``
     delays the job that many seconds; returns the id."""
@@ -91,9 +91,9 @@ def job_enqueue(
     job: Any, args: tuple[Any, ...], *, task_ref: int | None = None, countdown: float = 0
 ) -> str:
     """Send ``job`` (a job or its name) through the outbox once the current transaction
-    commits, for jobs whose id the task does not record (a replay, an OTLP trace's
-    assembly), to run no earlier than ``countdown`` seconds from now; returns the job id
-    (issue 17)."""
+        commits, for jobs whose id the task does not record (a replay, an OTLP trace's
+        assembly), to run no earlier than ``countdown`` seconds from now; returns the job id
+    ."""
     job_id = new_job_id()
     name = job if isinstance(job, str) else job.name
     outbox_send(name, args, job_id=job_id, task_ref=task_ref, countdown=countdown)
@@ -103,7 +103,7 @@ def job_enqueue(
 def attempt_enqueue(task_id: int, *, job_id: str = "") -> str:
     """Queue the next attempt of a task once the current transaction commits.
     Redelivery is harmless: the job claims. External tasks get no job: their agent
-    submits attempts through the API (issue 14); returns "" then."""
+    submits attempts through the API; returns "" then."""
     if Task.objects.filter(pk=task_id, agent=TaskAgent.EXTERNAL).exists():
         return ""
 
@@ -141,7 +141,7 @@ def task_create(
     *, owner: Any, request: str, enqueue: bool = True, **fields: Unpack[TaskFields]
 ) -> Task:
     """Create a task in ``open`` and queue its first attempt after commit; an external
-    task (issue 14) waits for its agent to submit one through the API. ``audit_rate``
+    task waits for its agent to submit one through the API. ``audit_rate``
     and ``audit_reject_rate`` (0..1, None: the settings) are the shares of its automatic
     verdicts drawn for a blind audit: a requester may raise them above the deployment's
     floor (the settings), never lower them; only an operator may, with
@@ -257,7 +257,7 @@ FEEDBACK_TARGETS = {
 }
 
 
-# The job that applies a pending decision when its undo window closes (issue 26).
+# The job that applies a pending decision when its undo window closes.
 APPLY_DECISION_JOB = "tasks_app.apply_decision"
 
 
@@ -309,7 +309,7 @@ def task_decide(
     force: bool = False,
     undo_seconds: float | None = None,
 ) -> Feedback:
-    """Record a person's decision (S5, issue 26). With an undo window
+    """Record a person's decision. With an undo window
     (``undo_seconds``, by default ``DECISION_UNDO_SECONDS``) it is ``pending`` and nothing
     follows from it until ``applies_at``, when the ``tasks_app.apply_decision`` job (or
     the sweep) applies it through ``task_transition``; ``decision_undo`` cancels it
@@ -399,7 +399,7 @@ def task_apply_feedback(
     expected_version: int | None = None,
     force: bool = False,
 ) -> Task:
-    """Apply a person's decision at once, with no undo window (S5): satisfied → closed,
+    """Apply a person's decision at once, with no undo window: satisfied → closed,
     revise → needs_revision and a new attempt, abandon → abandoned."""
     task_decide(
         task_id=task_id,
@@ -415,7 +415,7 @@ def task_apply_feedback(
 
 @transaction.atomic
 def decision_apply(*, feedback_id: int, now: Any = None) -> str:
-    """Apply a pending decision whose window has closed (issue 26). Idempotent: returns
+    """Apply a pending decision whose window has closed. Idempotent: returns
     ``applied``, ``not_due`` (its time has not come), ``done`` (already applied, undone
     or void), ``gone`` (no such row) or ``void`` (the task had moved on: nothing done)."""
     now = now or timezone.now()
@@ -464,7 +464,7 @@ def decision_apply_due(*, now: Any = None) -> list[int]:
 def decision_undo(
     *, feedback_id: int, actor: Any, task_id: int | None = None, now: Any = None
 ) -> Feedback:
-    """Cancel a pending decision inside its window (issue 26), by its author or a reviewer:
+    """Cancel a pending decision inside its window, by its author or a reviewer:
     nothing it would have caused happens, and the timeline says who undid it. After the
     window (or when it is not pending) StaleAction; someone else's, Forbidden."""
     now = now or timezone.now()
@@ -516,7 +516,7 @@ def task_add_note(*, task_id: int, actor: Any, comment: str) -> Feedback:
 
 @transaction.atomic
 def task_claim(*, task_id: int, reviewer: Any, force: bool = False) -> Task:
-    """Claim a task for review (U3). A live claim by someone else is refused unless
+    """Claim a task for review. A live claim by someone else is refused unless
     forced: then it is a take-over. Writes a ``ClaimEvent`` naming the previous holder."""
     now = timezone.now()
     # Row lock: two reviewers claiming at once are serialised, so the second one sees
@@ -541,7 +541,7 @@ def task_claim(*, task_id: int, reviewer: Any, force: bool = False) -> Task:
 
 @transaction.atomic
 def task_release_claim(*, task_id: int, reviewer: Any, force: bool = False) -> Task:
-    """Give up a claim (U3); someone else's live claim only with ``force``. Writes a
+    """Give up a claim; someone else's live claim only with ``force``. Writes a
     ``ClaimEvent``; releasing when nobody holds the claim changes nothing."""
     task = Task.objects.select_for_update().get(pk=task_id)
     if task.claimed_by_id not in (None, reviewer.pk) and task.claim_is_live() and not force:
@@ -557,8 +557,8 @@ def task_release_claim(*, task_id: int, reviewer: Any, force: bool = False) -> T
 
 @transaction.atomic
 def task_assign(*, task_id: int, assignee: Any | None, actor: Any) -> Task:
-    """Assign a task to a reviewer, or clear the assignment with ``assignee=None``
-    (issue 13). Only open tasks can be assigned; the assignment is advice, not a lock."""
+    """Assign a task to a reviewer, or clear the assignment with ``assignee=None``.
+    Only open tasks can be assigned; the assignment is advice, not a lock."""
 
     task = Task.objects.select_for_update().get(pk=task_id)
     if task.is_terminal:

@@ -27,9 +27,9 @@ TERMINAL_STATUSES = frozenset({S.FAILED, S.CLOSED, S.ABANDONED})
 EXECUTION_ACTIVE_STATUSES = frozenset({S.RUNNING, S.VALIDATING})
 USER_ACTION_STATUSES = frozenset({S.AWAITING_FEEDBACK, S.NEEDS_REVIEW})
 # "Open" means the task can still take feedback or a revision; it does not mean the
-# scheduler may run it (S2, S4): needs_review is open but never auto-runnable.
+# scheduler may run it: needs_review is open but never auto-runnable.
 OPEN_STATUSES = frozenset(set(S) - TERMINAL_STATUSES)
-# Statuses from which a scheduler, retry or poller may start an attempt (S4).
+# Statuses from which a scheduler, retry or poller may start an attempt.
 RUNNABLE_STATUSES = frozenset({S.OPEN, S.NEEDS_REVISION})
 
 TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
@@ -37,7 +37,7 @@ TRANSITIONS: dict[TaskStatus, frozenset[TaskStatus]] = {
     S.OPEN: frozenset({S.RUNNING, S.ABANDONED}),
     # The attempt produced an answer (validating), none (failed), or was re-queued by
     # the reaper after its worker died (open). running -> running: a redelivered job
-    # takes over the same attempt whose lease expired, under a new lease (issue 17).
+    # takes over the same attempt whose lease expired, under a new lease.
     S.RUNNING: frozenset({S.RUNNING, S.VALIDATING, S.FAILED, S.OPEN, S.ABANDONED}),
     # V2: accepted, doubtful or validator error, rejected with attempts left, or
     # rejected on the last attempt with no usable answer.

@@ -1,8 +1,8 @@
-"""The one place that assigns ``Task.status`` (S3, S5): ``task_transition`` takes a
+"""The one place that assigns ``Task.status``: ``task_transition`` takes a
 ``Transition`` (the task, where it goes, who asks and why, what the caller saw, the fields
 written with it), locks the row, checks the one transition table, applies the change
 and writes a ``TaskEvent``, all in one transaction. It also owns the fields that follow
-from the status (issue 11): the version, the attempt number and lease (written on
+from the status: the version, the attempt number and lease (written on
 entering ``running``, cleared on leaving it) and the review claim (cleared when the task
 leaves review); a transition's ``updates`` may not touch them."""
 
@@ -74,7 +74,7 @@ class Transition:
     over. ``reason`` and ``updates`` may be functions of the locked row; ``updates``
     naming a field this module owns (``TRANSITION_OWNED_FIELDS``) raises ValueError and
     nothing is written. ``rerun`` marks the reaper's ``running`` -> ``open`` of an
-    attempt whose worker died: an infrastructure re-run, not a new attempt (issue 17).
+    attempt whose worker died: an infrastructure re-run, not a new attempt.
     """
 
     task_id: int
@@ -170,7 +170,7 @@ def _apply(task: Task, change: Transition, *, from_status: str) -> str:
 
 
 def _announce(task: Task, change: Transition, *, from_status: str, reason: str) -> None:
-    """What follows the change subscribes to it (webhook events, issue 14); in this
+    """What follows the change subscribes to it (webhook events); in this
     transaction and after ``on_applied``, whose verdict a subscriber may read."""
     task_transitioned.send(
         sender=Task,
@@ -242,11 +242,11 @@ def _release_review_claim(
 
 
 def _move_lease(task: Task, *, from_status: str, rerun: bool) -> list[str]:
-    """The attempt's lease after the change (X1, issue 17); returns the fields changed."""
+    """The attempt's lease after the change; returns the fields changed."""
     if task.status == TaskStatus.RUNNING:
         # The next attempt starts, under a lease of its own: its worker holds the token,
-        # refreshes the heartbeat, and every result write is fenced by the token (X1).
-        # running -> running is a takeover of the same attempt (issue 17): a new lease
+        # refreshes the heartbeat, and every result write is fenced by the token.
+        # running -> running is a takeover of the same attempt: a new lease
         # fences the previous worker out; the attempt number stays.
         if from_status != TaskStatus.RUNNING and not task.attempt_interrupted:
             task.attempt_count = task.attempt_count + 1
@@ -260,7 +260,7 @@ def _move_lease(task: Task, *, from_status: str, rerun: bool) -> list[str]:
     task.heartbeat_at = None
     changed = ["lease_token", "heartbeat_at"]
     if rerun or task.attempt_interrupted:
-        # Only an attempt re-queued after its worker died is re-run (issue 17).
+        # Only an attempt re-queued after its worker died is re-run.
         task.attempt_interrupted = rerun and from_status == TaskStatus.RUNNING
         changed.append("attempt_interrupted")
     return changed
@@ -287,7 +287,7 @@ def _task_loader() -> tuple[str, list[str], list[tuple[int, Any, list[Any]]]]:
 
 def _lock_task(task_id: int) -> Task:
     """``Task.objects.select_for_update().get(pk=task_id)``; on PostgreSQL from a query
-    built once (issue 16: the ORM compiled it again on every transition)."""
+    built once (the ORM compiled it again on every transition)."""
     if connection.vendor != "postgresql":
         return Task.objects.select_for_update().get(pk=task_id)
     sql, names, converters = _task_loader()
@@ -319,8 +319,8 @@ def _event_insert() -> tuple[list[Any], str]:
 
 
 def _save_with_event(task: Task, update_fields: list[str], event: TaskEvent) -> None:
-    """``task.save(update_fields=...)`` and ``event.save()``. On PostgreSQL one statement
-    (issue 16): ``WITH moved AS (UPDATE task ... RETURNING id) INSERT INTO taskevent
+    """``task.save(update_fields=...)`` and ``event.save()``. On PostgreSQL one statement:
+    ``WITH moved AS (UPDATE task ... RETURNING id) INSERT INTO taskevent
     ... FROM moved``, without the ORM's per-call compilation. The caller holds the
     row lock, so the update always finds the row."""
     if connection.vendor != "postgresql":

@@ -22,12 +22,12 @@ log = logging.getLogger(__name__)
 
 
 def validation_claim(*, task_id: int, attempt_index: int) -> datetime | None:
-    """Claim the validation of ``attempt_index`` before any model call (issue 16): one
+    """Claim the validation of ``attempt_index`` before any model call: one
     conditional UPDATE, so of two copies of the job (a redelivery, a re-send) only one
     calls the validator model. Returns the claim's time stamp (None: not claimed). The
     job keeps its claim fresh while it runs (``ClaimKeeper``); a claim not refreshed for
-    ``ATTEMPT_LEASE_SECONDS`` belonged to a job that died, and may be taken over at once
-    (issue 17), not after the job's hard time limit."""
+    ``ATTEMPT_LEASE_SECONDS`` belonged to a job that died, and may be taken over at once,
+    not after the job's hard time limit."""
     now = timezone.now()
     expired = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
     claimed = (
@@ -39,8 +39,8 @@ def validation_claim(*, task_id: int, attempt_index: int) -> datetime | None:
 
 
 class ClaimKeeper(Keeper):
-    """Refreshes a validation claim from a thread while the validator model is called
-    (issue 17), every third of ``ATTEMPT_LEASE_SECONDS``, fenced by the stamp it last
+    """Refreshes a validation claim from a thread while the validator model is called,
+    every third of ``ATTEMPT_LEASE_SECONDS``, fenced by the stamp it last
     wrote: once another job took the claim over, or the task moved on, it stops."""
 
     def __init__(self, *, task_id: int, attempt_index: int, stamp: datetime) -> None:
@@ -79,7 +79,7 @@ _CLAIM_AND_READ = (
 
 def validation_claim_and_read(*, task_id: int, attempt_index: int) -> tuple[Task, datetime] | None:
     """``validation_claim`` and the task read together, as (task, claim stamp): on
-    PostgreSQL one ``UPDATE ... RETURNING`` (issue 16: one statement less per
+    PostgreSQL one ``UPDATE ... RETURNING`` (one statement less per
     validation). None when not claimed (the task is gone, moved on, or another job
     holds the claim)."""
     if connection.vendor != "postgresql":

@@ -23,7 +23,7 @@ REJECTED = "rejected"
 
 @dataclass(frozen=True)
 class Verdict:
-    """The latest original verdict (not a replay) on one attempt (V1)."""
+    """The latest original verdict (not a replay) on one attempt."""
 
     id: int
     attempt_index: int
@@ -54,7 +54,7 @@ class Validator(Protocol):
         ...
 
     def rendered_evidence(self, task: Task, attempt_index: int) -> str:
-        """The attempt's evidence as the validator reads it: full, unabridged (E4)."""
+        """The attempt's evidence as the validator reads it: full, unabridged."""
         ...
 
     def attempt_verdicts(self, task_id: int) -> dict[int, tuple[int, str]]:

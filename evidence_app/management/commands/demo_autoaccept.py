@@ -1,4 +1,4 @@
-"""Show auto-accept at a certified risk on the demo (issue 38), once the demo has settled
+"""Show auto-accept at a certified risk on the demo, once the demo has settled
 (``make run`` runs it in the background, beside ``demo_audits``):
 
     manage.py demo_autoaccept --wait 300

@@ -1,4 +1,4 @@
-"""Measure a validator model on the labelled judge_bench cases (issue 12).
+"""Measure a validator model on the labelled judge_bench cases.
 
     manage.py judge_bench                                # the current judge, held-out half
     manage.py judge_bench --model openai:gpt-4.1 --template terse --json var/judge.json
@@ -18,7 +18,7 @@ every case's verdict. The case format is in docs/validator.md. ``--from-reviews`
 the team's own labelled cases (decided tasks and judged audits, dataset ``team``) instead
 of the shipped files, or beside the ``--cases-file`` files given.
 
-At a certified risk (issue 38): unless ``--no-certify`` or ``--split dev``, the dev half
+At a certified risk: unless ``--no-certify`` or ``--split dev``, the dev half
 is judged too (it is not in the report above) and, per dataset, the threshold certified
 on its accepted verdicts at ``--target`` (default TRUST_TARGET_FALSE_ACCEPT) is printed
 with the share of held-out correct answers it auto-accepts and the wrong ones it

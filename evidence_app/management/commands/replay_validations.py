@@ -1,4 +1,4 @@
-"""Replay the validator over a filtered set of tasks and compare (V9).
+"""Replay the validator over a filtered set of tasks and compare.
 
     manage.py replay_validations --status needs_review --template terse
     manage.py replay_validations --task 12 --task 15 --model openai:gpt-4.1 --dry-run

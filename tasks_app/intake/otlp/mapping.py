@@ -1,4 +1,4 @@
-"""From the spans of one trace to one external attempt (issue 15): the OpenTelemetry
+"""From the spans of one trace to one external attempt: the OpenTelemetry
 GenAI semantic conventions, as pydantic-ai and other frameworks emit them, mapped onto
 the same attempt schema the attempts API takes. docs/otlp.md has the table.
 

@@ -1,4 +1,4 @@
-"""``manage.py check_health``: the readiness checks of ``/ready`` for shell use (issue 18).
+"""``manage.py check_health``: the readiness checks of ``/ready`` for shell use.
 
 Exit status 0 when every check passes, 1 otherwise (usable in scripts and
 container health checks); ``--json`` prints the same body as ``/ready``.

@@ -1,4 +1,4 @@
-"""``manage.py create_api_token USER [--name NAME]``: print a new API token (A2)."""
+"""``manage.py create_api_token USER [--name NAME]``: print a new API token."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""The agent runtime: model resolution, the agent loop, tools, teams, offline models (X)."""
+"""The agent runtime: model resolution, the agent loop, tools, teams, offline models."""

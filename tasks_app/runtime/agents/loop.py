@@ -1,4 +1,4 @@
-"""AgentLoop: model + tools + a tool budget; our code owns the loop (X2, X3, E2).
+"""AgentLoop: model + tools + a tool budget; our code owns the loop.
 
 Each model request is a pydantic-ai direct request (``model_request_with_retry``).
 Every message becomes a ``RunMessage``, every tool result a ``ToolEvidence`` row the

@@ -1,4 +1,4 @@
-"""``offline:researcher``: a deterministic, network-free research agent (X7).
+"""``offline:researcher``: a deterministic, network-free research agent.
 
 It is not an LLM. It really uses the tools it is offered: first ``search_knowledge``
 with the key words of the request, then ``read_document`` on the best one to three
@@ -6,7 +6,7 @@ hits, then it answers extractively: the sentences of what it read that share the
 key words with the request, quoted, each citing its document title. Offered no tools
 (synthesis, finalization), it answers the same way from the evidence in its prompt.
 
-It follows the researcher's rules (issue 12): each part of the request (a two-part
+It follows the researcher's rules: each part of the request (a two-part
 question has two) needs a sentence sharing at least ``PART_COVER`` of that part's key
 words; a part nothing it read addresses is answered "The knowledge base I searched does
 not state …" instead of quoting unrelated sentences. On a revision it searches again

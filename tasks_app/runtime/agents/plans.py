@@ -1,4 +1,4 @@
-"""Execution plans: a single agent or a team (X4, X5), validated by pydantic.
+"""Execution plans: a single agent or a team, validated by pydantic.
 
 A stored ``Task.plan`` of ``{}`` means a single agent with the defaults. A team plan::
 

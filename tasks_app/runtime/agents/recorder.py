@@ -1,9 +1,9 @@
-"""Writing a run's evidence as it happens (E1, E2, X1, X2).
+"""Writing a run's evidence as it happens.
 
 Every write is its own small transaction, so a crash later in the run loses nothing
-already gathered (E2). When the run belongs to a leased attempt, every write is fenced
+already gathered. When the run belongs to a leased attempt, every write is fenced
 by the lease token, so a worker whose lease was taken over (reaper, abandon) writes
-nothing. On PostgreSQL a fenced write is **one statement** (issue 16): a data-modifying
+nothing. On PostgreSQL a fenced write is **one statement**: a data-modifying
 CTE refreshes the heartbeat with ``UPDATE task ... WHERE lease_token = ... RETURNING``
 (which row-locks the task, as the reaper's takeover does) and inserts the rows only if
 that returned the task. A turn's rows (a request snapshot and the model's message, a
@@ -86,7 +86,7 @@ class RunRecorder:
         self.evidence_sequence = 0
         self.snapshot_iteration = 0
         self._last_fenced = float("-inf")
-        # Sum of the priced requests of this run (issue 18), written to the run at finish.
+        # Sum of the priced requests of this run, written to the run at finish.
         self.cost = CostTotal()
         row = {
             "task_id": task_id,
@@ -133,7 +133,7 @@ class RunRecorder:
 
     def check(self) -> None:
         """Called before each step: stop if the attempt was abandoned or taken over. A
-        fenced write in the last second already checked the lease and beat (issue 16)."""
+        fenced write in the last second already checked the lease and beat."""
         if self.fence and time.monotonic() - self._last_fenced > FRESH_SECONDS:
             self.fence.beat()
 
@@ -197,7 +197,7 @@ class RunRecorder:
 
     def add_tool_result(self, call: ToolCallPart, output: ToolOutput) -> None:
         """The tool result as evidence and as a transcript row, written together the
-        moment the tool returned (E2)."""
+        moment the tool returned."""
         evidence = {
             "run_id": self.run.pk,
             "task_id": self.run.task_id,
@@ -233,7 +233,7 @@ class RunRecorder:
         self.evidence_sequence += 1
 
     def add_snapshot(self, call: ModelCall, *, with_response: bool = False) -> None:
-        """A compact record of one model request (X2); the full request only in debug.
+        """A compact record of one model request; the full request only in debug.
         ``with_response`` also records the model's message (``add_response``) in the
         same write."""
         usage = call.response.usage if call.response is not None else None

@@ -1,4 +1,4 @@
-"""Team execution (X4, X5): nodes in graph batches, parallel batches on threads
+"""Team execution: nodes in graph batches, parallel batches on threads
 bounded by ``MAX_PARALLEL_TEAM_NODES``, results in graph order, then a synthesis run
 with no tools (unless the plan grants a small budget) from the rendered team evidence.
 """

@@ -1,4 +1,4 @@
-"""The agent's tools (X8), one module per job: ``registry`` (declare, offer and run
+"""The agent's tools, one module per job: ``registry`` (declare, offer and run
 tools; errors become results), ``knowledge`` (``search_knowledge``, ``read_document``),
 ``fetch`` (``fetch_url`` behind the SSRF guard). Importing the package registers them."""
 

@@ -1,4 +1,4 @@
-"""``fetch_url`` (X8): HTTP(S) with the SSRF guard of ``project.netguard`` checked
+"""``fetch_url``: HTTP(S) with the SSRF guard of ``project.netguard`` checked
 after DNS resolution and on every redirect, and size and time limits."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Knowledge-base tools (X8): searching the knowledge base (``tasks_app.knowledge.search``)
+"""Knowledge-base tools: searching the knowledge base (``tasks_app.knowledge.search``)
 and reading a document in full."""
 
 from __future__ import annotations

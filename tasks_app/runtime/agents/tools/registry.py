@@ -1,4 +1,4 @@
-"""The tool registry (X8): one place tools are declared, offered and run; a tool
+"""The tool registry: one place tools are declared, offered and run; a tool
 error becomes a result the model reads, never a crash."""
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def tool_definitions(names: list[str] | tuple[str, ...]) -> list[ToolDefinition]
 
 def run_tool(name: str, arguments: Mapping[str, Any] | str | None) -> ToolOutput:
     """Run a registered tool; unknown tools, bad arguments and failures come back as an
-    error result (X8) so the model can react."""
+    error result so the model can react."""
     tool = REGISTRY.get(name)
     if tool is None:
         return ToolOutput(content=f"Error: there is no tool named '{name}'.", is_error=True)
@@ -72,7 +72,7 @@ def run_tool(name: str, arguments: Mapping[str, Any] | str | None) -> ToolOutput
         return ToolOutput(content=f"Error: bad arguments for {name}: {exc}", is_error=True)
     except ToolError as exc:
         return ToolOutput(content=f"Error: {exc}", is_error=True)
-    except Exception as exc:  # a tool bug must not end the run (X8)
+    except Exception as exc:  # a tool bug must not end the run
         log.exception("tool %s failed", name)
         return ToolOutput(
             content=f"Error: {name} failed: {type(exc).__name__}: {exc}", is_error=True
