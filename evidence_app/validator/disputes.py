@@ -56,7 +56,6 @@ _POLARITY = frozenset(
     excludes excluded zero exclusively solely""".split()
 )
 _LIMITING = frozenset({"only", "exclusively", "solely"})
-_LIMITING = frozenset({"only", "exclusively", "solely"})
 _NOT_PRIVATIVE_UN = ("under", "unit", "union", "uniq", "unive", "until", "unifo", "unles")
 _TENS = {
     w: 10 * (i + 2)
@@ -343,12 +342,51 @@ def _about_other_subject(other: _Words, other_toks: list[Token], claim: _Claim) 
     return any(0 < at < other.verb_at and not _known(n, claim.known) for at, n in other.names)
 
 
-def _same_subject(other: _Words, claim: _Claim) -> bool:
-    """The sentence shares a name or two content words with the claim."""
+def _same_subject(other: _Words, other_toks: list[Token], claim: _Claim) -> bool:
+    """The sentence shares a name or two content words with the claim, one of them in its
+    subject when its subject holds a word other than a name: words it shares only after its verb
+    ("… within your first 14 days: … the code of conduct", "… 30 days of paid annual
+    leave") say nothing of what it is about."""
     names = {n for _at, n in claim.words.names}
     if any(n in names for _at, n in other.names):
         return True
-    return len(other.content & claim.words.content) >= SAME_SUBJECT_WORDS
+    shared = other.content & claim.words.content
+    if len(shared) < SAME_SUBJECT_WORDS:
+        return False
+    # A name may be who the claim's "He" or "The film" is: only other words tell.
+    subject = {t.norm for i, t in enumerate(other_toks[: other.verb_at]) if not _name_word(i, t)}
+    subject &= other.content
+    return not subject or bool(shared & subject)
+
+
+def _opening_phrase(toks: list[Token]) -> list[Token]:
+    """The words the sentence opens with, after its article, up to the first function
+    word or punctuation ("The holiday freeze covers …": holiday, freeze, covers)."""
+    start = 1 if toks and toks[0].lower in FILLERS else 0
+    out: list[Token] = []
+    for t in toks[start:]:
+        if not _content(t):
+            break
+        out.append(t)
+    return out
+
+
+def _another_kind(other_toks: list[Token], claim: _Claim) -> bool:
+    """Both open with the same word qualified otherwise: "The holiday freeze …" against
+    "The annual peak-season code freeze …" is another freeze (each qualifier, a word in
+    lower case, in one only)."""
+    mine, theirs = _opening_phrase(claim.toks), _opening_phrase(other_toks)
+    other_words = {t.norm for t in other_toks}
+    for j, t in enumerate(theirs[1:], start=1):
+        at = next((i for i, c in enumerate(mine) if c.norm == t.norm), 0)
+        if at == 0:
+            continue
+        qualifier, own = theirs[j - 1], mine[at - 1]
+        if any(q.text[:1].isupper() for q in (qualifier, own)):
+            continue  # a name may be the claim's subject ("Mohra got …", "The film got …")
+        if qualifier.lower not in claim.known and own.norm not in other_words:
+            return True
+    return False
 
 
 def _update_disputes(text: str, claim: _Claim) -> bool | None:
@@ -499,7 +537,9 @@ def _other_kind(other_toks: list[Token], other: _Words, claim: _Claim) -> bool:
 
 def _reason(s: Sentence, claim: _Claim, vocabulary: set[str]) -> str:
     other = _words(s.toks, s.text)
-    if not _same_subject(other, claim) or _about_other_subject(other, s.toks, claim):
+    if not _same_subject(other, s.toks, claim) or _about_other_subject(other, s.toks, claim):
+        return ""
+    if _another_kind(s.toks, claim):
         return ""
     update = _update_disputes(s.text, claim)
     if update is not None:

@@ -130,6 +130,53 @@ def test_restatements_and_figures_about_other_subjects_keep_the_claim_accepted(
     assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
 
 
+FREEZE = (
+    "The annual peak-season code freeze, known internally as the Lantern Freeze, begins on "
+    "17 November and lasts 23 days."
+)
+FREEZE_REQUEST = (
+    "When does the annual peak-season code freeze begin and how many days does it last?"
+)
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "The following trainings must be completed within your first 14 days: information "
+        "security awareness, data protection (GDPR) basics, and the code of conduct.",
+        "Full-time employees are entitled to 30 days of paid annual leave per calendar year.",
+        "The holiday freeze covers the period from 22 December to 2 January.",
+        "The holiday freeze begins on 22 December and lasts 12 days.",
+    ],
+    ids=["words shared after its verb", "annual leave", "another freeze", "another freeze's dates"],
+)
+def test_figures_about_another_period_or_freeze_keep_the_deep_fact_accepted(
+    settings: Any, second: str
+) -> None:
+    """The demo's false dispute (PostgreSQL's search also returned the onboarding guide):
+    the peak-season freeze's 23 days are not disputed by a sentence about other days
+    that shares the claim's words only after its verb ("the code of conduct", "annual
+    leave"), nor by another freeze's dates."""
+    snapshot = _judge(settings, FREEZE, second, request=FREEZE_REQUEST)
+    assert snapshot.status == "accepted", snapshot.result
+    assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "The annual peak-season code freeze begins on 20 November.",
+        "The Lantern Freeze lasts 30 days.",
+        "The annual peak-season code freeze no longer lasts 23 days.",
+    ],
+    ids=["another start", "another duration", "no longer"],
+)
+def test_other_dates_of_the_same_freeze_dispute_the_deep_fact(settings: Any, second: str) -> None:
+    snapshot = _judge(settings, FREEZE, second, request=FREEZE_REQUEST)
+    assert snapshot.status == "insufficient_evidence", snapshot.result
+    assert _stances(snapshot)[1] == ("contradicts", second, True)
+
+
 def test_the_task_page_shows_the_disputed_claim_with_both_quotes(
     client: Client, reviewer: Any, requester: Any, settings: Any
 ) -> None:
