@@ -246,15 +246,21 @@ def _same_amount(a: float, b: float, kind: str) -> bool:
 def _other_figures(claim: list[Quantity], other: list[Quantity]) -> bool:
     """The sentence gives an amount of a kind the claim gives that is none of the claim's
     ("150 EUR" against "120 EUR"; "$160 million" restates one of "$181 million on a
-    budget of $160 million")."""
+    budget of $160 million", "lasts 23 days" does not make "begins on 20 November" agree
+    with "begins on 17 November")."""
     stated = [q for q in claim if not q.compared]
-    if any(
-        _same_amount(q.value, t.value, q.kind) for q in stated for t in other if t.kind == q.kind
-    ):
-        return False  # it states the claim's amount too: the other is about something else
+    # Where it states the claim's amount of a kind too, its other amounts of that kind are
+    # about something else; another kind still counts ("August 24, 1964" against
+    # "August 14, 1964").
+    repeated = {
+        q.kind
+        for q in stated
+        for t in other
+        if t.kind == q.kind and _same_amount(q.value, t.value, q.kind)
+    }
     for theirs in other:
         mine = [q for q in stated if q.kind == theirs.kind]
-        if theirs.compared or not mine:
+        if theirs.compared or not mine or theirs.kind in repeated:
             continue
         if not any(_same_amount(q.value, theirs.value, q.kind) for q in mine):
             return True

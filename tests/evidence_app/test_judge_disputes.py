@@ -166,10 +166,11 @@ def test_figures_about_another_period_or_freeze_keep_the_deep_fact_accepted(
     "second",
     [
         "The annual peak-season code freeze begins on 20 November.",
+        "The annual peak-season code freeze begins on 20 November and lasts 23 days.",
         "The Lantern Freeze lasts 30 days.",
         "The annual peak-season code freeze no longer lasts 23 days.",
     ],
-    ids=["another start", "another duration", "no longer"],
+    ids=["another start", "another start, same length", "another duration", "no longer"],
 )
 def test_other_dates_of_the_same_freeze_dispute_the_deep_fact(settings: Any, second: str) -> None:
     snapshot = _judge(settings, FREEZE, second, request=FREEZE_REQUEST)
