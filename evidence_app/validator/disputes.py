@@ -101,6 +101,7 @@ _UPDATE_RE = re.compile(
     r"(?:named|called|given|cited|listed|described|reported|said|credited)\b",
     re.IGNORECASE,
 )
+_PRONOUNS = frozenset("he she it they his her its their him them".split())
 _VERBISH = frozenset({"be", "was", "have", "do"})
 # A sentence about the same subject shares at least this many content words with the claim.
 SAME_SUBJECT_WORDS = 2
@@ -338,10 +339,12 @@ class _Claim:
 def _about_other_subject(other: _Words, other_toks: list[Token], claim: _Claim) -> bool:
     """The sentence's subject is the claim's, qualified by a name the claim does not hold
     ("Hotel stays in London" against "Hotel stays on business trips"). A claim whose
-    subject has no content word ("It", "The film") may be about any name."""
-    claim_subject = {t.norm for t in claim.toks[: claim.words.verb_at]} & claim.words.content
-    if not claim_subject:
-        return False
+    subject has no content word ("It", "The film") or holds a pronoun ("His widow") may be
+    about any name."""
+    before_verb = claim.toks[: claim.words.verb_at]
+    claim_subject = {t.norm for t in before_verb} & claim.words.content
+    if not claim_subject or any(t.lower in _PRONOUNS for t in before_verb):
+        return False  # "His widow, Elizabeth, …": whose is for the other sentence to say
     # The first word is capitalised anyway ("Since March …"): only a later one qualifies.
     # "The Leipzig office is at …" against "The headquarters address is …" too: another
     # subject, naming someone or something the claim does not.

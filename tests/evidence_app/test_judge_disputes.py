@@ -99,8 +99,18 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "Morse code is less sensitive to poor signal conditions than voice.",
             "Morse code is more sensitive to poor signal conditions than voice.",
         ),
+        (
+            "His office moved to Leipzig on 3 October 2019.",
+            "Jonas Lind's office moved to Leipzig on 5 October 2019.",
+        ),
     ],
-    ids=["another year", "another name", "often named as, but", "the opposite word"],
+    ids=[
+        "another year",
+        "another name",
+        "often named as, but",
+        "the opposite word",
+        "another day, whose office named",
+    ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
     settings: Any, answer: str, second: str
