@@ -113,6 +113,8 @@ POLARITY_SHARE = 0.6
 # A word put in another's place counts when the words matched around it hold this many
 # content words ("Morse code is more sensitive to poor signal" against "… less …").
 SWAP_FLANK = 2
+# A name after a word both share is the claim's name in that role within this many words.
+NAME_WINDOW = 6
 
 
 @dataclass(frozen=True)
@@ -524,6 +526,38 @@ def _word_swapped(claim: list[Token], other: list[Token], restated: bool) -> boo
     return False
 
 
+def _role_of(toks: list[Token], at: int) -> str:
+    """The word before the name at ``toks[at]``, past an article ("created by the UFC":
+    "by"), or "" when that is punctuation or a name."""
+    k = at - 1
+    if k >= 0 and toks[k].lower in FILLERS:
+        k -= 1
+    if k < 0 or toks[k].punct or toks[k].text[:1].isupper():
+        return ""
+    return toks[k].lower
+
+
+def _other_name_in_role(other_toks: list[Token], claim: _Claim) -> bool:
+    """The sentence names, after a word the claim has ("by", "on", "contains"), someone
+    the claim does not, where the claim names there someone the sentence does not ("was
+    created by the UFC" against "created and promoted by … WWE")."""
+    theirs = {t.lower for t in other_toks}
+    for j, t in enumerate(other_toks):
+        if j == 0 or not t.name or t.lower in _CALENDAR or _known(t.lower, claim.known):
+            continue
+        role = _role_of(other_toks, j)
+        if not role:
+            continue
+        for i, c in enumerate(claim.toks):
+            if c.lower != role:
+                continue
+            after = claim.toks[i + 1 : i + 1 + NAME_WINDOW]
+            stop = next((k for k, a in enumerate(after) if a.punct), len(after))
+            if any(a.name and a.lower not in theirs for a in after[:stop]):
+                return True
+    return False
+
+
 def _copular(toks: list[Token], at: int) -> bool:
     """ "<subject> is/was a|an|the …": the sentence says what its subject is."""
     if at >= len(toks) - 2 or toks[at].norm not in ("be", "was"):
@@ -557,6 +591,8 @@ def _reason(s: Sentence, claim: _Claim, vocabulary: set[str]) -> str:
         return "other figures"
     if contradicts(claim.toks, align(claim.toks, s.toks), vocabulary):
         return "another figure or name in its place"
+    if other.statement and _other_name_in_role(s.toks, claim):
+        return "another name in the claim's place"
     if _polarity_disputes(other, s.toks, claim):
         return "the opposite"
     if _word_swapped(claim.toks, s.toks, other.statement and _mostly_known(other, claim)):

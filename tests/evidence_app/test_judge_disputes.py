@@ -103,6 +103,10 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "His office moved to Leipzig on 3 October 2019.",
             "Jonas Lind's office moved to Leipzig on 5 October 2019.",
         ),
+        (
+            "The travel handbook was drafted and published by the Northwind Press team.",
+            "The travel handbook was published by Contoso.",
+        ),
     ],
     ids=[
         "another year",
@@ -110,6 +114,7 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
         "often named as, but",
         "the opposite word",
         "another day, whose office named",
+        "another name after the claim's 'by'",
     ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
