@@ -303,7 +303,20 @@ def _name_word(i: int, t: Token) -> bool:
 
 def _verb_at(toks: list[Token]) -> int:
     verbs = (i for i, t in enumerate(toks) if t.norm in _VERBISH or _past_form(t))
-    return next(verbs, len(toks))
+    found = next(verbs, None)
+    return _present_verb_at(toks) if found is None else found
+
+
+def _present_verb_at(toks: list[Token]) -> int:
+    """Without a form of "be", "have", "do" or a past form, the first word in lower case
+    ending in "s" after the opening words ("Poldark airs on …", "The holiday freeze covers
+    …"), else the sentence's length."""
+    for i, t in enumerate(toks[1:], start=1):
+        if t.punct or t.lower in _FUNCTION_WORDS or t.figure:
+            continue
+        if t.text[:1].islower() and t.lower.endswith("s") and not t.lower.endswith("ss"):
+            return i
+    return len(toks)
 
 
 def _past_form(t: Token) -> bool:

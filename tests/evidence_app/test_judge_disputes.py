@@ -107,6 +107,10 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "The travel handbook was drafted and published by the Northwind Press team.",
             "The travel handbook was published by Contoso.",
         ),
+        (
+            "The travel handbook is published on the Northwind intranet.",
+            "The travel handbook appears on Contoso's wiki.",
+        ),
     ],
     ids=[
         "another year",
@@ -115,6 +119,7 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
         "the opposite word",
         "another day, whose office named",
         "another name after the claim's 'by'",
+        "another name after 'on', a verb in the present",
     ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
