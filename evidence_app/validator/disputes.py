@@ -451,8 +451,11 @@ def _polarity_disputes(other: _Words, other_toks: list[Token], claim: _Claim) ->
     narrowed = other.limited and not claim.words.limited
     if not (negated or narrowed) or len(other.content) < 2 or not other.statement:
         return False
-    known = {stem(w) for w in claim.known} | claim.words.content
-    if len(other.content & known) / len(other.content) < POLARITY_SHARE:
+    known = sorted({stem(w) for w in claim.known} | claim.words.content)
+    # The same word in another form counts ("has yet to write" against "a writer").
+    said = [w for w in other.content if w != "yet"]
+    shared = [w for w in said if w in known or _akin(w, known)]
+    if not said or len(shared) / len(said) < POLARITY_SHARE:
         return False
     # What is negated must be in both: "never require repayment" says nothing against a
     # sentence about the budget's amount.

@@ -111,6 +111,10 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "The travel handbook is published on the Northwind intranet.",
             "The travel handbook appears on Contoso's wiki.",
         ),
+        (
+            "Anna Berg was a writer and editor of the travel handbook.",
+            "Anna Berg has yet to write a book.",
+        ),
     ],
     ids=[
         "another year",
@@ -120,6 +124,7 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
         "another day, whose office named",
         "another name after the claim's 'by'",
         "another name after 'on', a verb in the present",
+        "the opposite, in another form of the word",
     ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
