@@ -586,7 +586,10 @@ def _other_kind(other_toks: list[Token], other: _Words, claim: _Claim) -> bool:
     is/was a|an|the …" whose words after the article are not the claim's or its
     supporting sentence's (in any form). A paraphrase in new words ("is a movie" for "is
     a film") goes to a person too: the judge cannot tell them apart."""
-    if not (_copular(other_toks, other.verb_at) and _copular(claim.toks, claim.words.verb_at)):
+    # The claim's "is a" may follow a clause of its own: "A floppy disk, also called a
+    # floppy, …, is a type of disk storage".
+    claim_says = any(_copular(claim.toks, i) for i, t in enumerate(claim.toks) if not t.paren)
+    if not (_copular(other_toks, other.verb_at) and claim_says):
         return False
     at = other.verb_at
     known = sorted(claim.known)

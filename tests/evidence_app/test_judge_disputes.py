@@ -115,6 +115,10 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "Anna Berg was a writer and editor of the travel handbook.",
             "Anna Berg has yet to write a book.",
         ),
+        (
+            "The travel handbook, also called the blue book, is a guide for business trips.",
+            "The travel handbook is a cookbook.",
+        ),
     ],
     ids=[
         "another year",
@@ -125,6 +129,7 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
         "another name after the claim's 'by'",
         "another name after 'on', a verb in the present",
         "the opposite, in another form of the word",
+        "another kind of thing, the claim's 'is a' after a clause",
     ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
