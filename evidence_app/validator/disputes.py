@@ -557,20 +557,39 @@ def _other_name_in_role(other_toks: list[Token], claim: _Claim) -> bool:
     """The sentence names, after a word the claim has ("by", "on", "contains"), someone
     the claim does not, where the claim names there someone the sentence does not ("was
     created by the UFC" against "created and promoted by … WWE")."""
-    theirs = {t.lower for t in other_toks}
-    for j, t in enumerate(other_toks):
-        if j == 0 or not t.name or t.lower in _CALENDAR or _known(t.lower, claim.known):
+    theirs = sorted({t.lower for t in other_toks})
+    known = sorted(claim.known)
+    for j in range(1, len(other_toks)):
+        role = _unknown_after_role(other_toks, j, claim, known)
+        if role and _names_elsewhere(claim.toks, role, theirs):
+            return True
+    return False
+
+
+def _unknown_after_role(toks: list[Token], j: int, claim: _Claim, known: list[str]) -> str:
+    """The word before ``toks[j]`` when that is a name the claim does not hold, or after
+    "by", "of", "for" … a word that is no name, in no form the claim's ("is by a car")."""
+    t = toks[j]
+    if t.lower in _CALENDAR or _known(t.lower, claim.known):
+        return ""
+    role = _role_of(toks, j)
+    if t.name:
+        return role
+    plain = role in ROLE_WORDS and _content(t) and not _akin(t.lower, known)
+    return role if plain else ""
+
+
+def _names_elsewhere(claim: list[Token], role: str, theirs: list[str]) -> bool:
+    """After ``role`` the claim names, within its clause, only names the sentence does not
+    hold in any form."""
+    for i, c in enumerate(claim):
+        if c.lower != role:
             continue
-        role = _role_of(other_toks, j)
-        if not role:
-            continue
-        for i, c in enumerate(claim.toks):
-            if c.lower != role:
-                continue
-            after = claim.toks[i + 1 : i + 1 + NAME_WINDOW]
-            stop = next((k for k, a in enumerate(after) if a.punct), len(after))
-            if any(a.name and a.lower not in theirs for a in after[:stop]):
-                return True
+        after = claim[i + 1 : i + 1 + NAME_WINDOW]
+        stop = next((k for k, a in enumerate(after) if a.punct), len(after))
+        named = [a.lower for a in after[:stop] if a.name]
+        if named and not any(n in theirs or _akin(n, theirs) for n in named):
+            return True
     return False
 
 

@@ -119,6 +119,10 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "The travel handbook, also called the blue book, is a guide for business trips.",
             "The travel handbook is a cookbook.",
         ),
+        (
+            "The travel handbook is a guide by the Northwind Press team.",
+            "The travel handbook is by a robot.",
+        ),
     ],
     ids=[
         "another year",
@@ -130,6 +134,7 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
         "another name after 'on', a verb in the present",
         "the opposite, in another form of the word",
         "another kind of thing, the claim's 'is a' after a clause",
+        "another author, no name",
     ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
