@@ -468,13 +468,18 @@ def _polarity_disputes(other: _Words, other_toks: list[Token], claim: _Claim) ->
 
 
 def _negated_words_shared(negated: list[Token], plain: list[Token]) -> bool:
-    """A word or figure among the four after the negation is in the plain sentence."""
+    """A word or figure among the four after the negation is in the plain sentence, or
+    a name is among the four after "only"."""
     at = next((i for i, t in enumerate(negated) if _negating(t) or t.lower == "yet"), None)
     if at is None:
         return True
     words = sorted({t.lower for t in plain if not t.punct})
     after = [t for t in negated[at + 1 :] if not t.punct and t.lower not in _FUNCTION_WORDS][:4]
-    return any(t.lower in words or _akin(t.lower, words) for t in after)
+    if any(t.lower in words or _akin(t.lower, words) for t in after):
+        return True
+    # "only" naming what the plain sentence does not: "is only in Spanish" beside "a
+    # Hindi song" narrows it to something else.
+    return negated[at].lower in _LIMITING and any(t.name for t in after)
 
 
 def _mostly_known(other: _Words, claim: _Claim) -> bool:

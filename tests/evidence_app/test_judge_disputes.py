@@ -123,6 +123,10 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "The travel handbook is a guide by the Northwind Press team.",
             "The travel handbook is by a robot.",
         ),
+        (
+            "The travel handbook is a German guide for business trips.",
+            "The travel handbook is only in French.",
+        ),
     ],
     ids=[
         "another year",
@@ -135,6 +139,7 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
         "the opposite, in another form of the word",
         "another kind of thing, the claim's 'is a' after a clause",
         "another author, no name",
+        "only, naming something else",
     ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
