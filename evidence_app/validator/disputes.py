@@ -101,6 +101,9 @@ _UPDATE_RE = re.compile(
     r"(?:named|called|given|cited|listed|described|reported|said|credited)\b",
     re.IGNORECASE,
 )
+# Prepositions that say the same as "in", "on" or "at": "during its opening weekend" for
+# "on its opening weekend" is no other word in the claim's place.
+_PLACE_AND_TIME = frozenset("during within throughout into onto upon across via through".split())
 _PRONOUNS = frozenset("he she it they his her its their him them".split())
 _VERBISH = frozenset({"be", "was", "have", "do"})
 # A sentence about the same subject shares at least this many content words with the claim.
@@ -542,7 +545,10 @@ def _word_swapped(claim: list[Token], other: list[Token], restated: bool) -> boo
         replaced = [t.lower for t in mine[i1:i2]]
         if k == len(ops) - 1 and not _names_only(theirs[j1:j2]):
             continue
-        if any(_content(t) and not _akin(t.lower, replaced) for t in theirs[j1:j2]):
+        if any(
+            _content(t) and t.lower not in _PLACE_AND_TIME and not _akin(t.lower, replaced)
+            for t in theirs[j1:j2]
+        ):
             return True
     return False
 

@@ -170,6 +170,14 @@ def test_restatements_and_figures_about_other_subjects_keep_the_claim_accepted(
     assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
 
 
+def test_a_preposition_of_the_same_sense_keeps_the_claim_accepted(settings: Any) -> None:
+    """ "during" for "on" is the same fact in other words, not another word in its place."""
+    answer = "Hotel stays cost at most 120 EUR a night on business trips to Leipzig."
+    second = "Hotel stays cost at most 120 EUR a night during business trips to Leipzig."
+    snapshot = _judge(settings, answer, second, request="What do hotel stays cost?")
+    assert snapshot.status == "accepted", snapshot.result
+
+
 FREEZE = (
     "The annual peak-season code freeze, known internally as the Lantern Freeze, begins on "
     "17 November and lasts 23 days."
