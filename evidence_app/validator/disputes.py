@@ -116,6 +116,10 @@ POLARITY_SHARE = 0.6
 # A word put in another's place counts when the words matched around it hold this many
 # content words ("Morse code is more sensitive to poor signal" against "… less …").
 SWAP_FLANK = 2
+# A sentence with one new word holds at least this many other content words.
+SLOT_WORDS = 3
+# A word this close in its letters to a known one is that word misspelled.
+SPELLING = 0.85
 # A name after a word both share is the claim's name in that role within this many words.
 NAME_WINDOW = 6
 
@@ -604,6 +608,58 @@ def _names_elsewhere(claim: list[Token], role: str, theirs: list[str]) -> bool:
     return False
 
 
+def _next_content(toks: list[Token], at: int) -> Token | None:
+    """The first content word after ``toks[at]`` within its clause."""
+    for t in toks[at + 1 :]:
+        if t.punct:
+            return None
+        if _content(t):
+            return t
+    return None
+
+
+def _slot_swapped(other_toks: list[Token], claim: _Claim) -> bool:
+    """All the sentence's words but one are the claim's (in any form), and that one
+    follows a word the claim follows with another ("high birth and conversion pizzas"
+    against "… conversion rates", "may be impeded by" against "may result from")."""
+    at = _one_new_word(other_toks, claim)
+    if at is None:
+        return False
+    before = next((t for t in reversed(other_toks[:at]) if _content(t) or t.punct), None)
+    if before is None or before.punct or before.text[:1].isupper():
+        return False
+    after = _next_content(other_toks, at)
+    theirs = sorted({t.lower for t in other_toks})
+    for i, c in enumerate(claim.toks):
+        mine = _next_content(claim.toks, i) if c.norm == before.norm else None
+        if mine is None or mine.name or _akin(mine.lower, theirs):
+            continue
+        # The word after it, if any, follows the claim's word too: the same slot.
+        following = _next_content(claim.toks, claim.toks.index(mine, i))
+        if after is None or (following is not None and following.norm == after.norm):
+            return True
+    return False
+
+
+def _one_new_word(toks: list[Token], claim: _Claim) -> int | None:
+    """Where the sentence's one content word in no form the claim's is, when it holds at
+    least ``SLOT_WORDS`` content words (names aside)."""
+    known = sorted(claim.known)
+    words = [t for t in toks if _content(t) and not t.name]
+    new = [t for t in words if not _spelled_like(t.lower, known)]
+    if len(words) < SLOT_WORDS or len(new) != 1:
+        return None
+    return toks.index(new[0])
+
+
+def _spelled_like(word: str, known: list[str]) -> bool:
+    """The word, another form of it ("spoken", "speaks"), or a misspelling of it
+    ("actylcholine"), is among ``known``."""
+    if word in known or _akin(word, known):
+        return True
+    return any(SequenceMatcher(None, word, k).ratio() >= SPELLING for k in known if len(k) >= 6)
+
+
 def _copular(toks: list[Token], at: int) -> bool:
     """ "<subject> is/was a|an|the …": the sentence says what its subject is."""
     if at >= len(toks) - 2 or toks[at].norm not in ("be", "was"):
@@ -646,6 +702,8 @@ def _reason(s: Sentence, claim: _Claim, vocabulary: set[str]) -> str:
         return "the opposite"
     if _word_swapped(claim.toks, s.toks, other.statement and _mostly_known(other, claim)):
         return "other words in the claim's place"
+    if other.statement and _slot_swapped(s.toks, claim):
+        return "another word in the claim's place"
     if other.statement and _other_kind(s.toks, other, claim):
         return "that it is something else"
     return ""

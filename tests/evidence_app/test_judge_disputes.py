@@ -127,6 +127,10 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "The travel handbook is a German guide for business trips.",
             "The travel handbook is only in French.",
         ),
+        (
+            "Hotel stays on business trips are booked by the travel office of the company.",
+            "Hotel stays on business trips are booked by the travel agency.",
+        ),
     ],
     ids=[
         "another year",
@@ -140,6 +144,7 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
         "another kind of thing, the claim's 'is a' after a clause",
         "another author, no name",
         "only, naming something else",
+        "one new word after a word of the claim",
     ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
