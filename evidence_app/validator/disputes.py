@@ -645,7 +645,8 @@ def _one_new_word(toks: list[Token], claim: _Claim) -> int | None:
     """Where the sentence's one content word in no form the claim's is, when it holds at
     least ``SLOT_WORDS`` content words (names aside)."""
     known = sorted(claim.known)
-    words = [t for t in toks if _content(t) and not t.name]
+    # A manner word ("rapidly" for "significantly") says how, not what.
+    words = [t for t in toks if _content(t) and not t.name and not t.lower.endswith("ly")]
     new = [t for t in words if not _spelled_like(t.lower, known)]
     if len(words) < SLOT_WORDS or len(new) != 1:
         return None

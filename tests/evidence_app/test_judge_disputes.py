@@ -131,6 +131,10 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "Hotel stays on business trips are booked by the travel office of the company.",
             "Hotel stays on business trips are booked by the travel agency.",
         ),
+        (
+            "Hotel stays on business trips are booked by the travel office of the company.",
+            "Hotel stays on business trips are quickly booked by the travel agency.",
+        ),
     ],
     ids=[
         "another year",
@@ -145,6 +149,7 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
         "another author, no name",
         "only, naming something else",
         "one new word after a word of the claim",
+        "one new word and a manner word",
     ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
