@@ -489,6 +489,26 @@ def _negated_words_shared(negated: list[Token], plain: list[Token]) -> bool:
     return negated[at].lower in _LIMITING and any(t.name for t in after)
 
 
+def _limited_otherwise(other_toks: list[Token], other: _Words, claim: _Claim) -> bool:
+    """Both narrow what they say ("only", "exclusively") to other things: "only sells
+    women's clothing" against "caters exclusively to men's clothing"."""
+    if not (other.limited and claim.words.limited):
+        return False
+    theirs = _limited_to(other_toks)
+    mine = _limited_to(claim.toks)
+    known = sorted(claim.known)
+    other_words = sorted({t.lower for t in other_toks})
+    new = [w for w in theirs if w not in claim.known and not _akin(w, known)]
+    missing = [w for w in mine if w not in other_words and not _akin(w, other_words)]
+    return bool(new) and bool(missing)
+
+
+def _limited_to(toks: list[Token]) -> list[str]:
+    """The content words among the four after the first "only", "exclusively" …"""
+    at = next((i for i, t in enumerate(toks) if t.lower in _LIMITING), len(toks))
+    return [t.lower for t in toks[at + 1 :] if _content(t)][:4]
+
+
 def _mostly_known(other: _Words, claim: _Claim) -> bool:
     """Most of the sentence's content words are the claim's or its supporting sentence's."""
     known = {stem(w) for w in claim.known} | claim.words.content
@@ -700,6 +720,8 @@ def _reason(s: Sentence, claim: _Claim, vocabulary: set[str]) -> str:
     if other.statement and _other_name_in_role(s.toks, claim):
         return "another name in the claim's place"
     if _polarity_disputes(other, s.toks, claim):
+        return "the opposite"
+    if other.statement and _limited_otherwise(s.toks, other, claim):
         return "the opposite"
     if _word_swapped(claim.toks, s.toks, other.statement and _mostly_known(other, claim)):
         return "other words in the claim's place"

@@ -135,6 +135,10 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "Hotel stays on business trips are booked by the travel office of the company.",
             "Hotel stays on business trips are quickly booked by the travel agency.",
         ),
+        (
+            "Contractors are covered only by the basic insurance of the company.",
+            "Contractors are covered exclusively by premium insurance.",
+        ),
     ],
     ids=[
         "another year",
@@ -150,6 +154,7 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
         "only, naming something else",
         "one new word after a word of the claim",
         "one new word and a manner word",
+        "both narrowed, to other things",
     ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
