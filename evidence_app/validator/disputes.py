@@ -104,7 +104,36 @@ _UPDATE_RE = re.compile(
 # Prepositions that say the same as "in", "on" or "at": "during its opening weekend" for
 # "on its opening weekend" is no other word in the claim's place.
 _PLACE_AND_TIME = frozenset("during within throughout into onto upon across via through".split())
-_PRONOUNS = frozenset("he she it they his her its their him them".split())
+_PRONOUNS = frozenset("he she it they his her its their him them these those".split())
+# Words of opposite sense, each with its forms.
+_OPPOSITES = [
+    (frozenset(a.split()), frozenset(b.split()))
+    for a, b in (
+        ("include includes included including", "exclude excludes excluded excluding"),
+        ("increase increases increased increasing", "decrease decreases decreased decreasing"),
+        ("accept accepts accepted accepting", "reject rejects rejected rejecting"),
+        ("win wins won winning winner", "lose loses lost losing loser"),
+        ("first", "last"),
+        ("before", "after"),
+        ("larger largest bigger biggest", "smaller smallest"),
+        ("higher highest", "lower lowest"),
+        ("male men man boys", "female women woman girls"),
+        ("alive living", "dead deceased"),
+        ("public", "private"),
+        ("legal", "illegal"),
+        ("success successful succeeded", "failure failed unsuccessful"),
+        ("north northern", "south southern"),
+        ("east eastern", "west western"),
+        ("older oldest elder", "younger youngest"),
+        ("earlier earliest", "later latest"),
+        ("maximum", "minimum"),
+        ("allowed permitted", "banned forbidden prohibited"),
+        ("internal", "external"),
+        ("ancient", "modern"),
+        ("true", "false"),
+        ("positive", "negative"),
+    )
+]
 _VERBISH = frozenset({"be", "was", "have", "do"})
 # A sentence about the same subject shares at least this many content words with the claim.
 SAME_SUBJECT_WORDS = 2
@@ -375,15 +404,18 @@ def _about_other_subject(other: _Words, other_toks: list[Token], claim: _Claim) 
 
 def _same_subject(other: _Words, other_toks: list[Token], claim: _Claim) -> bool:
     """The sentence shares a name or two content words with the claim, one of them in its
-    subject when its subject holds a word other than a name: words it shares only after its verb
-    ("… within your first 14 days: … the code of conduct", "… 30 days of paid annual
-    leave") say nothing of what it is about."""
+    subject when its subject holds a word other than a name and the claim's holds no
+    pronoun: words it shares only after its verb ("… within your first 14 days: … the
+    code of conduct", "… 30 days of paid annual leave") say nothing of what it is about;
+    what "It" is, only the other sentence may say."""
     names = {n for _at, n in claim.words.names}
     if any(n in names for _at, n in other.names):
         return True
     shared = other.content & claim.words.content
     if len(shared) < SAME_SUBJECT_WORDS:
         return False
+    if any(t.lower in _PRONOUNS for t in claim.toks[: claim.words.verb_at]):
+        return True
     # A name may be who the claim's "He" or "The film" is: only other words tell.
     subject = {t.norm for i, t in enumerate(other_toks[: other.verb_at]) if not _name_word(i, t)}
     subject &= other.content
@@ -704,12 +736,45 @@ def _other_kind(other_toks: list[Token], other: _Words, claim: _Claim) -> bool:
     return any(not _akin(t.lower, known) and t.lower not in claim.known for t in said)
 
 
+def _opposites(other_toks: list[Token], claim: _Claim) -> bool:
+    """The sentence says the opposite word of one the claim says ("excludes" against
+    "include", "last" against "first"), and neither says the other's."""
+    theirs = {t.lower for t in other_toks}
+    mine = {t.lower for t in claim.toks}
+    for one, two in _OPPOSITES:
+        for said, against in ((one, two), (two, one)):
+            if theirs & said and mine & against and not (mine & said or theirs & against):
+                return True
+    return False
+
+
+def _opposite_said(other_toks: list[Token], other: _Words, claim: _Claim) -> bool:
+    """An opposite word, in a statement sharing a word with the claim whose other content
+    words are mostly the claim's (the subject aside where the claim's is a pronoun:
+    "Folklore excludes jokes" against "These include … jokes")."""
+    if not other.statement or not _opposites(other_toks, claim):
+        return False
+    before_verb = claim.toks[: claim.words.verb_at]
+    pronoun = any(t.lower in _PRONOUNS for t in before_verb)
+    subject = {t.norm for t in other_toks[: other.verb_at]} if pronoun else set()
+    said = [w for w in other.content if w not in subject]
+    known = sorted({stem(w) for w in claim.known} | claim.words.content)
+    shared = [w for w in said if w in known or _akin(w, known)]
+    return bool(shared) and len(shared) / len(said) >= POLARITY_SHARE
+
+
+def _about_the_claim(other: _Words, other_toks: list[Token], claim: _Claim) -> bool:
+    if _about_other_subject(other, other_toks, claim) or _another_kind(other_toks, claim):
+        return False
+    return _same_subject(other, other_toks, claim) or _opposite_said(other_toks, other, claim)
+
+
 def _reason(s: Sentence, claim: _Claim, vocabulary: set[str]) -> str:
     other = _words(s.toks, s.text)
-    if not _same_subject(other, s.toks, claim) or _about_other_subject(other, s.toks, claim):
+    if not _about_the_claim(other, s.toks, claim):
         return ""
-    if _another_kind(s.toks, claim):
-        return ""
+    if _opposite_said(s.toks, other, claim):
+        return "the opposite"
     update = _update_disputes(s.text, claim)
     if update is not None:
         return "an update or correction" if update else ""

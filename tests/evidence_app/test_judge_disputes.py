@@ -139,6 +139,10 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "Contractors are covered only by the basic insurance of the company.",
             "Contractors are covered exclusively by premium insurance.",
         ),
+        (
+            "These include the travel insurance, the rail card and the meal allowance.",
+            "The benefits exclude the travel insurance and the rail card.",
+        ),
     ],
     ids=[
         "another year",
@@ -155,6 +159,7 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
         "one new word after a word of the claim",
         "one new word and a manner word",
         "both narrowed, to other things",
+        "the opposite word, the claim's subject a pronoun",
     ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
