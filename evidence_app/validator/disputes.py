@@ -53,7 +53,8 @@ _FUNCTION_WORDS = (
 _POLARITY = frozenset(
     """not no never none neither nor cannot nobody nothing nowhere refused refuses denied
     denies deny failed fails only former formerly ex declined declines rejected rejects
-    excludes excluded zero exclusively solely""".split()
+    excludes excluded zero exclusively solely incapable lack lacks lacked lacking
+    impossible""".split()
 )
 _LIMITING = frozenset({"only", "exclusively", "solely"})
 _NOT_PRIVATIVE_UN = ("under", "unit", "union", "uniq", "unive", "until", "unifo", "unles")
@@ -71,6 +72,11 @@ ORDINAL_WORDS = {
 _MONTHS = frozenset(
     """january february march april may june july august september october november
     december jan feb mar apr jun jul aug sep sept oct nov dec""".split()
+)
+# Months written out that name nothing else ("May" may be a verb).
+_FULL_MONTHS = frozenset(
+    """january february march april june july august september october november
+    december""".split()
 )
 _CALENDAR = _MONTHS | frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
 # Currency and unit spellings that name the same thing.
@@ -272,6 +278,13 @@ def quantities(text: str) -> list[Quantity]:
         out.append(Quantity(value, _kind(words, i, end, value), compared))
         i = end
     return out
+
+
+def _other_months(other_toks: list[Token], claim: _Claim) -> bool:
+    """Both name months, none the same ("in March 1964" against "in August 1964")."""
+    theirs = {t.lower for t in other_toks if t.lower in _FULL_MONTHS and t.text[:1].isupper()}
+    mine = {t.lower for t in claim.toks if t.lower in _FULL_MONTHS and t.text[:1].isupper()}
+    return bool(theirs and mine) and not theirs & mine
 
 
 def _same_amount(a: float, b: float, kind: str) -> bool:
@@ -778,7 +791,7 @@ def _reason(s: Sentence, claim: _Claim, vocabulary: set[str]) -> str:
     update = _update_disputes(s.text, claim)
     if update is not None:
         return "an update or correction" if update else ""
-    if _other_figures(claim.quantities, quantities(s.text)):
+    if _other_figures(claim.quantities, quantities(s.text)) or _other_months(s.toks, claim):
         return "other figures"
     if contradicts(claim.toks, align(claim.toks, s.toks), vocabulary):
         return "another figure or name in its place"

@@ -143,6 +143,14 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "These include the travel insurance, the rail card and the meal allowance.",
             "The benefits exclude the travel insurance and the rail card.",
         ),
+        (
+            "The travel handbook was published in March 2019.",
+            "The travel handbook was published in August 2019.",
+        ),
+        (
+            "Interns book their own hotel stays on business trips.",
+            "Interns are incapable of booking their own hotel stays.",
+        ),
     ],
     ids=[
         "another year",
@@ -160,6 +168,8 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
         "one new word and a manner word",
         "both narrowed, to other things",
         "the opposite word, the claim's subject a pronoun",
+        "another month, the same year",
+        "incapable",
     ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
