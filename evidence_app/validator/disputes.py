@@ -647,27 +647,27 @@ def _other_name_in_role(other_toks: list[Token], claim: _Claim) -> bool:
 
 
 def _unknown_after_role(toks: list[Token], j: int, claim: _Claim, known: list[str]) -> str:
-    """The word before ``toks[j]`` when that is a name the claim does not hold, or after
-    "by", "of", "for" … a word that is no name, in no form the claim's ("is by a car")."""
+    """The word before ``toks[j]`` when that is a name the claim does not hold, or "by"
+    before a word that is no name, in no form the claim's ("is by a car")."""
     t = toks[j]
     if t.lower in _CALENDAR or _known(t.lower, claim.known):
         return ""
     role = _role_of(toks, j)
     if t.name:
         return role
-    plain = role in ROLE_WORDS and _content(t) and not _akin(t.lower, known)
+    plain = role == "by" and _content(t) and not _akin(t.lower, known)
     return role if plain else ""
 
 
 def _names_elsewhere(claim: list[Token], role: str, theirs: list[str]) -> bool:
     """After ``role`` the claim names, within its clause, only names the sentence does not
-    hold in any form."""
+    hold in any form (a currency is no name)."""
     for i, c in enumerate(claim):
         if c.lower != role:
             continue
         after = claim[i + 1 : i + 1 + NAME_WINDOW]
         stop = next((k for k, a in enumerate(after) if a.punct), len(after))
-        named = [a.lower for a in after[:stop] if a.name]
+        named = [a.lower for a in after[:stop] if a.name and a.lower not in _UNITS]
         if named and not any(n in theirs or _akin(n, theirs) for n in named):
             return True
     return False

@@ -208,6 +208,19 @@ def test_a_preposition_of_the_same_sense_keeps_the_claim_accepted(settings: Any)
     assert snapshot.status == "accepted", snapshot.result
 
 
+def test_a_word_after_for_beside_a_currency_is_no_other_name(settings: Any) -> None:
+    """ "for a provided breakfast" does not put another name where the claim's "for
+    domestic business travel is 46 EUR" has one: a currency is no name."""
+    answer = "The daily meal allowance for domestic business travel is 46 EUR."
+    second = (
+        "If a meal is provided by a customer, a conference or the hotel, the allowance is "
+        "reduced: by 20 percent for a provided breakfast and by 40 percent each for a "
+        "provided lunch or dinner."
+    )
+    snapshot = _judge(settings, answer, second, request="What is the daily meal allowance?")
+    assert snapshot.status == "accepted", snapshot.result
+
+
 FREEZE = (
     "The annual peak-season code freeze, known internally as the Lantern Freeze, begins on "
     "17 November and lasts 23 days."
