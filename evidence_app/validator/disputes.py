@@ -281,10 +281,22 @@ def quantities(text: str) -> list[Quantity]:
 
 
 def _other_months(other_toks: list[Token], claim: _Claim) -> bool:
-    """Both name months, none the same ("in March 1964" against "in August 1964")."""
-    theirs = {t.lower for t in other_toks if t.lower in _FULL_MONTHS and t.text[:1].isupper()}
-    mine = {t.lower for t in claim.toks if t.lower in _FULL_MONTHS and t.text[:1].isupper()}
+    """Both give dates with months, none the same ("in March 1964" against "in August
+    1964"; "until January" is no date)."""
+    theirs, mine = _dated_months(other_toks), _dated_months(claim.toks)
     return bool(theirs and mine) and not theirs & mine
+
+
+def _dated_months(toks: list[Token]) -> set[str]:
+    """Months written out, capitalised, beside a figure ("17 November", "March 2019")."""
+    out = set()
+    for i, t in enumerate(toks):
+        if t.lower not in _FULL_MONTHS or not t.text[:1].isupper():
+            continue
+        beside = toks[max(0, i - 1) : i] + toks[i + 1 : i + 2]
+        if any(b.text[:1].isdigit() for b in beside):
+            out.add(t.lower)
+    return out
 
 
 def _same_amount(a: float, b: float, kind: str) -> bool:
@@ -424,7 +436,8 @@ def _same_subject(other: _Words, other_toks: list[Token], claim: _Claim) -> bool
     names = {n for _at, n in claim.words.names}
     if any(n in names for _at, n in other.names):
         return True
-    shared = other.content & claim.words.content
+    # What a figure counts ("23 days", "two days") is no subject the two share.
+    shared = other.content & claim.words.content - _counted(other_toks) - _counted(claim.toks)
     if len(shared) < SAME_SUBJECT_WORDS:
         return False
     if any(t.lower in _PRONOUNS for t in claim.toks[: claim.words.verb_at]):
@@ -433,6 +446,11 @@ def _same_subject(other: _Words, other_toks: list[Token], claim: _Claim) -> bool
     subject = {t.norm for i, t in enumerate(other_toks[: other.verb_at]) if not _name_word(i, t)}
     subject &= other.content
     return not subject or bool(shared & subject)
+
+
+def _counted(toks: list[Token]) -> set[str]:
+    """The words right after a figure: what it counts."""
+    return {b.norm for a, b in zip(toks, toks[1:], strict=False) if a.figure}
 
 
 def _opening_phrase(toks: list[Token]) -> list[Token]:
@@ -624,12 +642,12 @@ def _word_swapped(claim: list[Token], other: list[Token], restated: bool) -> boo
 
 def _role_of(toks: list[Token], at: int) -> str:
     """The word before the name at ``toks[at]``, past an article ("created by the UFC":
-    "by"), or "" when that is punctuation or a name."""
+    "by"), or "" when that is punctuation, a name or a form of "be", "have", "do"."""
     k = at - 1
     if k >= 0 and toks[k].lower in FILLERS:
         k -= 1
-    if k < 0 or toks[k].punct or toks[k].text[:1].isupper():
-        return ""
+    if k < 0 or toks[k].punct or toks[k].text[:1].isupper() or toks[k].norm in _VERBISH:
+        return ""  # "is Kranhafen 9" and "is named Okkerlund" give no role
     return toks[k].lower
 
 

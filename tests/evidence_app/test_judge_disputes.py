@@ -221,6 +221,18 @@ def test_a_word_after_for_beside_a_currency_is_no_other_name(settings: Any) -> N
     assert snapshot.status == "accepted", snapshot.result
 
 
+def test_an_address_is_no_other_name_for_what_the_heron_is_named(settings: Any) -> None:
+    """ "is Kranhafen 9, … Hamburg" puts no name in the place of "is named Okkerlund": a
+    form of "be" gives no role."""
+    answer = (
+        "The wooden heron that stands in the Hamburg reception is named Okkerlund, after "
+        "the boat-builder who carved it."
+    )
+    second = "The headquarters address is Kranhafen 9, 20457 Hamburg, Germany."
+    snapshot = _judge(settings, answer, second, request="What is the wooden heron named?")
+    assert snapshot.status == "accepted", snapshot.result
+
+
 FREEZE = (
     "The annual peak-season code freeze, known internally as the Lantern Freeze, begins on "
     "17 November and lasts 23 days."
@@ -238,8 +250,21 @@ FREEZE_REQUEST = (
         "Full-time employees are entitled to 30 days of paid annual leave per calendar year.",
         "The holiday freeze covers the period from 22 December to 2 January.",
         "The holiday freeze begins on 22 December and lasts 12 days.",
+        "Teams are expected to plan their work with the freeze in mind: large features that "
+        "are not ready by the last train before the freeze wait until January, and the weeks "
+        "before the freeze are not the time for risky migrations.",
+        "These two days do not count against your annual leave.",
+        "The internal target for completing a data subject access request is 21 days.",
     ],
-    ids=["words shared after its verb", "annual leave", "another freeze", "another freeze's dates"],
+    ids=[
+        "words shared after its verb",
+        "annual leave",
+        "another freeze",
+        "another freeze's dates",
+        "a month that is no date",
+        "what the figure counts, shared",
+        "what the figure counts and 'internal'",
+    ],
 )
 def test_figures_about_another_period_or_freeze_keep_the_deep_fact_accepted(
     settings: Any, second: str
