@@ -453,6 +453,14 @@ def _counted(toks: list[Token]) -> set[str]:
     return {b.norm for a, b in zip(toks, toks[1:], strict=False) if a.figure}
 
 
+def _shared_subject(other: _Words, other_toks: list[Token], claim: _Claim) -> bool:
+    """Both subjects (the words before the verb) hold a word or name of the other's:
+    what follows says something of the same thing."""
+    theirs = {t.norm for t in other_toks[: other.verb_at] if _content(t)}
+    mine = {t.norm for t in claim.toks[: claim.words.verb_at] if _content(t)}
+    return bool(theirs & mine)
+
+
 def _opening_phrase(toks: list[Token]) -> list[Token]:
     """The words the sentence opens with, after its article, up to the first function
     word or punctuation ("The holiday freeze covers …": holiday, freeze, covers)."""
@@ -800,6 +808,18 @@ def _about_the_claim(other: _Words, other_toks: list[Token], claim: _Claim) -> b
     return _same_subject(other, other_toks, claim) or _opposite_said(other_toks, other, claim)
 
 
+def _put_in_place(other: _Words, other_toks: list[Token], claim: _Claim) -> str:
+    """What a statement whose subject shares a word with the claim's puts in the place of
+    one of the claim's names or words."""
+    if not (other.statement and _shared_subject(other, other_toks, claim)):
+        return ""
+    if _other_name_in_role(other_toks, claim):
+        return "another name in the claim's place"
+    if _slot_swapped(other_toks, claim):
+        return "another word in the claim's place"
+    return ""
+
+
 def _reason(s: Sentence, claim: _Claim, vocabulary: set[str]) -> str:
     other = _words(s.toks, s.text)
     if not _about_the_claim(other, s.toks, claim):
@@ -813,16 +833,15 @@ def _reason(s: Sentence, claim: _Claim, vocabulary: set[str]) -> str:
         return "other figures"
     if contradicts(claim.toks, align(claim.toks, s.toks), vocabulary):
         return "another figure or name in its place"
-    if other.statement and _other_name_in_role(s.toks, claim):
-        return "another name in the claim's place"
+    swapped = _put_in_place(other, s.toks, claim)
+    if swapped:
+        return swapped
     if _polarity_disputes(other, s.toks, claim):
         return "the opposite"
     if other.statement and _limited_otherwise(s.toks, other, claim):
         return "the opposite"
     if _word_swapped(claim.toks, s.toks, other.statement and _mostly_known(other, claim)):
         return "other words in the claim's place"
-    if other.statement and _slot_swapped(s.toks, claim):
-        return "another word in the claim's place"
     if other.statement and _other_kind(s.toks, other, claim):
         return "that it is something else"
     return ""

@@ -233,6 +233,18 @@ def test_an_address_is_no_other_name_for_what_the_heron_is_named(settings: Any) 
     assert snapshot.status == "accepted", snapshot.result
 
 
+def test_a_name_in_a_sentence_about_something_else_is_no_other_name(settings: Any) -> None:
+    """Another name after a word the claim has ("the Head of Finance" for "the Head of
+    Sales") disputes only a claim whose subject the sentence's shares."""
+    answer = "Discounts up to 25 percent need approval from the Head of Sales."
+    second = (
+        "Claims submitted later are only paid in justified exceptions and need the approval "
+        "of the Head of Finance."
+    )
+    snapshot = _judge(settings, answer, second, request="Who approves discounts up to 25 percent?")
+    assert snapshot.status == "accepted", snapshot.result
+
+
 FREEZE = (
     "The annual peak-season code freeze, known internally as the Lantern Freeze, begins on "
     "17 November and lasts 23 days."
