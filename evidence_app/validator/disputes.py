@@ -53,9 +53,9 @@ _FUNCTION_WORDS = (
 _POLARITY = frozenset(
     """not no never none neither nor cannot nobody nothing nowhere refused refuses denied
     denies deny failed fails only former formerly ex declined declines rejected rejects
-    excludes excluded zero exclusively solely""".split()
+    excludes excluded zero exclusively solely incapable lack lacks lacked lacking
+    impossible""".split()
 )
-_LIMITING = frozenset({"only", "exclusively", "solely"})
 _LIMITING = frozenset({"only", "exclusively", "solely"})
 _NOT_PRIVATIVE_UN = ("under", "unit", "union", "uniq", "unive", "until", "unifo", "unles")
 _TENS = {
@@ -72,6 +72,11 @@ ORDINAL_WORDS = {
 _MONTHS = frozenset(
     """january february march april may june july august september october november
     december jan feb mar apr jun jul aug sep sept oct nov dec""".split()
+)
+# Months written out that name nothing else ("May" may be a verb).
+_FULL_MONTHS = frozenset(
+    """january february march april june july august september october november
+    december""".split()
 )
 _CALENDAR = _MONTHS | frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
 # Currency and unit spellings that name the same thing.
@@ -102,6 +107,39 @@ _UPDATE_RE = re.compile(
     r"(?:named|called|given|cited|listed|described|reported|said|credited)\b",
     re.IGNORECASE,
 )
+# Prepositions that say the same as "in", "on" or "at": "during its opening weekend" for
+# "on its opening weekend" is no other word in the claim's place.
+_PLACE_AND_TIME = frozenset("during within throughout into onto upon across via through".split())
+_PRONOUNS = frozenset("he she it they his her its their him them these those".split())
+# Words of opposite sense, each with its forms.
+_OPPOSITES = [
+    (frozenset(a.split()), frozenset(b.split()))
+    for a, b in (
+        ("include includes included including", "exclude excludes excluded excluding"),
+        ("increase increases increased increasing", "decrease decreases decreased decreasing"),
+        ("accept accepts accepted accepting", "reject rejects rejected rejecting"),
+        ("win wins won winning winner", "lose loses lost losing loser"),
+        ("first", "last"),
+        ("before", "after"),
+        ("larger largest bigger biggest", "smaller smallest"),
+        ("higher highest", "lower lowest"),
+        ("male men man boys", "female women woman girls"),
+        ("alive living", "dead deceased"),
+        ("public", "private"),
+        ("legal", "illegal"),
+        ("success successful succeeded", "failure failed unsuccessful"),
+        ("north northern", "south southern"),
+        ("east eastern", "west western"),
+        ("older oldest elder", "younger youngest"),
+        ("earlier earliest", "later latest"),
+        ("maximum", "minimum"),
+        ("allowed permitted", "banned forbidden prohibited"),
+        ("internal", "external"),
+        ("ancient", "modern"),
+        ("true", "false"),
+        ("positive", "negative"),
+    )
+]
 _VERBISH = frozenset({"be", "was", "have", "do"})
 # A sentence about the same subject shares at least this many content words with the claim.
 SAME_SUBJECT_WORDS = 2
@@ -113,6 +151,12 @@ POLARITY_SHARE = 0.6
 # A word put in another's place counts when the words matched around it hold this many
 # content words ("Morse code is more sensitive to poor signal" against "… less …").
 SWAP_FLANK = 2
+# A sentence with one new word holds at least this many other content words.
+SLOT_WORDS = 3
+# A word this close in its letters to a known one is that word misspelled.
+SPELLING = 0.85
+# A name after a word both share is the claim's name in that role within this many words.
+NAME_WINDOW = 6
 
 
 @dataclass(frozen=True)
@@ -236,6 +280,25 @@ def quantities(text: str) -> list[Quantity]:
     return out
 
 
+def _other_months(other_toks: list[Token], claim: _Claim) -> bool:
+    """Both give dates with months, none the same ("in March 1964" against "in August
+    1964"; "until January" is no date)."""
+    theirs, mine = _dated_months(other_toks), _dated_months(claim.toks)
+    return bool(theirs and mine) and not theirs & mine
+
+
+def _dated_months(toks: list[Token]) -> set[str]:
+    """Months written out, capitalised, beside a figure ("17 November", "March 2019")."""
+    out = set()
+    for i, t in enumerate(toks):
+        if t.lower not in _FULL_MONTHS or not t.text[:1].isupper():
+            continue
+        beside = toks[max(0, i - 1) : i] + toks[i + 1 : i + 2]
+        if any(b.text[:1].isdigit() for b in beside):
+            out.add(t.lower)
+    return out
+
+
 def _same_amount(a: float, b: float, kind: str) -> bool:
     if a == b:
         return True
@@ -247,15 +310,21 @@ def _same_amount(a: float, b: float, kind: str) -> bool:
 def _other_figures(claim: list[Quantity], other: list[Quantity]) -> bool:
     """The sentence gives an amount of a kind the claim gives that is none of the claim's
     ("150 EUR" against "120 EUR"; "$160 million" restates one of "$181 million on a
-    budget of $160 million")."""
+    budget of $160 million", "lasts 23 days" does not make "begins on 20 November" agree
+    with "begins on 17 November")."""
     stated = [q for q in claim if not q.compared]
-    if any(
-        _same_amount(q.value, t.value, q.kind) for q in stated for t in other if t.kind == q.kind
-    ):
-        return False  # it states the claim's amount too: the other is about something else
+    # Where it states the claim's amount of a kind too, its other amounts of that kind are
+    # about something else; another kind still counts ("August 24, 1964" against
+    # "August 14, 1964").
+    repeated = {
+        q.kind
+        for q in stated
+        for t in other
+        if t.kind == q.kind and _same_amount(q.value, t.value, q.kind)
+    }
     for theirs in other:
         mine = [q for q in stated if q.kind == theirs.kind]
-        if theirs.compared or not mine:
+        if theirs.compared or not mine or theirs.kind in repeated:
             continue
         if not any(_same_amount(q.value, theirs.value, q.kind) for q in mine):
             return True
@@ -295,7 +364,20 @@ def _name_word(i: int, t: Token) -> bool:
 
 def _verb_at(toks: list[Token]) -> int:
     verbs = (i for i, t in enumerate(toks) if t.norm in _VERBISH or _past_form(t))
-    return next(verbs, len(toks))
+    found = next(verbs, None)
+    return _present_verb_at(toks) if found is None else found
+
+
+def _present_verb_at(toks: list[Token]) -> int:
+    """Without a form of "be", "have", "do" or a past form, the first word in lower case
+    ending in "s" after the opening words ("Poldark airs on …", "The holiday freeze covers
+    …"), else the sentence's length."""
+    for i, t in enumerate(toks[1:], start=1):
+        if t.punct or t.lower in _FUNCTION_WORDS or t.figure:
+            continue
+        if t.text[:1].islower() and t.lower.endswith("s") and not t.lower.endswith("ss"):
+            return i
+    return len(toks)
 
 
 def _past_form(t: Token) -> bool:
@@ -333,22 +415,80 @@ class _Claim:
 def _about_other_subject(other: _Words, other_toks: list[Token], claim: _Claim) -> bool:
     """The sentence's subject is the claim's, qualified by a name the claim does not hold
     ("Hotel stays in London" against "Hotel stays on business trips"). A claim whose
-    subject has no content word ("It", "The film") may be about any name."""
-    claim_subject = {t.norm for t in claim.toks[: claim.words.verb_at]} & claim.words.content
-    if not claim_subject:
-        return False
+    subject has no content word ("It", "The film") or holds a pronoun ("His widow") may be
+    about any name."""
+    before_verb = claim.toks[: claim.words.verb_at]
+    claim_subject = {t.norm for t in before_verb} & claim.words.content
+    if not claim_subject or any(t.lower in _PRONOUNS for t in before_verb):
+        return False  # "His widow, Elizabeth, …": whose is for the other sentence to say
     # The first word is capitalised anyway ("Since March …"): only a later one qualifies.
     # "The Leipzig office is at …" against "The headquarters address is …" too: another
     # subject, naming someone or something the claim does not.
     return any(0 < at < other.verb_at and not _known(n, claim.known) for at, n in other.names)
 
 
-def _same_subject(other: _Words, claim: _Claim) -> bool:
-    """The sentence shares a name or two content words with the claim."""
+def _same_subject(other: _Words, other_toks: list[Token], claim: _Claim) -> bool:
+    """The sentence shares a name or two content words with the claim, one of them in its
+    subject when its subject holds a word other than a name and the claim's holds no
+    pronoun: words it shares only after its verb ("… within your first 14 days: … the
+    code of conduct", "… 30 days of paid annual leave") say nothing of what it is about;
+    what "It" is, only the other sentence may say."""
     names = {n for _at, n in claim.words.names}
     if any(n in names for _at, n in other.names):
         return True
-    return len(other.content & claim.words.content) >= SAME_SUBJECT_WORDS
+    # What a figure counts ("23 days", "two days") is no subject the two share.
+    shared = other.content & claim.words.content - _counted(other_toks) - _counted(claim.toks)
+    if len(shared) < SAME_SUBJECT_WORDS:
+        return False
+    if any(t.lower in _PRONOUNS for t in claim.toks[: claim.words.verb_at]):
+        return True
+    # A name may be who the claim's "He" or "The film" is: only other words tell.
+    subject = {t.norm for i, t in enumerate(other_toks[: other.verb_at]) if not _name_word(i, t)}
+    subject &= other.content
+    return not subject or bool(shared & subject)
+
+
+def _counted(toks: list[Token]) -> set[str]:
+    """The words right after a figure: what it counts."""
+    return {b.norm for a, b in zip(toks, toks[1:], strict=False) if a.figure}
+
+
+def _shared_subject(other: _Words, other_toks: list[Token], claim: _Claim) -> bool:
+    """Both subjects (the words before the verb) hold a word or name of the other's:
+    what follows says something of the same thing."""
+    theirs = {t.norm for t in other_toks[: other.verb_at] if _content(t)}
+    mine = {t.norm for t in claim.toks[: claim.words.verb_at] if _content(t)}
+    return bool(theirs & mine)
+
+
+def _opening_phrase(toks: list[Token]) -> list[Token]:
+    """The words the sentence opens with, after its article, up to the first function
+    word or punctuation ("The holiday freeze covers …": holiday, freeze, covers)."""
+    start = 1 if toks and toks[0].lower in FILLERS else 0
+    out: list[Token] = []
+    for t in toks[start:]:
+        if not _content(t):
+            break
+        out.append(t)
+    return out
+
+
+def _another_kind(other_toks: list[Token], claim: _Claim) -> bool:
+    """Both open with the same word qualified otherwise: "The holiday freeze …" against
+    "The annual peak-season code freeze …" is another freeze (each qualifier, a word in
+    lower case, in one only)."""
+    mine, theirs = _opening_phrase(claim.toks), _opening_phrase(other_toks)
+    other_words = {t.norm for t in other_toks}
+    for j, t in enumerate(theirs[1:], start=1):
+        at = next((i for i, c in enumerate(mine) if c.norm == t.norm), 0)
+        if at == 0:
+            continue
+        qualifier, own = theirs[j - 1], mine[at - 1]
+        if any(q.text[:1].isupper() for q in (qualifier, own)):
+            continue  # a name may be the claim's subject ("Mohra got …", "The film got …")
+        if qualifier.lower not in claim.known and own.norm not in other_words:
+            return True
+    return False
 
 
 def _update_disputes(text: str, claim: _Claim) -> bool | None:
@@ -389,8 +529,11 @@ def _polarity_disputes(other: _Words, other_toks: list[Token], claim: _Claim) ->
     narrowed = other.limited and not claim.words.limited
     if not (negated or narrowed) or len(other.content) < 2 or not other.statement:
         return False
-    known = {stem(w) for w in claim.known} | claim.words.content
-    if len(other.content & known) / len(other.content) < POLARITY_SHARE:
+    known = sorted({stem(w) for w in claim.known} | claim.words.content)
+    # The same word in another form counts ("has yet to write" against "a writer").
+    said = [w for w in other.content if w != "yet"]
+    shared = [w for w in said if w in known or _akin(w, known)]
+    if not said or len(shared) / len(said) < POLARITY_SHARE:
         return False
     # What is negated must be in both: "never require repayment" says nothing against a
     # sentence about the budget's amount.
@@ -403,13 +546,38 @@ def _polarity_disputes(other: _Words, other_toks: list[Token], claim: _Claim) ->
 
 
 def _negated_words_shared(negated: list[Token], plain: list[Token]) -> bool:
-    """A word or figure among the four after the negation is in the plain sentence."""
+    """A word or figure among the four after the negation is in the plain sentence, or
+    a name is among the four after "only"."""
     at = next((i for i, t in enumerate(negated) if _negating(t) or t.lower == "yet"), None)
     if at is None:
         return True
     words = sorted({t.lower for t in plain if not t.punct})
     after = [t for t in negated[at + 1 :] if not t.punct and t.lower not in _FUNCTION_WORDS][:4]
-    return any(t.lower in words or _akin(t.lower, words) for t in after)
+    if any(t.lower in words or _akin(t.lower, words) for t in after):
+        return True
+    # "only" naming what the plain sentence does not: "is only in Spanish" beside "a
+    # Hindi song" narrows it to something else.
+    return negated[at].lower in _LIMITING and any(t.name for t in after)
+
+
+def _limited_otherwise(other_toks: list[Token], other: _Words, claim: _Claim) -> bool:
+    """Both narrow what they say ("only", "exclusively") to other things: "only sells
+    women's clothing" against "caters exclusively to men's clothing"."""
+    if not (other.limited and claim.words.limited):
+        return False
+    theirs = _limited_to(other_toks)
+    mine = _limited_to(claim.toks)
+    known = sorted(claim.known)
+    other_words = sorted({t.lower for t in other_toks})
+    new = [w for w in theirs if w not in claim.known and not _akin(w, known)]
+    missing = [w for w in mine if w not in other_words and not _akin(w, other_words)]
+    return bool(new) and bool(missing)
+
+
+def _limited_to(toks: list[Token]) -> list[str]:
+    """The content words among the four after the first "only", "exclusively" …"""
+    at = next((i for i, t in enumerate(toks) if t.lower in _LIMITING), len(toks))
+    return [t.lower for t in toks[at + 1 :] if _content(t)][:4]
 
 
 def _mostly_known(other: _Words, claim: _Claim) -> bool:
@@ -472,9 +640,116 @@ def _word_swapped(claim: list[Token], other: list[Token], restated: bool) -> boo
         replaced = [t.lower for t in mine[i1:i2]]
         if k == len(ops) - 1 and not _names_only(theirs[j1:j2]):
             continue
-        if any(_content(t) and not _akin(t.lower, replaced) for t in theirs[j1:j2]):
+        if any(
+            _content(t) and t.lower not in _PLACE_AND_TIME and not _akin(t.lower, replaced)
+            for t in theirs[j1:j2]
+        ):
             return True
     return False
+
+
+def _role_of(toks: list[Token], at: int) -> str:
+    """The word before the name at ``toks[at]``, past an article ("created by the UFC":
+    "by"), or "" when that is punctuation, a name or a form of "be", "have", "do"."""
+    k = at - 1
+    if k >= 0 and toks[k].lower in FILLERS:
+        k -= 1
+    if k < 0 or toks[k].punct or toks[k].text[:1].isupper() or toks[k].norm in _VERBISH:
+        return ""  # "is Kranhafen 9" and "is named Okkerlund" give no role
+    return toks[k].lower
+
+
+def _other_name_in_role(other_toks: list[Token], claim: _Claim) -> bool:
+    """The sentence names, after a word the claim has ("by", "on", "contains"), someone
+    the claim does not, where the claim names there someone the sentence does not ("was
+    created by the UFC" against "created and promoted by … WWE")."""
+    theirs = sorted({t.lower for t in other_toks})
+    known = sorted(claim.known)
+    for j in range(1, len(other_toks)):
+        role = _unknown_after_role(other_toks, j, claim, known)
+        if role and _names_elsewhere(claim.toks, role, theirs):
+            return True
+    return False
+
+
+def _unknown_after_role(toks: list[Token], j: int, claim: _Claim, known: list[str]) -> str:
+    """The word before ``toks[j]`` when that is a name the claim does not hold, or "by"
+    before a word that is no name, in no form the claim's ("is by a car")."""
+    t = toks[j]
+    if t.lower in _CALENDAR or _known(t.lower, claim.known):
+        return ""
+    role = _role_of(toks, j)
+    if t.name:
+        return role
+    plain = role == "by" and _content(t) and not _akin(t.lower, known)
+    return role if plain else ""
+
+
+def _names_elsewhere(claim: list[Token], role: str, theirs: list[str]) -> bool:
+    """After ``role`` the claim names, within its clause, only names the sentence does not
+    hold in any form (a currency is no name)."""
+    for i, c in enumerate(claim):
+        if c.lower != role:
+            continue
+        after = claim[i + 1 : i + 1 + NAME_WINDOW]
+        stop = next((k for k, a in enumerate(after) if a.punct), len(after))
+        named = [a.lower for a in after[:stop] if a.name and a.lower not in _UNITS]
+        if named and not any(n in theirs or _akin(n, theirs) for n in named):
+            return True
+    return False
+
+
+def _next_content(toks: list[Token], at: int) -> Token | None:
+    """The first content word after ``toks[at]`` within its clause."""
+    for t in toks[at + 1 :]:
+        if t.punct:
+            return None
+        if _content(t):
+            return t
+    return None
+
+
+def _slot_swapped(other_toks: list[Token], claim: _Claim) -> bool:
+    """All the sentence's words but one are the claim's (in any form), and that one
+    follows a word the claim follows with another ("high birth and conversion pizzas"
+    against "… conversion rates", "may be impeded by" against "may result from")."""
+    at = _one_new_word(other_toks, claim)
+    if at is None:
+        return False
+    before = next((t for t in reversed(other_toks[:at]) if _content(t) or t.punct), None)
+    if before is None or before.punct or before.text[:1].isupper():
+        return False
+    after = _next_content(other_toks, at)
+    theirs = sorted({t.lower for t in other_toks})
+    for i, c in enumerate(claim.toks):
+        mine = _next_content(claim.toks, i) if c.norm == before.norm else None
+        if mine is None or mine.name or _akin(mine.lower, theirs):
+            continue
+        # The word after it, if any, follows the claim's word too: the same slot.
+        following = _next_content(claim.toks, claim.toks.index(mine, i))
+        if after is None or (following is not None and following.norm == after.norm):
+            return True
+    return False
+
+
+def _one_new_word(toks: list[Token], claim: _Claim) -> int | None:
+    """Where the sentence's one content word in no form the claim's is, when it holds at
+    least ``SLOT_WORDS`` content words (names aside)."""
+    known = sorted(claim.known)
+    # A manner word ("rapidly" for "significantly") says how, not what.
+    words = [t for t in toks if _content(t) and not t.name and not t.lower.endswith("ly")]
+    new = [t for t in words if not _spelled_like(t.lower, known)]
+    if len(words) < SLOT_WORDS or len(new) != 1:
+        return None
+    return toks.index(new[0])
+
+
+def _spelled_like(word: str, known: list[str]) -> bool:
+    """The word, another form of it ("spoken", "speaks"), or a misspelling of it
+    ("actylcholine"), is among ``known``."""
+    if word in known or _akin(word, known):
+        return True
+    return any(SequenceMatcher(None, word, k).ratio() >= SPELLING for k in known if len(k) >= 6)
 
 
 def _copular(toks: list[Token], at: int) -> bool:
@@ -489,7 +764,10 @@ def _other_kind(other_toks: list[Token], other: _Words, claim: _Claim) -> bool:
     is/was a|an|the …" whose words after the article are not the claim's or its
     supporting sentence's (in any form). A paraphrase in new words ("is a movie" for "is
     a film") goes to a person too: the judge cannot tell them apart."""
-    if not (_copular(other_toks, other.verb_at) and _copular(claim.toks, claim.words.verb_at)):
+    # The claim's "is a" may follow a clause of its own: "A floppy disk, also called a
+    # floppy, …, is a type of disk storage".
+    claim_says = any(_copular(claim.toks, i) for i, t in enumerate(claim.toks) if not t.paren)
+    if not (_copular(other_toks, other.verb_at) and claim_says):
         return False
     at = other.verb_at
     known = sorted(claim.known)
@@ -497,18 +775,70 @@ def _other_kind(other_toks: list[Token], other: _Words, claim: _Claim) -> bool:
     return any(not _akin(t.lower, known) and t.lower not in claim.known for t in said)
 
 
+def _opposites(other_toks: list[Token], claim: _Claim) -> bool:
+    """The sentence says the opposite word of one the claim says ("excludes" against
+    "include", "last" against "first"), and neither says the other's."""
+    theirs = {t.lower for t in other_toks}
+    mine = {t.lower for t in claim.toks}
+    for one, two in _OPPOSITES:
+        for said, against in ((one, two), (two, one)):
+            if theirs & said and mine & against and not (mine & said or theirs & against):
+                return True
+    return False
+
+
+def _opposite_said(other_toks: list[Token], other: _Words, claim: _Claim) -> bool:
+    """An opposite word, in a statement sharing a word with the claim whose other content
+    words are mostly the claim's (the subject aside where the claim's is a pronoun:
+    "Folklore excludes jokes" against "These include … jokes")."""
+    if not other.statement or not _opposites(other_toks, claim):
+        return False
+    before_verb = claim.toks[: claim.words.verb_at]
+    pronoun = any(t.lower in _PRONOUNS for t in before_verb)
+    subject = {t.norm for t in other_toks[: other.verb_at]} if pronoun else set()
+    said = [w for w in other.content if w not in subject]
+    known = sorted({stem(w) for w in claim.known} | claim.words.content)
+    shared = [w for w in said if w in known or _akin(w, known)]
+    return bool(shared) and len(shared) / len(said) >= POLARITY_SHARE
+
+
+def _about_the_claim(other: _Words, other_toks: list[Token], claim: _Claim) -> bool:
+    if _about_other_subject(other, other_toks, claim) or _another_kind(other_toks, claim):
+        return False
+    return _same_subject(other, other_toks, claim) or _opposite_said(other_toks, other, claim)
+
+
+def _put_in_place(other: _Words, other_toks: list[Token], claim: _Claim) -> str:
+    """What a statement whose subject shares a word with the claim's puts in the place of
+    one of the claim's names or words."""
+    if not (other.statement and _shared_subject(other, other_toks, claim)):
+        return ""
+    if _other_name_in_role(other_toks, claim):
+        return "another name in the claim's place"
+    if _slot_swapped(other_toks, claim):
+        return "another word in the claim's place"
+    return ""
+
+
 def _reason(s: Sentence, claim: _Claim, vocabulary: set[str]) -> str:
     other = _words(s.toks, s.text)
-    if not _same_subject(other, claim) or _about_other_subject(other, s.toks, claim):
+    if not _about_the_claim(other, s.toks, claim):
         return ""
+    if _opposite_said(s.toks, other, claim):
+        return "the opposite"
     update = _update_disputes(s.text, claim)
     if update is not None:
         return "an update or correction" if update else ""
-    if _other_figures(claim.quantities, quantities(s.text)):
+    if _other_figures(claim.quantities, quantities(s.text)) or _other_months(s.toks, claim):
         return "other figures"
     if contradicts(claim.toks, align(claim.toks, s.toks), vocabulary):
         return "another figure or name in its place"
+    swapped = _put_in_place(other, s.toks, claim)
+    if swapped:
+        return swapped
     if _polarity_disputes(other, s.toks, claim):
+        return "the opposite"
+    if other.statement and _limited_otherwise(s.toks, other, claim):
         return "the opposite"
     if _word_swapped(claim.toks, s.toks, other.statement and _mostly_known(other, claim)):
         return "other words in the claim's place"

@@ -99,8 +99,78 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "Morse code is less sensitive to poor signal conditions than voice.",
             "Morse code is more sensitive to poor signal conditions than voice.",
         ),
+        (
+            "His office moved to Leipzig on 3 October 2019.",
+            "Jonas Lind's office moved to Leipzig on 5 October 2019.",
+        ),
+        (
+            "The travel handbook was drafted and published by the Northwind Press team.",
+            "The travel handbook was published by Contoso.",
+        ),
+        (
+            "The travel handbook is published on the Northwind intranet.",
+            "The travel handbook appears on Contoso's wiki.",
+        ),
+        (
+            "Anna Berg was a writer and editor of the travel handbook.",
+            "Anna Berg has yet to write a book.",
+        ),
+        (
+            "The travel handbook, also called the blue book, is a guide for business trips.",
+            "The travel handbook is a cookbook.",
+        ),
+        (
+            "The travel handbook is a guide by the Northwind Press team.",
+            "The travel handbook is by a robot.",
+        ),
+        (
+            "The travel handbook is a German guide for business trips.",
+            "The travel handbook is only in French.",
+        ),
+        (
+            "Hotel stays on business trips are booked by the travel office of the company.",
+            "Hotel stays on business trips are booked by the travel agency.",
+        ),
+        (
+            "Hotel stays on business trips are booked by the travel office of the company.",
+            "Hotel stays on business trips are quickly booked by the travel agency.",
+        ),
+        (
+            "Contractors are covered only by the basic insurance of the company.",
+            "Contractors are covered exclusively by premium insurance.",
+        ),
+        (
+            "These include the travel insurance, the rail card and the meal allowance.",
+            "The benefits exclude the travel insurance and the rail card.",
+        ),
+        (
+            "The travel handbook was published in March 2019.",
+            "The travel handbook was published in August 2019.",
+        ),
+        (
+            "Interns book their own hotel stays on business trips.",
+            "Interns are incapable of booking their own hotel stays.",
+        ),
     ],
-    ids=["another year", "another name", "often named as, but", "the opposite word"],
+    ids=[
+        "another year",
+        "another name",
+        "often named as, but",
+        "the opposite word",
+        "another day, whose office named",
+        "another name after the claim's 'by'",
+        "another name after 'on', a verb in the present",
+        "the opposite, in another form of the word",
+        "another kind of thing, the claim's 'is a' after a clause",
+        "another author, no name",
+        "only, naming something else",
+        "one new word after a word of the claim",
+        "one new word and a manner word",
+        "both narrowed, to other things",
+        "the opposite word, the claim's subject a pronoun",
+        "another month, the same year",
+        "incapable",
+    ],
 )
 def test_other_dates_names_and_corrections_dispute_the_claim(
     settings: Any, answer: str, second: str
@@ -128,6 +198,112 @@ def test_restatements_and_figures_about_other_subjects_keep_the_claim_accepted(
     snapshot = _judge(settings, answer, second)
     assert snapshot.status == "accepted", snapshot.result
     assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
+
+
+def test_a_preposition_of_the_same_sense_keeps_the_claim_accepted(settings: Any) -> None:
+    """ "during" for "on" is the same fact in other words, not another word in its place."""
+    answer = "Hotel stays cost at most 120 EUR a night on business trips to Leipzig."
+    second = "Hotel stays cost at most 120 EUR a night during business trips to Leipzig."
+    snapshot = _judge(settings, answer, second, request="What do hotel stays cost?")
+    assert snapshot.status == "accepted", snapshot.result
+
+
+def test_a_word_after_for_beside_a_currency_is_no_other_name(settings: Any) -> None:
+    """ "for a provided breakfast" does not put another name where the claim's "for
+    domestic business travel is 46 EUR" has one: a currency is no name."""
+    answer = "The daily meal allowance for domestic business travel is 46 EUR."
+    second = (
+        "If a meal is provided by a customer, a conference or the hotel, the allowance is "
+        "reduced: by 20 percent for a provided breakfast and by 40 percent each for a "
+        "provided lunch or dinner."
+    )
+    snapshot = _judge(settings, answer, second, request="What is the daily meal allowance?")
+    assert snapshot.status == "accepted", snapshot.result
+
+
+def test_an_address_is_no_other_name_for_what_the_heron_is_named(settings: Any) -> None:
+    """ "is Kranhafen 9, … Hamburg" puts no name in the place of "is named Okkerlund": a
+    form of "be" gives no role."""
+    answer = (
+        "The wooden heron that stands in the Hamburg reception is named Okkerlund, after "
+        "the boat-builder who carved it."
+    )
+    second = "The headquarters address is Kranhafen 9, 20457 Hamburg, Germany."
+    snapshot = _judge(settings, answer, second, request="What is the wooden heron named?")
+    assert snapshot.status == "accepted", snapshot.result
+
+
+def test_a_name_in_a_sentence_about_something_else_is_no_other_name(settings: Any) -> None:
+    """Another name after a word the claim has ("the Head of Finance" for "the Head of
+    Sales") disputes only a claim whose subject the sentence's shares."""
+    answer = "Discounts up to 25 percent need approval from the Head of Sales."
+    second = (
+        "Claims submitted later are only paid in justified exceptions and need the approval "
+        "of the Head of Finance."
+    )
+    snapshot = _judge(settings, answer, second, request="Who approves discounts up to 25 percent?")
+    assert snapshot.status == "accepted", snapshot.result
+
+
+FREEZE = (
+    "The annual peak-season code freeze, known internally as the Lantern Freeze, begins on "
+    "17 November and lasts 23 days."
+)
+FREEZE_REQUEST = (
+    "When does the annual peak-season code freeze begin and how many days does it last?"
+)
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "The following trainings must be completed within your first 14 days: information "
+        "security awareness, data protection (GDPR) basics, and the code of conduct.",
+        "Full-time employees are entitled to 30 days of paid annual leave per calendar year.",
+        "The holiday freeze covers the period from 22 December to 2 January.",
+        "The holiday freeze begins on 22 December and lasts 12 days.",
+        "Teams are expected to plan their work with the freeze in mind: large features that "
+        "are not ready by the last train before the freeze wait until January, and the weeks "
+        "before the freeze are not the time for risky migrations.",
+        "These two days do not count against your annual leave.",
+        "The internal target for completing a data subject access request is 21 days.",
+    ],
+    ids=[
+        "words shared after its verb",
+        "annual leave",
+        "another freeze",
+        "another freeze's dates",
+        "a month that is no date",
+        "what the figure counts, shared",
+        "what the figure counts and 'internal'",
+    ],
+)
+def test_figures_about_another_period_or_freeze_keep_the_deep_fact_accepted(
+    settings: Any, second: str
+) -> None:
+    """The demo's false dispute (PostgreSQL's search also returned the onboarding guide):
+    the peak-season freeze's 23 days are not disputed by a sentence about other days
+    that shares the claim's words only after its verb ("the code of conduct", "annual
+    leave"), nor by another freeze's dates."""
+    snapshot = _judge(settings, FREEZE, second, request=FREEZE_REQUEST)
+    assert snapshot.status == "accepted", snapshot.result
+    assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "The annual peak-season code freeze begins on 20 November.",
+        "The annual peak-season code freeze begins on 20 November and lasts 23 days.",
+        "The Lantern Freeze lasts 30 days.",
+        "The annual peak-season code freeze no longer lasts 23 days.",
+    ],
+    ids=["another start", "another start, same length", "another duration", "no longer"],
+)
+def test_other_dates_of_the_same_freeze_dispute_the_deep_fact(settings: Any, second: str) -> None:
+    snapshot = _judge(settings, FREEZE, second, request=FREEZE_REQUEST)
+    assert snapshot.status == "insufficient_evidence", snapshot.result
+    assert _stances(snapshot)[1] == ("contradicts", second, True)
 
 
 def test_the_task_page_shows_the_disputed_claim_with_both_quotes(

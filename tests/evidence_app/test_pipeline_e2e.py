@@ -18,13 +18,11 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 from django.conf import settings
 
 from evidence_app.models import ValidationSnapshot
-from evidence_app.validator.schema import stored_claim_disputed
 from tasks_app.knowledge.importer import import_folder
 from tasks_app.models import Task
 from tests.factories import TaskFactory, UserFactory
@@ -42,18 +40,6 @@ EXPECTED = {
     # The plan names a hosted model and no API key is configured: no usable answer.
     "failed": "failed",
 }
-
-
-def _disputed_by_another_source(task: Any) -> bool:
-    """The task's last verdict sent it to a person because another evidence sentence
-    disputes a claim one source states (issue 37)."""
-    last = ValidationSnapshot.objects.originals().filter(task=task).order_by("-id").first()
-    claims = (last.result or {}).get("claims") if last else None
-    return (
-        last is not None
-        and last.status == "insufficient_evidence"
-        and any(stored_claim_disputed(c) for c in claims or [] if isinstance(c, dict))
-    )
 
 
 def test_demo_tasks_reach_the_status_their_evidence_warrants(tmp_path: Path) -> None:
@@ -124,11 +110,6 @@ def test_demo_tasks_reach_the_status_their_evidence_warrants(tmp_path: Path) -> 
     )
     for task, spec in tasks:
         expected = EXPECTED[spec["expect"]]
-        if expected == "awaiting_feedback" and _disputed_by_another_source(task):
-            # A known false dispute on PostgreSQL, whose search also returns the handbook's
-            # other freeze periods: the safe direction (a person decides), never an accept
-            # of a wrong answer; still a verdict per attempt, never accepted.
-            expected = "needs_review"
         assert task.status == expected, (
             f"{spec['title']}: {task.status}\n{summary}\nanswer:\n{task.final_answer}"
         )
