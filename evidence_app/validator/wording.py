@@ -244,3 +244,15 @@ class Finding:
     conflict: Sentence | None = None  # another sentence disputing a supported claim
     dispute: str = ""  # what that sentence states: "other figures", "the opposite", …
     note: str = ""
+
+
+# Words that say nothing about the subject: never count as shared.
+FUNCTION_WORDS = (
+    FILLERS
+    | ROLE_WORDS
+    | frozenset(
+        """and or but in on at per is are was were be been being has have had do does did
+    this that these those it its they their there here which what when where also than
+    then not no very all each every some any such only""".split()
+    )
+)

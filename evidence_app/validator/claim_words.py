@@ -1,0 +1,139 @@
+"""A sentence's words as the embedded judge's dispute rules read them: its content words,
+its names, where its subject ends, which words negate or narrow it, and the claim the
+other sentences are read against."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evidence_app.validator.quantities import (
+    CALENDAR,
+    UNITS,
+    Quantity,
+)
+from evidence_app.validator.wording import (
+    FUNCTION_WORDS,
+    Token,
+)
+
+# Words that turn a statement into its opposite or narrow it ("only", "former").
+POLARITY = frozenset(
+    """not no never none neither nor cannot nobody nothing nowhere refused refuses denied
+    denies deny failed fails only former formerly ex declined declines rejected rejects
+    excludes excluded zero exclusively solely incapable lack lacks lacked lacking
+    impossible""".split()
+)
+
+
+LIMITING = frozenset({"only", "exclusively", "solely"})
+
+
+_NOT_PRIVATIVE_UN = ("under", "unit", "union", "uniq", "unive", "until", "unifo", "unles")
+
+
+PRONOUNS = frozenset("he she it they his her its their him them these those".split())
+
+
+VERBISH = frozenset({"be", "was", "have", "do"})
+
+
+POLARITY_SHARE = 0.6
+
+
+@dataclass
+class Words:
+    """The content words, polarity and names of one text."""
+
+    content: set[str]
+    negated: bool
+    limited: bool  # "only", "exclusively": it narrows what it says
+    names: list[tuple[int, str]]  # (position, lower-case name)
+    verb_at: int  # position of the first verb-like word (the subject ends there)
+    length: int
+    statement: bool  # ends as a sentence does (a heading states nothing)
+
+
+def negating(token: Token) -> bool:
+    low = token.lower
+    if low in POLARITY:
+        return True
+    return low.startswith("un") and len(low) >= 6 and not low.startswith(_NOT_PRIVATIVE_UN)
+
+
+def _subject_word(t: Token) -> bool:
+    """A content word: no function word, figure, unit or negation."""
+    return is_content(t) and t.lower not in UNITS and not negating(t)
+
+
+def name_word(i: int, t: Token) -> bool:
+    """A name (the first word too, when capitalised), not a month or a currency."""
+    capital = t.name or (i == 0 and t.text[:1].isupper() and t.lower not in FUNCTION_WORDS)
+    return capital and len(t.text) >= 2 and t.lower not in CALENDAR and t.lower not in UNITS
+
+
+def _verb_at(toks: list[Token]) -> int:
+    verbs = (i for i, t in enumerate(toks) if t.norm in VERBISH or _past_form(t))
+    found = next(verbs, None)
+    return _present_verb_at(toks) if found is None else found
+
+
+def _present_verb_at(toks: list[Token]) -> int:
+    """Without a form of "be", "have", "do" or a past form, the first word in lower case
+    ending in "s" after the opening words ("Poldark airs on …", "The holiday freeze covers
+    …"), else the sentence's length."""
+    for i, t in enumerate(toks[1:], start=1):
+        if t.punct or t.lower in FUNCTION_WORDS or t.figure:
+            continue
+        if t.text[:1].islower() and t.lower.endswith("s") and not t.lower.endswith("ss"):
+            return i
+    return len(toks)
+
+
+def _past_form(t: Token) -> bool:
+    return t.lower.endswith("ed") and not t.name
+
+
+def sentence_words(toks: list[Token], text: str = "") -> Words:
+    content = {t.norm for t in toks if _subject_word(t)}
+    verb_at = _verb_at(toks)
+    names = [(i, t.lower) for i, t in enumerate(toks) if name_word(i, t)]
+    limited = any(t.lower in LIMITING for t in toks)
+    negated = any(negating(t) and t.lower not in LIMITING for t in toks) or any(
+        a.lower == "yet" and b.lower == "to" for a, b in zip(toks, toks[1:], strict=False)
+    )  # "has yet to write"
+    statement = text.rstrip().endswith((".", "!", '."', ".)"))
+    return Words(content, negated, limited, names, verb_at, len(toks), statement)
+
+
+def known_name(name: str, vocabulary: set[str]) -> bool:
+    """The name, or a spelling sharing its first four letters, is in ``vocabulary``."""
+    return name in vocabulary or any(
+        len(name) >= 4 and len(w) >= 4 and w[:4] == name[:4] for w in vocabulary
+    )
+
+
+@dataclass
+class Claim:
+    toks: list[Token]
+    text: str
+    words: Words
+    quantities: list[Quantity]
+    known: set[str]  # lower-case words of the claim and its supporting sentence
+
+
+def is_content(token: Token) -> bool:
+    low = token.lower
+    return not token.punct and not token.figure and len(low) >= 3 and low not in FUNCTION_WORDS
+
+
+def akin(word: str, others: list[str]) -> bool:
+    """The same word in another form ("Italian" for "Italy", "named" for "name")."""
+    return any(len(word) >= 4 and len(o) >= 4 and word[:4] == o[:4] for o in others)
+
+
+def content_count(toks: list[Token]) -> int:
+    return sum(1 for t in toks if is_content(t))
+
+
+def names_only(toks: list[Token]) -> bool:
+    return bool(toks) and all(t.name for t in toks)
