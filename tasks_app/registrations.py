@@ -131,7 +131,7 @@ def _transitions(
     actions = CounterMetricFamily(
         f"{PREFIX}_reaper_actions",
         "Attempts recovered after their worker died: requeued (back to open) by the reaper, "
-        "taken_over by a redelivered job (issue 17), or failed.",
+        "taken_over by a redelivered job, or failed.",
         labels=["action"],
     )
     by_target = {key[0]: values["n"] for key, values in reaper.items()}
