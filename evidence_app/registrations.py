@@ -70,11 +70,11 @@ def _validations(totals: dict[tuple[Any, ...], dict[str, Any]]) -> Iterable[Metr
         labels=["kind", "status", "model"],
     )
     retries = CounterMetricFamily(
-        f"{PREFIX}_validation_schema_retries", "Schema retries (O1) by model.", labels=["model"]
+        f"{PREFIX}_validation_schema_retries", "Schema retries by model.", labels=["model"]
     )
     chunked = CounterMetricFamily(
         f"{PREFIX}_validations_chunked",
-        "Validations judged in evidence parts (V11) by model.",
+        "Validations judged in evidence parts by model.",
         labels=["model"],
     )
     latency = HistogramMetricFamily(

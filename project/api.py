@@ -153,7 +153,7 @@ def _strict_body(request: HttpRequest, raw: bytes) -> HttpResponse | None:
 
 
 def guard_request(run: Callable[..., Any]) -> Callable[..., Any]:
-    """Refuse what must never reach a view, before auth or parsing (A3).
+    """Refuse what must never reach a view, before auth or parsing.
 
     - A body over ``API_MAX_BODY_BYTES``: 413. Django raises ``RequestDataTooBig`` only
       when the body is read and only against ``DATA_UPLOAD_MAX_MEMORY_SIZE``; checking

@@ -60,7 +60,7 @@ class FieldErrorOut(Schema):
 
 
 class ErrorOut(Schema):
-    """The one error shape of the API (A3)."""
+    """The one error shape of the API."""
 
     detail: str
     code: str
@@ -82,7 +82,7 @@ def error_responses(*codes: int) -> dict[int, type[ErrorOut]]:
 
 
 class CitationOut(Schema):
-    """A citation as checked by the application (issue 12): ``verified`` means the quote
+    """A citation as checked by the application: ``verified`` means the quote
     occurs in the named tool result; ``content[start:end]`` of that evidence is the quote."""
 
     ref: str

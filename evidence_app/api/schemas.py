@@ -102,7 +102,10 @@ class ValidationListItemOut(Schema):
     rendered_input_chars: int
     error: str
     model_status: str | None = Field(
-        description="The model's own status before citation checks; null before issue 12"
+        description=(
+            "The model's own status before citation checks; null for verdicts stored before "
+            "it was kept"
+        )
     )
     claim_summary: ClaimSummaryOut
     created_at: datetime
@@ -130,7 +133,7 @@ class ValidationListOut(Schema):
 
 
 class ValidationOut(ValidationListItemOut):
-    """Everything about one validator decision (V7)."""
+    """Everything about one validator decision."""
 
     issues: list[Any]
     missing_requirements: list[Any]

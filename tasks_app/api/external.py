@@ -138,7 +138,7 @@ class DeliveryListOut(Schema):
 
 
 def _own_task(user: Any, task_id: int) -> None:
-    """404 unless the user may see the task, 403 unless it is theirs (A2)."""
+    """404 unless the user may see the task, 403 unless it is theirs."""
     task = visible_tasks(user).filter(pk=task_id).values("owner_id").first()
     if task is None:
         raise Http404(f"Task {task_id} not found.")

@@ -139,7 +139,10 @@ class ValidationSummaryOut(Schema):
     score: float | None
     failure_category: str | None
     model_status: str | None = Field(
-        description="The model's own status before citation checks; null before issue 12"
+        description=(
+            "The model's own status before citation checks; null for verdicts stored before "
+            "it was kept"
+        )
     )
     claim_summary: ClaimSummaryOut
     created_at: datetime
@@ -203,7 +206,7 @@ class RevisionValidatorOut(Schema):
 
 
 class RevisionOut(Schema):
-    """Why a task needs a revision (issue 14): what an external agent works from."""
+    """Why a task needs a revision: what an external agent works from."""
 
     attempt_index: int
     next_attempt_index: int
@@ -215,7 +218,7 @@ class RevisionOut(Schema):
 
 
 class DecisionOut(Schema):
-    """A person's decision on the task (issue 26): with its comment (a satisfied remark,
+    """A person's decision on the task: with its comment (a satisfied remark,
     an abandon reason, a revision request)."""
 
     id: int
@@ -231,7 +234,7 @@ class DecisionOut(Schema):
 
 
 class PendingDecisionOut(DecisionOut):
-    """A decision waiting in its undo window (issue 26): nothing follows from it (status,
+    """A decision waiting in its undo window: nothing follows from it (status,
     next attempt, webhooks) until ``applies_at``; POST ``undo_url`` before then."""
 
     applies_at: datetime
@@ -341,11 +344,10 @@ class TaskOut(TaskListItemOut):
     )
     pending_decision: PendingDecisionOut | None = Field(
         None,
-        description="A decision still in its undo window: the task's status does not "
-        "count it yet (issue 26)",
+        description="A decision still in its undo window: the task's status does not count it yet",
     )
     last_decision: DecisionOut | None = Field(
-        None, description="The latest decision that applied, with its comment (issue 26)"
+        None, description="The latest decision that applied, with its comment"
     )
     audit_rate: float | None = Field(
         None, description="The task's own audit rate of auto-accepts (null: the setting)"
@@ -414,7 +416,7 @@ class TaskOrderingQuery(Schema):
 
 
 class TaskFilter(FilterSchema):
-    """The list filters of GET /tasks (A1); flags are the S2 derived flags."""
+    """The list filters of GET /tasks; the flags are derived from the task's status."""
 
     status: list[TaskStatus] | None = Field(None, description="Repeatable: ?status=a&status=b")
     requires_user_action: bool | None = None
@@ -459,8 +461,8 @@ EventKind = Literal["transition", "claimed", "taken_over", "released"]
 
 
 class EventOut(Schema):
-    """A status change (``kind`` "transition") or a review claim changing hands
-    (issue 11); a claim event keeps the status, so its from_status equals to_status.
+    """A status change (``kind`` "transition") or a review claim changing hands; a
+    claim event keeps the status, so its from_status equals to_status.
     Ids are unique per group: status changes and claim events are numbered apart."""
 
     id: int

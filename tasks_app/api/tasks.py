@@ -50,7 +50,7 @@ router = Router(tags=["tasks"])
 
 
 def require_can_decide(user: Any, task_id: int) -> None:
-    """Decisions on a task belong to its requester and to reviewers (S5), as in the UI."""
+    """Decisions on a task belong to its requester and to reviewers, as in the UI."""
     if not roles.is_reviewer(user) and not Task.objects.filter(pk=task_id, owner=user).exists():
         raise AuthorizationError(
             message="Only the requester or a reviewer can decide on this task."
