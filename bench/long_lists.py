@@ -23,21 +23,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from bench.common import Figure, Target, percentile, result
-from bench.trace_tree import CHROMIUM, RUNS, build_trace_task, live_server
+from bench.trace_tree import CHROMIUM, LAUNCH_ARGS, RUNS, build_trace_task, live_server
 
 RESULTS = 20_000
 BASELINE_RESULTS = 500  # the smallest attempt in which every list has a full next page
 WIDTHS = (390, 1280)
 TARGET_MS = 1_000
-# The browser tests' flags (tests/ui/test_browser.py): no GPU, no background traffic.
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 PAGE = ("page response", "page load")
 LISTS = (
     "evidence: next page",

@@ -34,6 +34,15 @@ STEPS = 20_000
 RUNS = 5  # four team nodes and the synthesis
 TARGET_RATIO = 1.5
 CHROMIUM = "/usr/bin/chromium"
+# How the benchmarks and the browser tests start it: no GPU, no background traffic.
+LAUNCH_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def build_trace_task(owner: Any, *, steps: int, title: str = "Bench trace task") -> Any:

@@ -14,21 +14,13 @@ from typing import Any
 import pytest
 from django.conf import settings
 
+from bench.trace_tree import CHROMIUM, LAUNCH_ARGS
 from tasks_app.models import Task
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import KnowledgeDocumentFactory, ToolEvidenceFactory
 from tests.ui.conftest import FACT, make_reviewable_task
 
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
-LAUNCH_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 pytestmark = [
     pytest.mark.browser,

@@ -7,7 +7,6 @@ never asserted here."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from bench.trace_tree import build_trace_task
 from evidence_app.review.lists import PAGE_SIZE, TRANSCRIPT_PAGE_SIZE
 from evidence_app.review.task_detail import EVIDENCE_INLINE_ITEMS
-from tests.ui.test_browser import ARTIFACTS, CHROMIUM, LAUNCH_ARGS, login
+from tests.ui.test_browser import ARTIFACTS, CHROMIUM, browser, login  # noqa: F401
 
 pytestmark = [
     pytest.mark.browser,
@@ -29,20 +28,13 @@ pytestmark = [
 RESULTS = 20_000
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with pytest.MonkeyPatch.context() as patch, sync_playwright() as p:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        yield browser
-        browser.close()
-
-
 @pytest.mark.parametrize("width", [390, 1280])
 def test_20000_result_attempt_pages_its_lists(
-    browser: Any, live_server: Any, reviewer: Any, monkeypatch: Any, width: int
+    browser: Any,  # noqa: F811
+    live_server: Any,
+    reviewer: Any,
+    monkeypatch: Any,
+    width: int,
 ) -> None:
     """Issue 39 item 1: with 20,000 tool results and 40,000 transcript messages the task
     page lists 50 results; "more" adds 200 at a time; a search lists the matches only;

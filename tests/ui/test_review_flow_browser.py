@@ -24,7 +24,7 @@ from tests.ui.conftest import make_reviewable_task
 from tests.ui.test_browser import (
     ARTIFACTS,
     CHROMIUM,
-    LAUNCH_ARGS,
+    browser,  # noqa: F401 (fixture)
     in_worker_thread,
     login,
     wait_until,
@@ -42,19 +42,8 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with pytest.MonkeyPatch.context() as patch, sync_playwright() as p:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        yield browser
-        browser.close()
-
-
 @pytest.fixture
-def page(browser: Any, live_server: Any, monkeypatch: Any) -> Iterator[Any]:
+def page(browser: Any, live_server: Any, monkeypatch: Any) -> Iterator[Any]:  # noqa: F811
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     # bypass_csp: the app's policy rightly refuses inline scripts, and axe is injected as one.
     context = browser.new_context(viewport={"width": 1280, "height": 900}, bypass_csp=True)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from bench.trace_tree import build_trace_task
-from tests.ui.test_browser import CHROMIUM, LAUNCH_ARGS, login
+from tests.ui.test_browser import CHROMIUM, browser, login  # noqa: F401
 from tests.ui.test_review_flow_browser import AXE
 
 pytestmark = [
@@ -27,19 +27,8 @@ pytestmark = [
 DOM_ELEMENTS = "document.getElementsByTagName('*').length"
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with pytest.MonkeyPatch.context() as patch, sync_playwright() as p:
-        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
-        yield browser
-        browser.close()
-
-
 @pytest.fixture
-def page(browser: Any, live_server: Any, monkeypatch: Any) -> Iterator[Any]:
+def page(browser: Any, live_server: Any, monkeypatch: Any) -> Iterator[Any]:  # noqa: F811
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(20_000)
@@ -134,7 +123,7 @@ def test_trace_tree_fits_a_phone(page: Any, live_server: Any, reviewer: Any) -> 
 
 
 @pytest.mark.skipif(not AXE.exists(), reason="axe-core is not installed: run npm ci")
-def test_open_trace_tree_passes_axe(browser: Any, live_server: Any, reviewer: Any) -> None:
+def test_open_trace_tree_passes_axe(browser: Any, live_server: Any, reviewer: Any) -> None:  # noqa: F811
     """Issue 26 item 4: axe-core finds no serious or critical violation in the trace
     tree with a run and a step open."""
     task = build_trace_task(reviewer, steps=40)
