@@ -8,30 +8,24 @@ validation service, a read of the task recorded as the page records it, audit_ju
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.utils import timezone
 
 from evidence_app.jobs import certify_thresholds_job
 from evidence_app.judge_bench.from_reviews import labelled_cases
 from evidence_app.models import (
     Audit,
-    AuditState,
     AutoAcceptThreshold,
     ThresholdState,
-    ValidationSnapshot,
 )
 from evidence_app.trust.audits import audit_judge
 from evidence_app.trust.blinding import audit_exposures_record
 from evidence_app.trust.claim_agreement import claim_agreement_stats
 from evidence_app.trust.threshold_services import threshold_approve, threshold_shadow_start
 from evidence_app.trust.thresholds import shadow_report
-from evidence_app.validator.templates import get_template
 from tests.audit_helpers import drawn_audit
-from tests.evidence_app.validation_helpers import JUDGE
-from tests.factories import TaskFactory
+from tests.evidence_app.trust_helpers import labelled_accepts
 
 pytestmark = pytest.mark.django_db
 
@@ -42,37 +36,7 @@ def _right_accepts(count: int = 200) -> None:
     """``count`` accepts of the test judge scoring 0.90 to 0.99 (as many at each), two
     days old, each judged right on a blind audit drawn with probability 1: enough to
     certify τ = 0.90 at the 2 % target (149 are needed)."""
-    task = TaskFactory()
-    created = timezone.now() - timedelta(days=2)
-    rows = ValidationSnapshot.objects.bulk_create(
-        ValidationSnapshot(
-            task=task,
-            attempt_index=i + 1,
-            status="accepted",
-            score=0.9 + (i % 10) / 100,
-            route="auto_accepted",
-            audit_probability=1.0,
-            template_version=get_template("default").version,
-            model_name=JUDGE,
-            created_at=created + timedelta(seconds=i),
-        )
-        for i in range(count)
-    )
-    Audit.objects.bulk_create(
-        Audit(
-            snapshot=row,
-            task=task,
-            attempt_index=row.attempt_index,
-            route="auto_accepted",
-            probability=1.0,
-            template_version=row.template_version,
-            model_name=JUDGE,
-            state=AuditState.DONE,
-            correct=True,
-            decided_at=created + timedelta(seconds=i),
-        )
-        for i, row in enumerate(rows)
-    )
+    labelled_accepts([0.9 + (i % 10) / 100 for i in range(count)], [False] * count)
 
 
 def _judged_wrong(reviewer: Any, *, blind: bool, claims: Sequence[dict[str, Any]] = ()) -> Audit:

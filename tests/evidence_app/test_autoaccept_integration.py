@@ -15,8 +15,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from evidence_app.jobs import certify_thresholds_job
 from evidence_app.models import (
-    Audit,
-    AuditState,
     AutoAcceptThreshold,
     ThresholdState,
     ValidationSnapshot,
@@ -28,6 +26,7 @@ from evidence_app.validator.templates import get_template
 from project.errors import Forbidden, InvalidInput, StaleAction
 from tasks_app.models import Feedback, Task
 from tasks_app.notifications.models import WebhookDelivery, WebhookEndpoint
+from tests.evidence_app.trust_helpers import labelled_accepts
 from tests.evidence_app.validation_helpers import JUDGE, ScriptedJudge, validating_task, verdict
 from tests.factories import TaskFactory
 
@@ -38,54 +37,11 @@ def _key() -> JudgeKey:
     return JudgeKey(get_template("default").version, JUDGE, "")
 
 
-def _labelled(
-    scores: list[float],
-    wrong: list[bool],
-    *,
-    probability: float = 1.0,
-    when: Any = None,
-    owner: Any = None,
-) -> list[ValidationSnapshot]:
-    """Accepted verdicts of the test judge with their scores, each judged on an audit."""
-    task = TaskFactory(**({"owner": owner} if owner else {}))
-    created = when or timezone.now() - timedelta(days=2)
-    rows = ValidationSnapshot.objects.bulk_create(
-        ValidationSnapshot(
-            task=task,
-            attempt_index=i + 1,
-            status="accepted",
-            score=score,
-            route="auto_accepted",
-            audit_probability=probability,
-            template_version=_key().template_version,
-            model_name=JUDGE,
-            created_at=created + timedelta(seconds=i),
-        )
-        for i, score in enumerate(scores)
-    )
-    Audit.objects.bulk_create(
-        Audit(
-            snapshot=row,
-            task=task,
-            attempt_index=row.attempt_index,
-            route="auto_accepted",
-            probability=probability,
-            template_version=row.template_version,
-            model_name=JUDGE,
-            state=AuditState.DONE,
-            correct=not bad,
-            decided_at=created + timedelta(seconds=i),
-        )
-        for i, (row, bad) in enumerate(zip(rows, wrong, strict=True))
-    )
-    return rows
-
-
 def _strong_labels() -> None:
     """200 accepts scoring 0.9 or more, all right; 100 scoring under 0.5, the highest
     third of them wrong."""
-    _labelled([0.9 + (i % 10) / 100 for i in range(200)], [False] * 200)
-    _labelled([0.2 + (i % 30) / 100 for i in range(100)], [i % 30 >= 20 for i in range(100)])
+    labelled_accepts([0.9 + (i % 10) / 100 for i in range(200)], [False] * 200)
+    labelled_accepts([0.2 + (i % 30) / 100 for i in range(100)], [i % 30 >= 20 for i in range(100)])
 
 
 def _approved(operator: Any, settings: Any) -> AutoAcceptThreshold:
@@ -118,7 +74,7 @@ def test_the_job_certifies_a_threshold_from_judged_audits_and_proposes_it(
 
 def test_too_few_labels_certify_nothing_and_the_proposal_says_why() -> None:
     """Issue 38, item 2: under 149 labelled accepts at 2 % nothing is certified."""
-    _labelled([0.95] * 100, [False] * 100)
+    labelled_accepts([0.95] * 100, [False] * 100)
     certify_thresholds_job()
     row = AutoAcceptThreshold.objects.get()
     assert row.threshold is None
@@ -189,7 +145,9 @@ def test_drift_stops_auto_accept_and_operators_are_told(
     WebhookEndpoint.objects.create(
         owner=owner, url="https://example.com/hook", events=["auto_accept.stopped"], secret="s"
     )
-    _labelled([0.97] * 10, [True] * 10, when=timezone.now() + timedelta(seconds=1), owner=owner)
+    labelled_accepts(
+        [0.97] * 10, [True] * 10, when=timezone.now() + timedelta(seconds=1), owner=owner
+    )
     assert certify_thresholds_job()["stopped"] == 1
     row.refresh_from_db()
     assert row.stopped and row.drift_wrong == 10 and row.drift_audits == 10
