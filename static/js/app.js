@@ -385,15 +385,23 @@
     if (!toast || !document.getElementById("queue-list")) return;
     event.detail.parameters["return_to"] = "queue";
     event.detail.parameters["filters"] = window.location.search.replace(/^\?/, "");
-    selectedTaskId = toast.getAttribute("data-undo-task");
-    focusQueueAfterSwap = true;
+    // Selected when this request's answer settles: the decision's own settle may come
+    // after the key press that undoes it, and would move the selection on.
+    undoSelect = { path: event.detail.path, taskId: toast.getAttribute("data-undo-task") };
   });
+  var undoSelect = null;
 
   var lastQueueCount = null;
   document.addEventListener("htmx:afterSettle", function (event) {
     var target = event.detail && event.detail.target;
     var list = document.getElementById("queue-list");
     if (list) {
+      var config = event.detail.requestConfig;
+      if (undoSelect && config && config.path === undoSelect.path) {
+        selectedTaskId = undoSelect.taskId;
+        undoSelect = null;
+        focusQueueAfterSwap = true;
+      }
       var focusIt = focusQueueAfterSwap || (target && target.id === "main");
       focusQueueAfterSwap = false;
       restoreQueue(focusIt);
