@@ -102,7 +102,9 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in out if s]
 
 
-def _split_lines(text: str) -> list[str]:
+def split_lines(text: str) -> list[str]:
+    """Sentences of a text, line by line (headings, quotes, list marks and emphasis
+    stripped)."""
     sentences: list[str] = []
     for raw_line in text.splitlines():
         line = re.sub(r"^\s*(#+|>|[-*•]|\d+\.)\s*", "", raw_line).strip().strip("*").strip()
@@ -119,7 +121,7 @@ def evidence_sentences(prompt: str) -> list[Sentence]:
         if TOOL_RESULT_LABEL_RE.match(label):
             source = label.removesuffix(" (continued)")
             out.extend(
-                grounding.sentence(s, source) for s in _split_lines(match.group("body") or "")
+                grounding.sentence(s, source) for s in split_lines(match.group("body") or "")
             )
     return out
 

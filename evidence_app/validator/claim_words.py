@@ -34,6 +34,11 @@ _NOT_PRIVATIVE_UN = ("under", "unit", "union", "uniq", "unive", "until", "unifo"
 PRONOUNS = frozenset("he she it they his her its their him them these those".split())
 
 
+# Who the text speaks to or for ("your manager", "our offices"): no subject a sentence
+# shares with another.
+PERSONAL = frozenset("you your yours yourself we our ours us i me my".split())
+
+
 VERBISH = frozenset({"be", "was", "have", "do"})
 
 
@@ -61,8 +66,8 @@ def negating(token: Token) -> bool:
 
 
 def _subject_word(t: Token) -> bool:
-    """A content word: no function word, figure, unit or negation."""
-    return is_content(t) and t.lower not in UNITS and not negating(t)
+    """A content word: no function word, figure, unit, negation or "you", "our"."""
+    return is_content(t) and t.lower not in UNITS and t.lower not in PERSONAL and not negating(t)
 
 
 def name_word(i: int, t: Token) -> bool:
@@ -98,11 +103,20 @@ def sentence_words(toks: list[Token], text: str = "") -> Words:
     verb_at = _verb_at(toks)
     names = [(i, t.lower) for i, t in enumerate(toks) if name_word(i, t)]
     limited = any(t.lower in LIMITING for t in toks)
-    negated = any(negating(t) and t.lower not in LIMITING for t in toks) or any(
-        a.lower == "yet" and b.lower == "to" for a, b in zip(toks, toks[1:], strict=False)
-    )  # "has yet to write"
+    negated = _negated(toks)
     statement = text.rstrip().endswith((".", "!", '."', ".)"))
     return Words(content, negated, limited, names, verb_at, len(toks), statement)
+
+
+def _negated(toks: list[Token]) -> bool:
+    """A word negates the sentence ("not", "refused", "has yet to write"); "approves or
+    declines" offers a choice and negates nothing."""
+    if any(a.lower == "yet" and b.lower == "to" for a, b in zip(toks, toks[1:], strict=False)):
+        return True
+    return any(
+        negating(t) and t.lower not in LIMITING and not (i and toks[i - 1].lower == "or")
+        for i, t in enumerate(toks)
+    )
 
 
 def known_name(name: str, vocabulary: set[str]) -> bool:

@@ -59,11 +59,14 @@ from evidence_app.validator.wording import (
     Sentence,
     Token,
     stem,
+    tokens,
 )
 
 # What a sentence says was true before: the claim stating it states the past.
 _PAST_RE = re.compile(
-    r"\bno longer\b|\bnot any ?more\b|\bformerly\b|\bpreviously\b|\bused to\b",
+    r"\bno longer\b|\bnot any ?more\b|\bformerly\b|\bpreviously\b|"
+    # "X used to be …", not "… is used to release …" or "a switch, used to …"
+    r"(?<!\bis )(?<!\bare )(?<!\bwas )(?<!\bwere )(?<!\bbe )(?<!\bbeen )(?<!, )\bused to\b",
     re.IGNORECASE,
 )
 # An update or correction ending with the value that holds now.
@@ -73,6 +76,12 @@ _UPDATE_RE = re.compile(
     r"adjusted|corrected|amended)\b[^.;]*\bfrom\b[^.;]*\bto\b|"
     r"\b(?:often|sometimes|commonly|frequently|wrongly|mistakenly|erroneously|widely)\s+"
     r"(?:named|called|given|cited|listed|described|reported|said|credited)\b",
+    re.IGNORECASE,
+)
+# Where the clause an update opens in begins: its subject follows.
+_CLAUSE_RE = re.compile(
+    r"[,;:()]|\b(?:that|which|who|whose|if|when|while|because|and|or|but|unless|although|"
+    r"after|before|once)\b",
     re.IGNORECASE,
 )
 # A sentence about the same subject shares at least this many content words with the claim.
@@ -188,12 +197,14 @@ def _another_kind(other_toks: list[Token], claim: Claim) -> bool:
 
 
 def _update_disputes(text: str, claim: Claim) -> bool | None:
-    """``None`` when the sentence is no update; ``True`` when it says what no longer
-    holds, or is an update or correction whose final value the claim does not state."""
-    if _PAST_RE.search(text):
-        return True
+    """``None`` when the sentence is no update of what the claim says; ``True`` when it
+    says what no longer holds, or is an update or correction whose final value the
+    claim does not state."""
+    past = _PAST_RE.search(text)
+    if past:
+        return True if _concerns_claim(text, past.start(), past.end(), claim) else None
     match = _UPDATE_RE.search(text)
-    if match is None:
+    if match is None or not _concerns_claim(text, match.start(), match.end(), claim):
         return None
     tail = text[match.start() :]
     final = quantities(tail)
@@ -204,6 +215,42 @@ def _update_disputes(text: str, claim: Claim) -> bool | None:
         )
     names = re.findall(r"\b[A-Z][\w'’-]+", tail)
     return bool(names) and names[-1].lower() not in claim.known
+
+
+def _concerns_claim(text: str, start: int, end: int, claim: Claim) -> bool:
+    """The update at ``text[start:end]`` is about what the claim says: it names one of
+    the claim's amounts, or its subject (``_update_subject``) and one of the four words
+    after it are the claim's in any form. "The old credentials no longer work" updates
+    nothing of "The Security Lead secures evidence first"; "… and no longer." nothing."""
+    if any(
+        same_amount(q.value, c.value, c.kind) and q.kind == c.kind
+        for q in quantities(text[start:])
+        for c in claim.quantities
+    ):
+        return True  # "… was changed from 120 EUR …": the claim's own amount
+    mine = claim.words.content | {stem(w) for w in claim.known}
+    subject = _update_subject(text, start)
+    if subject and not subject & mine:
+        return False
+    after = [t for t in tokens(text[end:]) if is_content(t)][:4]
+    return any(t.norm in mine or stem(t.lower) in mine for t in after)
+
+
+def _update_subject(text: str, start: int) -> set[str]:
+    """The content words of the subject of the clause an update at ``start`` stands in:
+    the sentence's, when the clause opens with it or holds a pronoun ("Laptops are
+    replaced when they no longer …"); none (it may be anything) when a pronoun opens the
+    sentence."""
+    opening = _CLAUSE_RE.split(text[:start])
+    clause = [t for t in tokens(opening[-1]) if not t.punct]
+    pronoun = any(t.lower in PRONOUNS for t in clause)
+    if pronoun and len(opening) == 1:
+        return set()
+    subject = set() if pronoun else {t.norm for t in clause if is_content(t)}
+    if subject:
+        return subject
+    toks = tokens(text)
+    return {t.norm for t in toks[: sentence_words(toks).verb_at] if is_content(t)}
 
 
 def _restates(other: Words, claim: Claim) -> bool:

@@ -330,3 +330,67 @@ def test_the_task_page_shows_the_disputed_claim_with_both_quotes(
     ).content.decode()
     assert f"{answer}</mark>" in fragment and f"{second}</mark>" in fragment
     assert "states otherwise" in fragment
+
+
+@pytest.mark.parametrize(
+    ("answer", "second", "asked"),
+    [
+        (
+            "Every trip needs the approval of your manager before you book anything.",
+            "Laptops are replaced at the end of their replacement cycle or when they no "
+            "longer meet the needs of your role.",
+            "What does the source say about trip approval?",
+        ),
+        (
+            "The Security Lead identifies volatile evidence at the start of the analysis "
+            "and secures it first.",
+            "After any rotation, the Security Lead verifies that the old credentials no "
+            "longer work.",
+            "What does the source say about volatile evidence?",
+        ),
+        (
+            "New features are deployed dark, behind feature flags, and switched on "
+            "gradually once they are proven.",
+            "A feature flag is a switch that turns a feature on or off at runtime, used to "
+            "release features gradually.",
+            "What does the source say about new features?",
+        ),
+        (
+            "Your manager approves or declines the request.",
+            "Your manager approves requests.",
+            "What does the source say about a request to the manager?",
+        ),
+    ],
+    ids=["no longer, of laptops", "no longer, of credentials", "used to, a purpose", "or declines"],
+)
+def test_handbook_sentences_that_update_or_negate_something_else_dispute_nothing(
+    settings: Any, answer: str, second: str, asked: str
+) -> None:
+    """Issue 37: sentences of the demo handbook that disputed true claims about other
+    things. An update ("no longer") disputes a claim only when its own clause is about
+    the claim's subject and what follows it is the claim's ("the old credentials no
+    longer work" says nothing of what the Security Lead does first); "you" and "your"
+    are no subject two sentences share; "is used to" states a purpose, not the past; "or
+    declines" offers a choice, it negates nothing."""
+    snapshot = _judge(settings, answer, second, request=asked)
+    assert snapshot.status == "accepted", snapshot.result
+    assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "Hotels used to be capped at 150 EUR per night.",
+        "Hotel stays are capped at 150 EUR per night, as the rate was changed from 120 "
+        "EUR to 150 EUR.",
+        "Because costs rose, hotel stays are no longer capped at 120 EUR a night.",
+    ],
+    ids=["used to be", "changed from to, in a later clause", "no longer, after a clause"],
+)
+def test_updates_of_the_claims_own_subject_still_dispute_it(settings: Any, second: str) -> None:
+    """Issue 37: the narrower update rule still reads an update about the claim's own
+    subject, wherever in the sentence it stands."""
+    answer = "Hotel stays on standard business trips are capped at 120 EUR a night."
+    snapshot = _judge(settings, answer, second, request="What is the hotel cap per night?")
+    assert snapshot.status == "insufficient_evidence", snapshot.result
+    assert _stances(snapshot)[1] == ("contradicts", second, True)
