@@ -154,8 +154,16 @@ def _same_subject(other: Words, other_toks: list[Token], claim: Claim) -> bool:
 
 
 def _counted(toks: list[Token]) -> set[str]:
-    """The words right after a figure: what it counts."""
-    return {b.norm for a, b in zip(toks, toks[1:], strict=False) if a.figure}
+    """The words right after a figure, up to two: what it counts ("five working days")."""
+    out = set()
+    for i, t in enumerate(toks):
+        if not t.figure:
+            continue
+        for b in toks[i + 1 : i + 3]:
+            if b.punct or b.figure or b.lower in FUNCTION_WORDS:
+                break
+            out.add(b.norm)
+    return out
 
 
 def _shared_subject(other: Words, other_toks: list[Token], claim: Claim) -> bool:

@@ -360,8 +360,19 @@ def test_the_task_page_shows_the_disputed_claim_with_both_quotes(
             "Your manager approves requests.",
             "What does the source say about a request to the manager?",
         ),
+        (
+            "Data owners respond within five working days.",
+            "IT will repair or replace it, normally within three working days.",
+            "What does the source say about data owners?",
+        ),
     ],
-    ids=["no longer, of laptops", "no longer, of credentials", "used to, a purpose", "or declines"],
+    ids=[
+        "no longer, of laptops",
+        "no longer, of credentials",
+        "used to, a purpose",
+        "or declines",
+        "what the figures count",
+    ],
 )
 def test_handbook_sentences_that_update_or_negate_something_else_dispute_nothing(
     settings: Any, answer: str, second: str, asked: str
@@ -370,8 +381,9 @@ def test_handbook_sentences_that_update_or_negate_something_else_dispute_nothing
     things. An update ("no longer") disputes a claim only when its own clause is about
     the claim's subject and what follows it is the claim's ("the old credentials no
     longer work" says nothing of what the Security Lead does first); "you" and "your"
-    are no subject two sentences share; "is used to" states a purpose, not the past; "or
-    declines" offers a choice, it negates nothing."""
+    are no subject two sentences share, nor what a figure counts ("working days"); "is
+    used to" states a purpose, not the past; "or declines" offers a choice, it negates
+    nothing."""
     snapshot = _judge(settings, answer, second, request=asked)
     assert snapshot.status == "accepted", snapshot.result
     assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
