@@ -5,6 +5,7 @@ other sentences are read against."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from evidence_app.validator.quantities import (
     CALENDAR,
@@ -14,6 +15,7 @@ from evidence_app.validator.quantities import (
 from evidence_app.validator.wording import (
     FUNCTION_WORDS,
     Token,
+    stem,
 )
 
 # Words that turn a statement into its opposite or narrow it ("only", "former").
@@ -133,6 +135,11 @@ class Claim:
     words: Words
     quantities: list[Quantity]
     known: set[str]  # lower-case words of the claim and its supporting sentence
+
+    @cached_property
+    def known_forms(self) -> set[str]:
+        """The claim's content words and the stem of every word in ``known``."""
+        return {stem(w) for w in self.known} | self.words.content
 
 
 def is_content(token: Token) -> bool:

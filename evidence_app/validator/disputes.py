@@ -44,7 +44,7 @@ from evidence_app.validator.quantities import (
     FULL_MONTHS,
     other_figures,
     quantities,
-    same_amount,
+    same_quantity,
 )
 from evidence_app.validator.substitutions import (
     opposite_said,
@@ -204,52 +204,48 @@ def _another_kind(other_toks: list[Token], claim: Claim) -> bool:
     return False
 
 
-def _update_disputes(text: str, claim: Claim) -> bool | None:
+def _update_disputes(s: Sentence, other: Words, claim: Claim) -> bool | None:
     """``None`` when the sentence is no update of what the claim says; ``True`` when it
     says what no longer holds, or is an update or correction whose final value the
     claim does not state."""
+    text = s.text
     past = _PAST_RE.search(text)
     if past:
-        return True if _concerns_claim(text, past.start(), past.end(), claim) else None
+        return True if _concerns_claim(s, other, past, claim) else None
     match = _UPDATE_RE.search(text)
-    if match is None or not _concerns_claim(text, match.start(), match.end(), claim):
+    if match is None or not _concerns_claim(s, other, match, claim):
         return None
     tail = text[match.start() :]
     final = quantities(tail)
     if final:
-        return not any(
-            same_amount(final[-1].value, q.value, q.kind) and q.kind == final[-1].kind
-            for q in claim.quantities
-        )
+        return not any(same_quantity(final[-1], q) for q in claim.quantities)
     names = re.findall(r"\b[A-Z][\w'’-]+", tail)
     return bool(names) and names[-1].lower() not in claim.known
 
 
-def _concerns_claim(text: str, start: int, end: int, claim: Claim) -> bool:
-    """The update at ``text[start:end]`` is about what the claim says: it names one of
+def _concerns_claim(s: Sentence, other: Words, update: re.Match[str], claim: Claim) -> bool:
+    """The ``update`` in the sentence is about what the claim says: it names one of
     the claim's amounts, or its subject (``_update_subject``) and one of the four words
     after it are the claim's in any form. "The old credentials no longer work" updates
     nothing of "The Security Lead secures evidence first"; "… and no longer." nothing."""
-    if any(
-        same_amount(q.value, c.value, c.kind) and q.kind == c.kind
-        for q in quantities(text[start:])
-        for c in claim.quantities
-    ):
+    start, end = update.span()
+    said = quantities(s.text[start:])
+    if any(same_quantity(q, c) for q in said for c in claim.quantities):
         return True  # "… was changed from 120 EUR …": the claim's own amount
-    mine = claim.words.content | {stem(w) for w in claim.known}
-    subject = _update_subject(text, start)
+    mine = claim.known_forms
+    subject = _update_subject(s, other, start)
     if subject and not subject & mine:
         return False
-    after = [t for t in tokens(text[end:]) if is_content(t)][:4]
+    after = [t for t in tokens(s.text[end:]) if is_content(t)][:4]
     return any(t.norm in mine or stem(t.lower) in mine for t in after)
 
 
-def _update_subject(text: str, start: int) -> set[str]:
+def _update_subject(s: Sentence, other: Words, start: int) -> set[str]:
     """The content words of the subject of the clause an update at ``start`` stands in:
     the sentence's, when the clause opens with it or holds a pronoun ("Laptops are
     replaced when they no longer …"); none (it may be anything) when a pronoun opens the
     sentence."""
-    opening = _CLAUSE_RE.split(text[:start])
+    opening = _CLAUSE_RE.split(s.text[:start])
     clause = [t for t in tokens(opening[-1]) if not t.punct]
     pronoun = any(t.lower in PRONOUNS for t in clause)
     if pronoun and len(opening) == 1:
@@ -257,8 +253,7 @@ def _update_subject(text: str, start: int) -> set[str]:
     subject = set() if pronoun else {t.norm for t in clause if is_content(t)}
     if subject:
         return subject
-    toks = tokens(text)
-    return {t.norm for t in toks[: sentence_words(toks).verb_at] if is_content(t)}
+    return {t.norm for t in s.toks[: other.verb_at] if is_content(t)}
 
 
 def _restates(other: Words, claim: Claim) -> bool:
@@ -268,8 +263,7 @@ def _restates(other: Words, claim: Claim) -> bool:
     plain = {w for w in other.content if w not in names}
     if other.verb_at >= other.length or len(other.content) < 2 or not plain:
         return False
-    known = {stem(w) for w in claim.known} | claim.words.content
-    return len(plain & known) / len(plain) >= RESTATED_SHARE
+    return len(plain & claim.known_forms) / len(plain) >= RESTATED_SHARE
 
 
 def _polarity_disputes(other: Words, other_toks: list[Token], claim: Claim) -> bool:
@@ -280,7 +274,7 @@ def _polarity_disputes(other: Words, other_toks: list[Token], claim: Claim) -> b
     narrowed = other.limited and not claim.words.limited
     if not (negated or narrowed) or len(other.content) < 2 or not other.statement:
         return False
-    known = sorted({stem(w) for w in claim.known} | claim.words.content)
+    known = sorted(claim.known_forms)
     # The same word in another form counts ("has yet to write" against "a writer").
     said = [w for w in other.content if w != "yet"]
     shared = [w for w in said if w in known or akin(w, known)]
@@ -333,10 +327,9 @@ def _limited_to(toks: list[Token]) -> list[str]:
 
 def _mostly_known(other: Words, claim: Claim) -> bool:
     """Most of the sentence's content words are the claim's or its supporting sentence's."""
-    known = {stem(w) for w in claim.known} | claim.words.content
     names = {n for _at, n in other.names}
     plain = {w for w in other.content if w not in names}
-    return bool(plain) and len(plain & known) / len(plain) >= POLARITY_SHARE
+    return bool(plain) and len(plain & claim.known_forms) / len(plain) >= POLARITY_SHARE
 
 
 def _about_the_claim(other: Words, other_toks: list[Token], claim: Claim) -> bool:
@@ -363,7 +356,7 @@ def _reason(s: Sentence, claim: Claim, vocabulary: set[str]) -> str:
         return ""
     if opposite_said(s.toks, other, claim):
         return "the opposite"
-    update = _update_disputes(s.text, claim)
+    update = _update_disputes(s, other, claim)
     if update is not None:
         return "an update or correction" if update else ""
     if other_figures(claim.quantities, quantities(s.text)) or _other_months(s.toks, claim):

@@ -188,6 +188,11 @@ def same_amount(a: float, b: float, kind: str) -> bool:
     return abs(a - b) <= ROUNDING * max(abs(a), abs(b))
 
 
+def same_quantity(a: Quantity, b: Quantity) -> bool:
+    """The same amount of the same kind ("120 EUR" and "EUR 120")."""
+    return a.kind == b.kind and same_amount(a.value, b.value, a.kind)
+
+
 def other_figures(claim: list[Quantity], other: list[Quantity]) -> bool:
     """The sentence gives an amount of a kind the claim gives that is none of the claim's
     ("150 EUR" against "120 EUR"; "$160 million" restates one of "$181 million on a
@@ -197,12 +202,7 @@ def other_figures(claim: list[Quantity], other: list[Quantity]) -> bool:
     # Where it states the claim's amount of a kind too, its other amounts of that kind are
     # about something else; another kind still counts ("August 24, 1964" against
     # "August 14, 1964").
-    repeated = {
-        q.kind
-        for q in stated
-        for t in other
-        if t.kind == q.kind and same_amount(q.value, t.value, q.kind)
-    }
+    repeated = {q.kind for q in stated for t in other if same_quantity(q, t)}
     for theirs in other:
         mine = [q for q in stated if q.kind == theirs.kind]
         if theirs.compared or not mine or theirs.kind in repeated:

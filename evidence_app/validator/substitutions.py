@@ -26,7 +26,6 @@ from evidence_app.validator.quantities import (
 from evidence_app.validator.wording import (
     FILLERS,
     Token,
-    stem,
 )
 
 # Prepositions that say the same as "in", "on" or "at": "during its opening weekend" for
@@ -273,6 +272,6 @@ def opposite_said(other_toks: list[Token], other: Words, claim: Claim) -> bool:
     pronoun = any(t.lower in PRONOUNS for t in before_verb)
     subject = {t.norm for t in other_toks[: other.verb_at]} if pronoun else set()
     said = [w for w in other.content if w not in subject]
-    known = sorted({stem(w) for w in claim.known} | claim.words.content)
+    known = sorted(claim.known_forms)
     shared = [w for w in said if w in known or akin(w, known)]
     return bool(shared) and len(shared) / len(said) >= POLARITY_SHARE

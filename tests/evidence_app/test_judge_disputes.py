@@ -37,6 +37,12 @@ def _stances(snapshot: Any) -> list[tuple[str, str, bool]]:
     return [(c["stance"], c["quote"], c["verified"]) for c in claim["citations"]]
 
 
+def _assert_disputed_by(snapshot: Any, second: str) -> None:
+    """A person decides, and the claim's second citation is ``second``, contradicting."""
+    assert snapshot.status == "insufficient_evidence", snapshot.result
+    assert _stances(snapshot)[1] == ("contradicts", second, True)
+
+
 @pytest.mark.parametrize(
     "answer",
     [
@@ -75,8 +81,7 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
 ) -> None:
     answer = "The maximum hotel rate is 120 EUR per night."
     snapshot = _judge(settings, answer, second)
-    assert snapshot.status == "insufficient_evidence", snapshot.result
-    assert _stances(snapshot)[1] == ("contradicts", second, True)
+    _assert_disputed_by(snapshot, second)
 
 
 @pytest.mark.parametrize(
@@ -176,8 +181,7 @@ def test_other_dates_names_and_corrections_dispute_the_claim(
     settings: Any, answer: str, second: str
 ) -> None:
     snapshot = _judge(settings, answer, second, request="What does the source say?")
-    assert snapshot.status == "insufficient_evidence", snapshot.result
-    assert _stances(snapshot)[1] == ("contradicts", second, True)
+    _assert_disputed_by(snapshot, second)
 
 
 @pytest.mark.parametrize(
@@ -302,8 +306,7 @@ def test_figures_about_another_period_or_freeze_keep_the_deep_fact_accepted(
 )
 def test_other_dates_of_the_same_freeze_dispute_the_deep_fact(settings: Any, second: str) -> None:
     snapshot = _judge(settings, FREEZE, second, request=FREEZE_REQUEST)
-    assert snapshot.status == "insufficient_evidence", snapshot.result
-    assert _stances(snapshot)[1] == ("contradicts", second, True)
+    _assert_disputed_by(snapshot, second)
 
 
 def test_the_task_page_shows_the_disputed_claim_with_both_quotes(
@@ -404,5 +407,4 @@ def test_updates_of_the_claims_own_subject_still_dispute_it(settings: Any, secon
     subject, wherever in the sentence it stands."""
     answer = "Hotel stays on standard business trips are capped at 120 EUR a night."
     snapshot = _judge(settings, answer, second, request="What is the hotel cap per night?")
-    assert snapshot.status == "insufficient_evidence", snapshot.result
-    assert _stances(snapshot)[1] == ("contradicts", second, True)
+    _assert_disputed_by(snapshot, second)
