@@ -6,7 +6,8 @@ licence are in ``evidence_app/judge_bench/PUBLIC_DATA.md``. Every label is the d
 own annotation, never a judge's output. ``fever`` and ``halueval`` ship; ``wice`` is
 built only on request (``--wice-dir``, ``--wice-out``), for a local measurement: its
 evidence is the text of third-party web pages, whose licence does not clearly allow
-shipping it.
+shipping it. ``fever_certify`` (with ``--symmetric-dir``) is written to its own file,
+``certify_cases.json``.
 
 - ``fever``: FEVER claims with their gold Wikipedia evidence, as redistributed in the
   COVID-Fact repository (``RTE-Fever/processed/dev.raw.input0`` = evidence,
@@ -16,6 +17,15 @@ shipping it.
   (``data/entailment_retrieval/claim/{dev,test}.jsonl``). ``supported`` is a correct
   answer; ``partially_supported`` a wrong one (part of it is not in the source);
   ``not_supported`` an answer the source does not back at all (irrelevant).
+- ``fever_certify``: a set large enough to certify a threshold on (1,200 cases per
+  half), from the same FEVER rows as ``fever``, labelled the same way, and disjoint from
+  what the embedded judge's entailment model trains on: only rows whose evidence is on
+  the ``cases`` side of ``fever_bucket``, none of the ``fever`` cases' rows or evidence
+  texts, none whose claim or evidence is (or holds) a FEVER-Symmetric text (the
+  ``conflict`` cases' source; compared as lower-case letters and digits). Every claim
+  about one evidence text is in the same half (the half is the parity of the evidence
+  text's SHA-256); per label, the rows ordered by the SHA-256 of their source id fill
+  each half up to 600.
 - ``halueval``: HaluEval QA (``generation/qa/qa_one-turn_data.json``: a HotpotQA
   question, its Wikipedia knowledge, the ``right_answer`` and a ``hallucinated_answer``
   written to look right). Each selected row gives one case: its right answer (correct),
@@ -35,6 +45,13 @@ same mix. Develop on ``dev``; report on ``heldout``.
 ``--per-label N --out var/public_large.json`` takes up to N rows of every label instead
 (a local measurement of how the judge's accepts grow with the data; not shipped).
 
+``--symmetric-dir RAW/FeverSymmetric`` also writes the ``fever_certify`` cases to
+``evidence_app/judge_bench/certify_cases.json`` (``--certify-out`` elsewhere):
+
+    python bench/judge_public_cases.py --fever-dir RAW/RTE-Fever/processed \\
+        --halueval-file RAW/generation/qa/qa_one-turn_data.json \\
+        --symmetric-dir RAW/FeverSymmetric
+
 (RAW: a checkout of each repository at the commit named in PUBLIC_DATA.md.)
 """
 
@@ -49,9 +66,19 @@ from pathlib import Path
 from typing import Any
 
 OUT = Path(__file__).resolve().parents[1] / "evidence_app" / "judge_bench" / "public_cases.json"
+CERTIFY_OUT = OUT.with_name("certify_cases.json")
 
 FEVER_PER_LABEL = {"entailment": 100, "not_entailment": 100}
 FEVER_CATEGORY = {"entailment": "supported", "not_entailment": "not_entailed"}
+CERTIFY = "fever_certify"
+CERTIFY_PER_HALF = {"entailment": 600, "not_entailment": 600}
+SPLITS = ("dev", "heldout")
+SYMMETRIC_FILES = (
+    "symmetric_v0.1/fever_symmetric_full.jsonl",
+    "symmetric_v0.1/fever_symmetric_generated.jsonl",
+    "symmetric_v0.2/fever_symmetric_dev.jsonl",
+    "symmetric_v0.2/fever_symmetric_test.jsonl",
+)
 WICE_PER_LABEL = {"supported": 100, "partially_supported": 60, "not_supported": 40}
 HALUEVAL_PER_LABEL = {"right_answer": 70, "hallucinated_answer": 70, "other_question": 70}
 HALUEVAL_CATEGORY = {
@@ -99,6 +126,21 @@ def detokenize(text: str) -> str:
 
 def _digest(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+# FEVER rows are split by their evidence (every claim about one evidence text on the same
+# side): the embedded judge's entailment model trains on the ``train`` bucket only
+# (evidence_app/offline_judge/training/data.py), the cases come from the rest.
+FEVER_TRAIN_SHARE = 70  # of 100
+
+
+def fever_bucket(evidence: str) -> str:
+    """``train`` or ``cases``: which side of the split a FEVER evidence text is on."""
+    return (
+        "train"
+        if int(_digest(f"fever-evidence:{evidence}"), 16) % 100 < FEVER_TRAIN_SHARE
+        else "cases"
+    )
 
 
 def _select(rows: list[dict[str, Any]], per_label: dict[str, int]) -> list[dict[str, Any]]:
@@ -206,6 +248,74 @@ def fever_cases(
     return out
 
 
+def flat(text: str) -> str:
+    """Text compared as lower-case letters and digits only."""
+    return re.sub(r"[^a-z0-9]+", "", detokenize(text).lower())
+
+
+def symmetric_texts(folder: Path) -> tuple[set[str], set[str]]:
+    """FEVER-Symmetric's claims and evidence sentences, flattened."""
+    claims, sentences = set(), set()
+    for name in SYMMETRIC_FILES:
+        for line in (folder / name).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                row = json.loads(line)
+                claims.add(flat(row["claim"]))
+                sentences.add(flat(row.get("evidence_sentence", row.get("evidence", ""))))
+    return claims, sentences - {""}
+
+
+def certify_rows(rows: list[dict[str, Any]], symmetric: tuple[set[str], set[str]]) -> list[dict]:
+    """FEVER rows no model training and no other judge_bench case uses (module docstring)."""
+    shipped = _select(rows, FEVER_PER_LABEL)
+    shipped_rows = {r["line"] for r in shipped}
+    shipped_evidence = {r["evidence"] for r in shipped}
+    claims, sentences = symmetric
+    kept = []
+    for row in rows:
+        if fever_bucket(row["evidence"]) != "cases" or row["line"] in shipped_rows:
+            continue
+        evidence = flat(row["evidence"])
+        if row["evidence"] in shipped_evidence or flat(row["claim"]) in claims:
+            continue
+        if any(sentence in evidence for sentence in sentences):
+            continue
+        kept.append(row)
+    return kept
+
+
+def _half(evidence: str) -> str:
+    return "dev" if int(_digest(f"fever-certify-half:{evidence}"), 16) % 2 == 0 else "heldout"
+
+
+def certify_cases(
+    rows: list[dict[str, Any]], per_half: dict[str, int] = CERTIFY_PER_HALF
+) -> list[dict[str, Any]]:
+    """Up to ``per_half`` rows of each label in each half, the half set by the evidence."""
+    chosen: list[dict[str, Any]] = []
+    for label, count in per_half.items():
+        taken = dict.fromkeys(SPLITS, 0)
+        for row in sorted(
+            (r for r in rows if r["label"] == label), key=lambda r: _digest(r["key"])
+        ):
+            split = _half(row["evidence"])
+            if taken[split] < count:
+                taken[split] += 1
+                chosen.append({**row, "split": split})
+    cases = []
+    for n, row in enumerate(chosen, start=1):
+        case = _case(
+            CERTIFY,
+            n,
+            row,
+            FEVER_CATEGORY[row["label"]],
+            request=f"What does the source say about {subject_of(row['claim'])}?",
+            evidence=[{"title": "Wikipedia excerpt", "content": detokenize(row["evidence"])}],
+        )
+        cases.append({**case, "id": f"{CERTIFY}-{n:04d}"})
+    return cases
+
+
 def wice_cases(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for n, row in enumerate(_select(list(rows), WICE_PER_LABEL), start=1):
@@ -276,6 +386,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--wice-dir", type=Path, help="also build the WiCE cases (not shipped)")
     parser.add_argument("--wice-out", type=Path, help="where to write them (with --wice-dir)")
     parser.add_argument(
+        "--symmetric-dir",
+        type=Path,
+        help="FEVER-Symmetric's files: also build the fever_certify cases, none of its text",
+    )
+    parser.add_argument("--certify-out", type=Path, default=CERTIFY_OUT)
+    parser.add_argument(
         "--per-label",
         type=int,
         help="take up to this many rows of every FEVER and HaluEval label instead of the "
@@ -288,9 +404,14 @@ def main(argv: list[str] | None = None) -> None:
             parser.error("--per-label needs --out: the shipped file keeps the shipped counts")
         fever = dict.fromkeys(FEVER_PER_LABEL, args.per_label)
         halueval = dict.fromkeys(HALUEVAL_PER_LABEL, args.per_label)
-    cases = fever_cases(fever_rows(args.fever_dir), fever)
+    rows = fever_rows(args.fever_dir)
+    cases = fever_cases(rows, fever)
     cases += halueval_cases(halueval_rows(args.halueval_file), halueval)
     _write(cases, args.out)
+    if args.symmetric_dir:
+        _write(
+            certify_cases(certify_rows(rows, symmetric_texts(args.symmetric_dir))), args.certify_out
+        )
     if args.wice_dir:
         if not args.wice_out:
             parser.error("--wice-dir needs --wice-out (the WiCE cases are not shipped)")

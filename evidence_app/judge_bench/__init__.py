@@ -7,10 +7,13 @@ citation check, reconciliation), then rolled back. Nothing stays in the database
 
 Case files: ``cases.json`` (``handbook``: written from the demo handbook by the team
 that wrote the offline judge), ``public_cases.json`` (``fever``, ``halueval``: public
-labelled data) and ``conflict_cases.json`` (``conflict``: a quoted answer beside a source
-that contradicts or restates it, from FEVER; ``conflict.py``). Sources: PUBLIC_DATA.md. Every case
-belongs to a development half (``dev``) or a held-out half (``heldout``); the report is
-made on the held-out half unless asked otherwise.
+labelled data), ``conflict_cases.json`` (``conflict``: a quoted answer beside a source
+that refutes or restates it, from FEVER-Symmetric; ``conflict.py``) and
+``certify_cases.json`` (``fever_certify``: 1,200 FEVER cases per half, enough to certify
+a threshold on, none of them trained on). Sources: PUBLIC_DATA.md. Every case belongs to
+a development half (``dev``) or a held-out half (``heldout``); the report is made on the
+held-out half unless asked otherwise. ``manage.py judge_bench`` runs every file
+(``BENCH_CASE_FILES``); a candidate judge's gate only the first two.
 
 The report, per dataset and category: the false-accept rate (a wrong or irrelevant
 answer accepted; target 0), the false-reject rate (a correct answer rejected; target
@@ -44,8 +47,10 @@ from tasks_app.records import Run, Task, ToolEvidence
 CASES_PATH = Path(__file__).resolve().parent / "cases.json"
 PUBLIC_CASES_PATH = Path(__file__).resolve().parent / "public_cases.json"
 CONFLICT_CASES_PATH = Path(__file__).resolve().parent / "conflict_cases.json"
+CERTIFY_CASES_PATH = Path(__file__).resolve().parent / "certify_cases.json"
 DEFAULT_CASE_FILES = (CASES_PATH, PUBLIC_CASES_PATH)
-BENCH_CASE_FILES = (*DEFAULT_CASE_FILES, CONFLICT_CASES_PATH)  # the gate's, and conflict
+# The gate's, conflict and the certification set.
+BENCH_CASE_FILES = (*DEFAULT_CASE_FILES, CONFLICT_CASES_PATH, CERTIFY_CASES_PATH)
 SPLITS = ("dev", "heldout")
 HANDBOOK = Path(settings.BASE_DIR) / "demo" / "handbook"
 FILLER_SENTENCE = "Routine paragraph about office procedures, forms and general matters. "

@@ -1,6 +1,6 @@
 """Issue 38, item 6: the public-case converter's ``--per-label`` builds a larger local set
 from the same labelled rows (its own labels, halves alternating) and never overwrites
-the shipped file with it."""
+the shipped file with it. Issue 44, item 4: its ``fever_certify`` set."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.judge_public_cases import OUT, main
+from bench.judge_public_cases import CERTIFY_OUT, OUT, detokenize, fever_bucket, fever_rows, main
 
 
 def _raw(tmp_path: Path) -> tuple[Path, Path]:
@@ -82,3 +82,104 @@ def test_per_label_refuses_to_overwrite_the_shipped_cases(tmp_path: Path) -> Non
     with pytest.raises(SystemExit):
         main(["--fever-dir", str(fever), "--halueval-file", str(halueval), "--per-label", "5"])
     assert OUT.read_bytes() == before
+
+
+def _certify_raw(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """600 FEVER rows (two claims about each of 300 evidence texts), and a FEVER-Symmetric
+    holding one of those claims and one of those evidence sentences."""
+    fever = tmp_path / "fever"
+    fever.mkdir()
+    evidence, claims, labels = [], [], []
+    for i in range(300):
+        evidence += [f"River {i} flows through Town {i} ."] * 2
+        claims += [f"River {i} flows through Town {i}.", f"River {i} flows through Town {i + 1}."]
+        labels += ["entailment", "not_entailment"]
+    for name, lines in (
+        ("dev.raw.input0", evidence),
+        ("dev.raw.input1", claims),
+        ("dev.label", labels),
+    ):
+        (fever / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (tmp_path / "halueval").mkdir()
+    _, halueval = _raw(tmp_path / "halueval")
+    symmetric = tmp_path / "symmetric"
+    # Two texts on the cases side of the model's split and in no ``fever`` case.
+    one, two = 10, 12
+    rows = {
+        "symmetric_v0.1/fever_symmetric_full.jsonl": {
+            "id": "1",
+            "label": "SUPPORTS",
+            "claim": f"River {one} flows through Town {one} .",
+            "evidence_sentence": "Another sentence .",
+        },
+        "symmetric_v0.1/fever_symmetric_generated.jsonl": None,
+        "symmetric_v0.2/fever_symmetric_dev.jsonl": {
+            "id": "2",
+            "label": "REFUTES",
+            "claim": "Another claim .",
+            "evidence": f"River {two} flows through Town {two} .",
+        },
+        "symmetric_v0.2/fever_symmetric_test.jsonl": None,
+    }
+    for name, row in rows.items():
+        (symmetric / name).parent.mkdir(parents=True, exist_ok=True)
+        (symmetric / name).write_text(json.dumps(row) + "\n" if row else "", encoding="utf-8")
+    return fever, halueval, symmetric
+
+
+def test_fever_certify_takes_no_row_the_model_trains_on_or_another_case_uses(
+    tmp_path: Path,
+) -> None:
+    """Issue 44, item 4: the certification set holds only FEVER rows on the ``cases`` side
+    of the model's training split, none of the ``fever`` cases' rows or evidence texts and
+    no FEVER-Symmetric text; every claim about one evidence text in the same half; the
+    shipped files are left alone with ``--certify-out`` and ``--out`` elsewhere."""
+    fever, halueval, symmetric = _certify_raw(tmp_path)
+    shipped = CERTIFY_OUT.read_bytes()
+    out, certify = tmp_path / "public.json", tmp_path / "certify.json"
+    main(
+        [
+            "--fever-dir",
+            str(fever),
+            "--halueval-file",
+            str(halueval),
+            "--symmetric-dir",
+            str(symmetric),
+            "--out",
+            str(out),
+            "--certify-out",
+            str(certify),
+        ]
+    )
+    assert CERTIFY_OUT.read_bytes() == shipped
+    rows = {r["line"]: r for r in fever_rows(fever)}
+    public = [c for c in json.loads(out.read_text(encoding="utf-8")) if c["dataset"] == "fever"]
+    public_evidence = {c["evidence"][0]["content"] for c in public}
+    cases = json.loads(certify.read_text(encoding="utf-8"))
+    # 300 texts: 82 on the cases side, 33 of them (66 rows) in no fever case; FEVER-Symmetric
+    # holds one claim about River 10 and the evidence of River 12 (two rows).
+    assert len(cases) == 63
+    for case in cases:
+        row = rows[case["source"]["row"]]
+        assert case["dataset"] == "fever_certify"
+        assert fever_bucket(row["evidence"]) == "cases"
+        assert case["evidence"][0]["content"] not in public_evidence
+        assert case["kind"] == ("correct" if row["label"] == "entailment" else "wrong")
+        assert case["answer"] != "River 10 flows through Town 10."
+        assert not case["evidence"][0]["content"].startswith("River 12 flows")
+    halves: dict[str, set[str]] = {}
+    for case in cases:
+        halves.setdefault(case["evidence"][0]["content"], set()).add(case["split"])
+    assert all(len(h) == 1 for h in halves.values())
+    assert {c["split"] for c in cases} == {"dev", "heldout"}
+    unfiltered = [
+        r
+        for r in rows.values()
+        if fever_bucket(r["evidence"]) == "cases"
+        and detokenize(r["evidence"]) not in public_evidence
+    ]
+    excluded = {r["line"] for r in unfiltered} - {c["source"]["row"] for c in cases}
+    assert {rows[line]["evidence"] for line in excluded} == {
+        "River 10 flows through Town 10 .",
+        "River 12 flows through Town 12 .",
+    }

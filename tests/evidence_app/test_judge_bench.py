@@ -12,13 +12,17 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from evidence_app.judge_bench import (
+    BENCH_CASE_FILES,
+    CERTIFY_CASES_PATH,
     CI_SUBSET,
+    CONFLICT_CASES_PATH,
     DEFAULT_CASE_FILES,
     PUBLIC_CASES_PATH,
     CaseResult,
     load_cases,
 )
 from evidence_app.judge_bench.certified import certified_figures, format_certified_table
+from evidence_app.judge_bench.conflict import conflict_targets
 from evidence_app.models import ValidationSnapshot
 from project.llm.registry import register_model, unregister_model
 from tasks_app.models import Task
@@ -308,3 +312,91 @@ def test_judge_bench_prints_the_certified_threshold_per_dataset(tmp_path: Path) 
     handbook = summary["certified"]["datasets"]["handbook"]
     assert handbook["dev_cases"] > 0 and handbook["heldout_cases"] == summary["cases"]
     assert handbook["wrong_auto_accepted"] == []
+
+
+def test_the_certification_set_holds_over_1000_cases_per_half_apart_from_the_fever_cases() -> None:
+    """Issue 44, item 4: a public set large enough to certify on (>= 1,000 labelled cases
+    per half, 600 correct and 600 wrong), none of its rows or evidence texts those of the
+    ``fever`` cases, no evidence text in both halves; ``make judge-bench`` runs it."""
+    cases = load_cases(CERTIFY_CASES_PATH)
+    assert {c["dataset"] for c in cases} == {"fever_certify"}
+    for half in ("dev", "heldout"):
+        mine = [c for c in cases if c["split"] == half]
+        assert len(mine) >= 1000
+        assert {k: sum(c["kind"] == k for c in mine) for k in ("correct", "wrong")} == {
+            "correct": 600,
+            "wrong": 600,
+        }
+    assert len({c["id"] for c in cases}) == len(cases)
+    fever = [c for c in load_cases(PUBLIC_CASES_PATH) if c["dataset"] == "fever"]
+    assert not {c["source"]["row"] for c in cases} & {c["source"]["row"] for c in fever}
+    fever_evidence = {c["evidence"][0]["content"] for c in fever}
+    halves: dict[str, set[str]] = {}
+    for case in cases:
+        assert case["evidence"][0]["content"] not in fever_evidence
+        halves.setdefault(case["evidence"][0]["content"], set()).add(case["split"])
+    assert all(len(h) == 1 for h in halves.values())
+    assert CERTIFY_CASES_PATH in BENCH_CASE_FILES
+    assert "`fever_certify`" in (CERTIFY_CASES_PATH.parent / "PUBLIC_DATA.md").read_text()
+
+
+def test_conflict_cases_quote_a_sentence_beside_a_claim_labelled_refutes_or_supports() -> None:
+    """Issue 44, item 3: 60 conflicting and 60 control cases per half, the second source a
+    FEVER-Symmetric claim labelled REFUTES (wrong) or SUPPORTS (control), the answer the
+    first source word for word, both cases of a sentence in one half."""
+    cases = load_cases(CONFLICT_CASES_PATH)
+    for half in ("dev", "heldout"):
+        for category in ("conflicting_source", "consistent_source"):
+            assert sum(c["split"] == half and c["category"] == category for c in cases) == 60
+    halves: dict[str, set[str]] = {}
+    for case in cases:
+        refutes = case["category"] == "conflicting_source"
+        assert case["source"]["label"] == ("REFUTES" if refutes else "SUPPORTS")
+        assert case["source"]["file"].startswith("symmetric_v0.")
+        assert case["answer"] == case["evidence"][0]["content"]
+        halves.setdefault(case["answer"], set()).add(case["split"])
+    assert len(halves) == 120 and all(len(h) == 1 for h in halves.values())
+
+
+def _conflict(i: int, category: str, got: str, alone: str = "accepted") -> CaseResult:
+    result = _case(i, split="heldout", kind="wrong", got=got, score=None)
+    result.dataset, result.category, result.alone_got = "conflict", category, alone
+    return result
+
+
+def test_conflict_targets_allow_3_of_60_accepted_and_want_80_percent_of_controls() -> None:
+    """Issue 44, item 4: accepted beside a contradicting source <= 3 of 60; controls
+    accepted alone still accepted >= 80 %."""
+    conflicting = [_conflict(i, "conflicting_source", "insufficient_evidence") for i in range(60)]
+    controls = [_conflict(100 + i, "consistent_source", "accepted") for i in range(60)]
+    for i in range(3):
+        conflicting[i].got = "accepted"
+    for i in range(12):
+        controls[i].got = "insufficient_evidence"
+    met = {t: ok for t, _m, _w, ok in conflict_targets(conflicting + controls)}
+    assert list(met.values()) == [True, True]
+    conflicting[3].got = "accepted"
+    controls[12].got = "insufficient_evidence"
+    targets = conflict_targets(conflicting + controls)
+    assert [(m, w, ok) for _t, m, w, ok in targets] == [
+        ("4/60", "<= 3", False),
+        ("47/60 78%", ">= 80%", False),
+    ]
+
+
+def test_judge_bench_runs_the_conflict_and_certification_cases_by_default(tmp_path: Path) -> None:
+    """Issue 44, items 3-4: with no --cases-file, judge_bench reads the conflict and
+    certification files beside the others."""
+    report = tmp_path / "judge.json"
+    call_command(
+        "judge_bench",
+        "--case=fever_certify-0001",
+        "--case=conflict-001",
+        "--quiet",
+        "--no-certify",
+        json=str(report),
+        stdout=StringIO(),
+    )
+    summary = json.loads(report.read_text())
+    assert {r["id"] for r in summary["results"]} == {"fever_certify-0001", "conflict-001"}
+    assert set(summary["datasets"]) >= {"fever_certify", "conflict"}
