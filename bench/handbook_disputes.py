@@ -15,12 +15,16 @@ the others are sentences about something else. Prints the count, by reason, and 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from collections import Counter
 from pathlib import Path
 
-from evidence_app.validator import grounding
-from evidence_app.validator.answer_text import LETTERS_RE, split_lines
+import django
+
+from evidence_app.offline_judge import grounding
+from evidence_app.offline_judge.answer_text import LETTERS_RE, split_lines
+from evidence_app.offline_judge.meaning import with_meaning
 
 HANDBOOK = Path(__file__).resolve().parents[1] / "demo" / "handbook"
 
@@ -35,6 +39,7 @@ def disputes(every: int) -> tuple[int, list[tuple[str, grounding.Sentence, groun
     found = []
     for claim in claims:
         finding = grounding.check(claim.text, evidence, vocabulary, everything)
+        finding = with_meaning(claim.text, finding, evidence)
         if finding.verdict == "supported" and finding.conflict is not None:
             found.append((finding.dispute, claim, finding.conflict))
     return len(claims), found
@@ -45,6 +50,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--every", type=int, default=5, help="judge every Nth statement")
     parser.add_argument("--show", action="store_true", help="print each dispute")
     args = parser.parse_args(argv)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    django.setup()
     judged, found = disputes(args.every)
     print(f"disputed: {len(found)} of {judged} handbook statements")
     for reason, count in Counter(r for r, _c, _o in found).most_common():

@@ -9,7 +9,7 @@ class EvidenceAppConfig(AppConfig):
 
     def ready(self) -> None:
         from evidence_app import registrations
-        from evidence_app.validator.offline_judge import (
+        from evidence_app.offline_judge.judge import (
             CORROBORATING_MODEL_NAME,
             corroborating_judge_model,
             offline_judge_model,

@@ -343,6 +343,14 @@ WORKER_QUEUES = env_list("WORKER_QUEUES", "")
 # --- Agents and models ------------------------------------------------------------------
 AGENT_MODEL = env_str("AGENT_MODEL", "offline:researcher")
 VALIDATOR_MODEL = env_str("VALIDATOR_MODEL", "offline:judge")
+# The embedded judge's entailment model: a folder holding entailment.onnx and
+# tokenizer.json (default: the model shipped with the app, evidence_app/offline_judge/model).
+# Off: the embedded judge reads words only, as before the model (no inference, no memory
+# for it); what the benchmark sets beside the model's figures.
+OFFLINE_JUDGE_READS_MEANING = env_bool("OFFLINE_JUDGE_READS_MEANING", True)
+OFFLINE_JUDGE_MODEL_DIR = Path(
+    env_str("OFFLINE_JUDGE_MODEL_DIR", str(BASE_DIR / "evidence_app" / "offline_judge" / "model"))
+)
 # For OpenAI-compatible servers (Ollama, vLLM, llama.cpp) named "compat:<model>".
 OPENAI_COMPAT_BASE_URL = env_str("OPENAI_COMPAT_BASE_URL", "http://127.0.0.1:11434/v1")
 OPENAI_COMPAT_API_KEY = env_str("OPENAI_COMPAT_API_KEY", "not-needed")

@@ -6,6 +6,7 @@ No database writes here: ``judge_prompt`` returns a ``Judgement`` that
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,7 +15,6 @@ from django.utils import timezone
 from pydantic_ai.messages import ModelRequest, SystemPromptPart, UserPromptPart
 from pydantic_ai.models import Model
 
-from evidence_app.validator.answer_text import answer_claims, requirements_of
 from evidence_app.validator.chunking import (
     CHUNK_ADDENDUM,
     MIN_EVIDENCE_CHARS,
@@ -112,9 +112,25 @@ def output_allowance(prompt: ValidationPrompt) -> OutputAllowance:
     requirements times a per-claim allowance, within the model's output limit; a cut
     verdict is asked once more with twice that (or the limit)."""
     limit = int(settings.VALIDATOR_MAX_OUTPUT_TOKENS)
-    items = len(answer_claims(prompt.answer)) + len(requirements_of(prompt.head))
+    items = _statements(prompt.answer) + _questions(prompt.head)
     first = min(limit, VERDICT_BASE_TOKENS + VERDICT_TOKENS_PER_CLAIM * max(1, items))
     return OutputAllowance(first=first, retry=min(limit, 2 * first))
+
+
+# Where one statement of an answer ends: a full stop, ! or ? before a space and a capital
+# or a digit, or the end of a line.
+_STATEMENT_END_RE = re.compile(r"[.!?](?=\s+[A-Z0-9])|\n")
+
+
+def _statements(answer: str) -> int:
+    """About how many claims an answer makes: its sentences and lines."""
+    return sum(1 for part in _STATEMENT_END_RE.split(answer) if re.search(r"\w{2}", part))
+
+
+def _questions(request: str) -> int:
+    """About how many things a request asks: its questions and lines, at least one."""
+    parts = re.split(r"\?|;|\n", request)
+    return max(1, sum(1 for part in parts if re.search(r"\w{3}", part)))
 
 
 def retry_room(budget: int, retries: int) -> int:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from evidence_app.models import SnapshotKind, ValidationSnapshot
+from evidence_app.offline_judge.judge import corroborate
 from evidence_app.validation.services import validation_run
-from evidence_app.validator.offline_judge import corroborate
 from tests.evidence_app.validation_helpers import validating_task
 
 pytestmark = pytest.mark.django_db

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from evidence_app.offline_judge import grounding
+from evidence_app.offline_judge.judge import content_words, split_sentences
 from evidence_app.validation.services import validation_run
-from evidence_app.validator import grounding
-from evidence_app.validator.offline_judge import content_words, split_sentences
 from tests.evidence_app.validation_helpers import validating_task
 
 pytestmark = pytest.mark.django_db
@@ -360,7 +360,7 @@ def test_alignment_reports_why_a_sentence_is_not_support() -> None:
 
 def test_a_tool_whose_name_has_a_space_is_read_as_evidence() -> None:
     """External attempts name their tools freely ("web search"): still evidence."""
-    from evidence_app.validator.offline_judge import judge
+    from evidence_app.offline_judge.judge import judge
     from evidence_app.validator.prompt import ANSWER_LABEL, REQUEST_LABEL
     from project.untrusted import wrap_external
 

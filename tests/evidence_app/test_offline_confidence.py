@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from evidence_app.models import ValidationSnapshot
+from evidence_app.offline_judge.confidence import ClaimSignal, answer_confidence, claim_confidence
 from evidence_app.validation.services import validation_run
-from evidence_app.validator.confidence import ClaimSignal, answer_confidence, claim_confidence
 from tests.evidence_app.validation_helpers import validating_task
 
 

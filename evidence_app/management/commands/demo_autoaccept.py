@@ -41,10 +41,10 @@ from evidence_app.models import (
     ThresholdState,
     ValidationSnapshot,
 )
+from evidence_app.offline_judge.judge import CORROBORATING_MODEL_NAME
 from evidence_app.trust.threshold_services import threshold_approve, threshold_shadow_start
 from evidence_app.trust.thresholds import JudgeKey
 from evidence_app.validation.current_judge import current_judge
-from evidence_app.validator.offline_judge import CORROBORATING_MODEL_NAME
 from evidence_app.validator.templates import get_template
 from tasks_app.actions import AttemptIn, task_create
 from tasks_app.actions import external_attempt_submit as submit

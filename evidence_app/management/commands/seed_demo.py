@@ -15,7 +15,7 @@ from django.core.management.base import BaseCommand
 
 from evidence_app.judges.gate import shadow_start
 from evidence_app.models import ShadowJudge
-from evidence_app.validator.offline_judge import CORROBORATING_MODEL_NAME
+from evidence_app.offline_judge.judge import CORROBORATING_MODEL_NAME
 from project.roles import OPERATORS, REVIEWERS
 from tasks_app import actions
 from tasks_app.actions import import_folder

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from evidence_app.validator.wording import NUMBER_WORDS, Finding, Sentence
+from evidence_app.offline_judge.wording import NUMBER_WORDS, Finding, Sentence
 
 # Relations computed from years
 

@@ -3,7 +3,7 @@
 It is not an LLM and does not understand paraphrase. It reads the validator prompt it is
 sent (the user message built by ``evidence_app.validator.prompt``), takes the tool
 results as evidence and the answer under review (the last section), and accepts only
-what it can verify word for word (``evidence_app.validator.grounding``):
+what it can verify word for word (``evidence_app.offline_judge.grounding``):
 
 - the answer is split into claims (sentences; an extractive quote ``- "…" (source: …)``
   is one claim; headers like "Sources: …" are skipped; a one- or two-word answer is one
@@ -36,8 +36,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from evidence_app.validator import grounding
-from evidence_app.validator.answer_text import (
+from evidence_app.offline_judge import grounding
+from evidence_app.offline_judge.answer_text import (
     ABSENCE_RE,
     FIGURE_QUESTION_RE,
     LETTERS_RE,
@@ -53,9 +53,9 @@ from evidence_app.validator.answer_text import (
     subject_words,
     titles_of,
 )
-from evidence_app.validator.citations import normalised
-from evidence_app.validator.grounding import Finding, Sentence
-from evidence_app.validator.offline_verdicts import (
+from evidence_app.offline_judge.grounding import Finding, Sentence
+from evidence_app.offline_judge.meaning import with_meaning, with_short_meaning
+from evidence_app.offline_judge.verdicts import (
     REQUIREMENT_COVER,
     Judged,
     Material,
@@ -64,6 +64,7 @@ from evidence_app.validator.offline_verdicts import (
     ref,
     verdict,
 )
+from evidence_app.validator.citations import normalised
 from evidence_app.validator.prompt import ANSWER_LABEL, REQUEST_LABEL
 from project.llm.messages import first_user_prompt
 
@@ -169,8 +170,10 @@ def is_short(text: str) -> bool:
 
 def judge_claim(claim: AnswerClaim, m: Material) -> Judged:
     if is_short(claim.text):
-        return Judged(claim, short_answer(claim.text, m.request, m.text, m.vocabulary), True)
+        finding = short_answer(claim.text, m.request, m.text, m.vocabulary)
+        return Judged(claim, with_short_meaning(m.request, claim.text, finding, m.evidence), True)
     finding = grounding.check(claim.text, m.evidence, m.vocabulary, m.text)
+    finding = with_meaning(claim.text, finding, m.evidence)
     support = finding.support[0] if finding.support else None
     if finding.verdict != "supported" or not claim.source or support is None:
         return Judged(claim, finding)
@@ -237,6 +240,17 @@ def _covers(wanted: set[str], words: set[str]) -> bool:
     return len(lacking) <= (1 if len(wanted) >= 4 else 0)
 
 
+def _covering(
+    wanted: set[str], relevant: list[tuple[str, set[str]]], judged: list[Judged]
+) -> list[str]:
+    """The claims that answer a part: the relevant ones when together they hold its
+    subject words; else a short answer the model read as the answer to the request."""
+    union = set().union(*(words for _i, words in relevant))
+    if relevant and _covers(wanted, union):
+        return [i for i, _words in relevant]
+    return [str(i) for i, j in enumerate(judged, start=1) if j.short and j.finding.entailed]
+
+
 def _requirement(part: str, judged: list[Judged], absences: list[str]) -> dict[str, object]:
     wanted = subject_words(part)
     relevant = [
@@ -244,8 +258,7 @@ def _requirement(part: str, judged: list[Judged], absences: list[str]) -> dict[s
         for i, j in enumerate(judged, start=1)
         if j.supported and (not wanted or _shares(wanted, content_words(j.claim.text)))
     ]
-    union = set().union(*(words for _i, words in relevant))
-    covering = [i for i, _words in relevant] if relevant and _covers(wanted, union) else []
+    covering = _covering(wanted, relevant, judged)
     met = "yes" if covering else "no"
     if covering and FIGURE_QUESTION_RE.search(part):
         if not any(_has_figure(judged[int(i) - 1].claim.text) for i in covering):

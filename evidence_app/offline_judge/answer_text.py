@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evidence_app.validator import grounding
-from evidence_app.validator.grounding import Sentence
+from evidence_app.offline_judge import grounding
+from evidence_app.offline_judge.grounding import Sentence
 
 QUESTION_WORDS = frozenset(
     """many much long often old far percentage date source sources say says said tell know

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
-from evidence_app.validator.wording import (
+from evidence_app.offline_judge.wording import (
     COMPARATOR_WORDS,
     FILLERS,
     GAP_BLOCKERS,

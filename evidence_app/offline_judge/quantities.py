@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evidence_app.validator.wording import FUNCTION_WORDS, NUMBER_WORDS, ROUNDING, stem
+from evidence_app.offline_judge.wording import FUNCTION_WORDS, NUMBER_WORDS, ROUNDING, stem
 
 _TENS = {
     w: 10 * (i + 2)

@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evidence_app.validator.alignment import align, contradicts
-from evidence_app.validator.claim_words import (
+from evidence_app.offline_judge.alignment import align, contradicts
+from evidence_app.offline_judge.claim_words import (
     LIMITING,
     POLARITY_SHARE,
     PRONOUNS,
@@ -40,20 +40,20 @@ from evidence_app.validator.claim_words import (
     negating,
     sentence_words,
 )
-from evidence_app.validator.quantities import (
+from evidence_app.offline_judge.quantities import (
     FULL_MONTHS,
     other_figures,
     quantities,
     same_quantity,
 )
-from evidence_app.validator.substitutions import (
+from evidence_app.offline_judge.substitutions import (
     opposite_said,
     other_kind,
     other_name_in_role,
     slot_swapped,
     word_swapped,
 )
-from evidence_app.validator.wording import (
+from evidence_app.offline_judge.wording import (
     FILLERS,
     FUNCTION_WORDS,
     Sentence,
@@ -375,6 +375,17 @@ def _reason(s: Sentence, claim: Claim, vocabulary: set[str]) -> str:
     if other.statement and other_kind(s.toks, other, claim):
         return "that it is something else"
     return ""
+
+
+def about_something_else(claim_text: str, support: Sentence, other: Sentence) -> bool:
+    """The sentence is about another subject than the claim ("Hotel stays in London"
+    beside hotel stays on business trips) or another kind of it ("The holiday freeze"
+    beside "The annual peak-season code freeze"), as the words show."""
+    claim = tokens(claim_text)
+    known = {t.lower for t in claim + support.toks if not t.punct}
+    state = Claim(claim, claim_text, sentence_words(claim), quantities(claim_text), known)
+    words = sentence_words(other.toks, other.text)
+    return _about_other_subject(words, other.toks, state) or _another_kind(other.toks, state)
 
 
 def disputing_sentence(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from difflib import SequenceMatcher
 
-from evidence_app.validator.claim_words import (
+from evidence_app.offline_judge.claim_words import (
     POLARITY_SHARE,
     PRONOUNS,
     VERBISH,
@@ -19,11 +19,11 @@ from evidence_app.validator.claim_words import (
     known_name,
     names_only,
 )
-from evidence_app.validator.quantities import (
+from evidence_app.offline_judge.quantities import (
     CALENDAR,
     UNITS,
 )
-from evidence_app.validator.wording import (
+from evidence_app.offline_judge.wording import (
     FILLERS,
     Token,
 )

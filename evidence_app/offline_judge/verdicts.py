@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypedDict, Unpack
 
-from evidence_app.validator import grounding
-from evidence_app.validator.answer_text import (
+from evidence_app.offline_judge import grounding
+from evidence_app.offline_judge.answer_text import (
     GENERIC,
     AnswerClaim,
     content_tokens,
@@ -17,8 +17,8 @@ from evidence_app.validator.answer_text import (
     requirements_of,
     subject_words,
 )
-from evidence_app.validator.confidence import ClaimSignal, answer_confidence
-from evidence_app.validator.grounding import Finding, Sentence
+from evidence_app.offline_judge.confidence import ClaimSignal, answer_confidence
+from evidence_app.offline_judge.grounding import Finding, Sentence
 
 # A claim sharing this share of a part's subject words is about that part (it is then
 # never "about another subject"); answering it needs all of them (``_covers``).
@@ -133,7 +133,7 @@ def decide(
 
 
 def _confidence(judged: list[Judged], requirements: list[dict[str, object]], m: Material) -> float:
-    """The verdict's graded score (``evidence_app.validator.confidence``)."""
+    """The verdict's graded score (``evidence_app.offline_judge.confidence``)."""
     everything: frozenset[str] = frozenset().union(*(s.norms for s in m.evidence))
     signals = [_signal(j, m, everything) for j in judged]
     return answer_confidence(signals, [str(r["met"]) for r in requirements])
@@ -144,7 +144,13 @@ def _signal(judged: Judged, m: Material, everything: frozenset[str]) -> ClaimSig
     finding, support = judged.finding, judged.support
     if not judged.supported or support is None:
         coverage = len(words & everything) / len(words) if words else 0.0
-        return ClaimSignal(finding.verdict, coverage=coverage, short=judged.short)
+        return ClaimSignal(
+            finding.verdict,
+            coverage=coverage,
+            short=judged.short,
+            entailment=finding.entailment,
+            contradiction=finding.contradiction_p,
+        )
     stated = content_words(support.text)
     return ClaimSignal(
         "supported",
@@ -153,6 +159,9 @@ def _signal(judged: Judged, m: Material, everything: frozenset[str]) -> ClaimSig
         sources=_sources(judged, m, words),
         disputed=finding.conflict is not None,
         short=judged.short,
+        entailment=finding.entailment,
+        contradiction=finding.contradiction_p,
+        entailed=finding.entailed,
     )
 
 

@@ -244,6 +244,15 @@ class Finding:
     conflict: Sentence | None = None  # another sentence disputing a supported claim
     dispute: str = ""  # what that sentence states: "other figures", "the opposite", …
     note: str = ""
+    # The entailment model's reading (None where it did not read the claim): how likely
+    # the best premise entails the claim, how likely a sentence contradicts it, and
+    # whether the claim is supported by that reading rather than word for word.
+    entailment: float | None = None
+    contradiction_p: float = 0.0
+    entailed: bool = False
+    # The rules found what keeps the closest sentence from stating the claim (a spliced
+    # name, a negation or hedge in the way, another name or figure in its place).
+    objection: bool = False
 
 
 # Words that say nothing about the subject: never count as shared.

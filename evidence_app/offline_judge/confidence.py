@@ -53,6 +53,13 @@ class ClaimSignal:
     sources: int = 0
     disputed: bool = False
     short: bool = False
+    # The entailment model's reading, where it read the claim: the best premise's
+    # entailment probability, the most contradicting sentence's contradiction
+    # probability, and whether the claim is supported by that reading (a paraphrase)
+    # rather than word for word.
+    entailment: float | None = None
+    contradiction: float = 0.0
+    entailed: bool = False
 
 
 def claim_confidence(signal: ClaimSignal) -> float:
@@ -62,11 +69,15 @@ def claim_confidence(signal: ClaimSignal) -> float:
         return UNSTATED * min(1.0, max(0.0, signal.coverage))
     if signal.disputed:
         return DISPUTED
+    undisputed = 1.0 - min(1.0, max(0.0, signal.contradiction))
+    if signal.entailed and signal.entailment is not None:
+        return signal.entailment * undisputed
     if signal.short:
         return SHORT
     tight = TIGHT_BONUS * min(1.0, max(0.0, signal.tightness))
     corroborated = SOURCES_BONUS if signal.sources >= 2 else 0.0
-    return STATED + tight + corroborated
+    stated = STATED + tight + corroborated
+    return max(stated, signal.entailment or 0.0) * undisputed
 
 
 def answer_confidence(claims: Iterable[ClaimSignal], requirements_met: Iterable[str]) -> float:

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import re
 
-from evidence_app.validator.alignment import Alignment, align, contradicts
-from evidence_app.validator.disputes import disputing_sentence
-from evidence_app.validator.relations import compute_relation
-from evidence_app.validator.wording import (
+from evidence_app.offline_judge.alignment import Alignment, align, contradicts
+from evidence_app.offline_judge.disputes import disputing_sentence
+from evidence_app.offline_judge.relations import compute_relation
+from evidence_app.offline_judge.wording import (
     FILLERS,
     Finding,
     Sentence,
@@ -110,7 +110,39 @@ def check(
     computed = compute_relation(claim_text, evidence)
     if computed is not None:
         return computed
-    return Finding("unsupported", note=_why_not(claim, closest, evidence_text, vocabulary))
+    return Finding(
+        "unsupported",
+        note=_why_not(claim, closest, evidence_text, vocabulary),
+        objection=_objection(claim, closest, evidence_text, vocabulary),
+    )
+
+
+def _objection(
+    claim: list[Token], closest: Alignment | None, evidence_text: str, vocabulary: set[str]
+) -> bool:
+    """The closest sentence fails the claim on what words show exactly: a name spliced
+    from two, a negation, hedge, tense or role in the way, another name or figure in the
+    claim's place. No reading of its meaning may then support the claim."""
+    if spliced_names(claim, evidence_text, vocabulary):
+        return True
+    if closest is None:
+        return False
+    if closest.blocked:
+        return True
+    for at, mine, theirs in closest.swaps:
+        words = {t.lower for t in mine + theirs}
+        if any(t.name or t.figure for t in mine + theirs):
+            return True  # another name or figure in the claim's place
+        if words & _PRESENT and words & _PAST:
+            return True  # "is" for "was": what held is not what holds
+        near = claim[max(0, at - 2) : at + len(mine) + 2]
+        if any(t.name for t in near):
+            return True  # a role around a name: "directed by" for "produced by"
+    return False
+
+
+_PRESENT = frozenset({"is", "are", "has", "have"})
+_PAST = frozenset({"was", "were", "had"})
 
 
 def _why_not(

@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from evidence_app.validator.quantities import (
+from evidence_app.offline_judge.quantities import (
     CALENDAR,
     UNITS,
     Quantity,
 )
-from evidence_app.validator.wording import (
+from evidence_app.offline_judge.wording import (
     FUNCTION_WORDS,
     Token,
     stem,

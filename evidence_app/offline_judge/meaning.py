@@ -1,0 +1,225 @@
+"""What the entailment model reads in the evidence for one claim: the premise that best
+entails it, and any sentence about the same subject that contradicts it.
+
+Premises are the evidence sentences that share the most content words with the claim
+(``CANDIDATES``), each also read with the sentence before it in the same tool result
+(what "It" or "He" names), and every tool result short enough to read whole
+(``WHOLE_CHARS``). Only these pairs are scored, in one batch per claim: an answer is
+not compared with every sentence of every document.
+
+A sentence *contradicts* the claim when the model reads a contradiction either way
+(sentence then claim, claim then sentence) with at least ``CONTRADICTS`` probability,
+and it shares a content word with the claim (it is about the same thing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from django.conf import settings
+
+from evidence_app.offline_judge.answer_text import content_words
+from evidence_app.offline_judge.disputes import about_something_else
+from evidence_app.offline_judge.entailment import EntailmentModel, shared_model
+from evidence_app.offline_judge.wording import Finding, Sentence, essential, tokens
+
+__all__ = ["Reading", "read_claim", "with_meaning"]
+
+CANDIDATES = 4
+WHOLE_CHARS = 600
+# Contradiction probability (the sentence read given the claim) from which a sentence
+# about the same fact disputes a claim.
+CONTRADICTS = 0.4
+# A sentence speaks of the same fact as the claim when this share of its content words
+# are the claim's or its supporting sentence's.
+SAME_FACT = 0.5
+# The rules' disputes stand whatever the model reads (figures, dates, names, updates,
+# the opposite, another word in the claim's place: the model reads antonyms and numbers
+# worse than the rules), but for "another kind of thing", which stands only when the
+# model reads a contradiction too.
+ANOTHER_KIND = "that it is something else"
+
+
+@dataclass(frozen=True)
+class Premise:
+    text: str
+    sentences: tuple[Sentence, ...]
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The model's reading of one claim against the evidence."""
+
+    entailment: float  # the best premise's entailment probability
+    support: tuple[Sentence, ...]  # the sentences of that premise
+    contradiction: float  # the most contradicting sentence's probability (0 when none)
+    contradicting: Sentence | None
+
+
+def _overlap(claim_words: frozenset[str], s: Sentence) -> int:
+    return len(claim_words & s.norms)
+
+
+def _premises(
+    claim_words: frozenset[str], evidence: list[Sentence]
+) -> tuple[list[Premise], list[Sentence]]:
+    ranked = sorted(
+        (i for i, s in enumerate(evidence) if not s.text.rstrip().endswith("?")),
+        key=lambda i: (-_overlap(claim_words, evidence[i]), i),
+    )
+    chosen = [i for i in ranked[:CANDIDATES] if _overlap(claim_words, evidence[i]) > 0]
+    premises: dict[str, Premise] = {}
+    for i in chosen:
+        s = evidence[i]
+        premises.setdefault(s.text, Premise(s.text, (s,)))
+        if i > 0 and evidence[i - 1].source == s.source:
+            before = evidence[i - 1]
+            text = f"{before.text} {s.text}"
+            premises.setdefault(text, Premise(text, (before, s)))
+    by_source: dict[str, list[Sentence]] = {}
+    for s in evidence:
+        by_source.setdefault(s.source, []).append(s)
+    for sentences in by_source.values():
+        text = " ".join(s.text for s in sentences)
+        if len(sentences) > 1 and len(text) <= WHOLE_CHARS:
+            premises.setdefault(text, Premise(text, tuple(sentences)))
+    return list(premises.values()), [evidence[i] for i in chosen]
+
+
+def _same_fact(other: Sentence, claim_text: str, support: Iterable[Sentence]) -> bool:
+    """Most of the sentence's content words are the claim's or its support's: it speaks of
+    the same fact (a sentence about something else shares a few words at most)."""
+    theirs = content_words(other.text)
+    known = content_words(claim_text).union(*(content_words(s.text) for s in support))
+    return bool(theirs) and len(theirs & known) / len(theirs) >= SAME_FACT
+
+
+def contradiction_between(
+    claim_text: str, sentence: Sentence, model: EntailmentModel | None = None
+) -> float:
+    """How likely the model reads the sentence and the claim as contradicting, either
+    way round."""
+    model = model or shared_model()
+    forward, backward = model.score([(sentence.text, claim_text), (claim_text, sentence.text)])
+    return max(forward.contradiction, backward.contradiction)
+
+
+def read_claim(
+    claim_text: str, evidence: list[Sentence], model: EntailmentModel | None = None
+) -> Reading:
+    """The best-entailing premise and the most contradicting sentence for the claim."""
+    model = model or shared_model()
+    claim_words = frozenset(t.norm for t in essential(tokens(claim_text)))
+    premises, singles = _premises(claim_words, evidence)
+    if not premises:
+        return Reading(0.0, (), 0.0, None)
+    pairs = [(p.text, claim_text) for p in premises] + [(claim_text, s.text) for s in singles]
+    scores = model.score(pairs)
+    forward = dict(zip((p.text for p in premises), scores[: len(premises)], strict=True))
+    backward = scores[len(premises) :]
+    best = max(premises, key=lambda p: forward[p.text].entailment)
+    contradiction, contradicting = 0.0, None
+    for s, back in zip(singles, backward, strict=True):
+        # Read both ways (a negation may read as entailed one way only); only for a
+        # sentence about the same fact: one about something else is no dispute,
+        # whatever the model reads.
+        p = max(forward[s.text].contradiction, back.contradiction)
+        if p > contradiction and _same_fact(s, claim_text, best.sentences):
+            contradiction, contradicting = p, s
+    return Reading(forward[best.text].entailment, best.sentences, contradiction, contradicting)
+
+
+# Entailment probability from which a claim the rules cannot verify word for word is
+# supported by its best premise.
+ENTAILS = 0.9
+# Contradiction probability from which a claim nothing entails is contradicted (the
+# answer is rejected and retried); below it, but from ``CONTRADICTS``, a person decides.
+REJECTS = 0.95
+# A dispute of the rules' other kinds stands when the model reads at least this much
+# contradiction between the two sentences, either way round.
+CONFIRMS = 0.3
+DISPUTE_REASON = "the opposite, as the entailment model reads it"
+
+
+def _texts(sentences: Iterable[Sentence]) -> set[str]:
+    return {s.text for s in sentences}
+
+
+def with_meaning(claim_text: str, finding: Finding, evidence: list[Sentence]) -> Finding:
+    """The rules' finding for a claim, read again by the entailment model: a paraphrase
+    the rules could not verify is supported when a premise entails it; a supported claim
+    is disputed by a sentence that contradicts it; a contradiction found by the rules (a
+    figure, a date, a name) stands."""
+    if finding.verdict == "contradicted" or not settings.OFFLINE_JUDGE_READS_MEANING:
+        return finding
+    r = read_claim(claim_text, evidence)
+    read = replace(
+        finding, entailment=round(r.entailment, 4), contradiction_p=round(r.contradiction, 4)
+    )
+    disputing = r.contradicting if r.contradiction >= CONTRADICTS else None
+    if finding.verdict == "supported":
+        if finding.conflict is not None:
+            if finding.dispute != ANOTHER_KIND:
+                return read
+            if contradiction_between(claim_text, finding.conflict) >= CONFIRMS:
+                return read
+            # "That it is something else" read from the words alone; the model reads no
+            # contradiction between the two: no dispute.
+            read = replace(read, conflict=None, dispute="")
+        if disputing is None or disputing.text in _texts(finding.support):
+            return read
+        if about_something_else(claim_text, finding.support[0], disputing):
+            return read
+        return replace(read, conflict=disputing, dispute=DISPUTE_REASON)
+    if disputing is not None and disputing.text not in _texts(r.support):
+        if r.entailment >= ENTAILS and not finding.objection:
+            return replace(
+                read,
+                verdict="supported",
+                support=list(r.support),
+                entailed=True,
+                conflict=disputing,
+                dispute=DISPUTE_REASON,
+                note="",
+            )
+        if r.contradiction >= REJECTS:
+            return replace(read, verdict="contradicted", contradiction=disputing, note="")
+        note = (
+            f'The entailment model reads "{disputing.text}" as contradicting it '
+            f"({r.contradiction:.0%}): a person must decide."
+        )
+        return replace(read, note=f"{finding.note} {note}".strip())
+    if r.entailment >= ENTAILS and not finding.objection:
+        note = f"Entailed by the cited passage, in other words ({r.entailment:.0%})."
+        return replace(read, verdict="supported", support=list(r.support), entailed=True, note=note)
+    return read
+
+
+# A short answer ("Delhi") is read as the sentence "The answer to "<question>" is
+# <answer>." against the evidence; it is supported only from this entailment probability.
+SHORT_ENTAILS = 0.97
+
+
+def short_hypothesis(request: str, answer: str) -> str:
+    """The statement a short answer makes, as the model reads it."""
+    question = " ".join(request.split()).rstrip(" ?.") + "?"
+    return f'The answer to "{question}" is {answer.strip().rstrip(".")}.'
+
+
+def with_short_meaning(
+    request: str, answer: str, finding: Finding, evidence: list[Sentence]
+) -> Finding:
+    """A short answer the rules leave to a person, supported when the evidence entails
+    it as the answer to the request (``short_hypothesis``) and nothing contradicts it."""
+    if not settings.OFFLINE_JUDGE_READS_MEANING or not request.strip():
+        return finding
+    hypothesis = short_hypothesis(request, answer)
+    r = read_claim(hypothesis, evidence)
+    read = replace(
+        finding, entailment=round(r.entailment, 4), contradiction_p=round(r.contradiction, 4)
+    )
+    if r.entailment >= SHORT_ENTAILS and r.contradiction < CONTRADICTS:
+        note = f"Read as: {hypothesis} Entailed by the cited passage ({r.entailment:.0%})."
+        return replace(read, verdict="supported", support=list(r.support), entailed=True, note=note)
+    return read
