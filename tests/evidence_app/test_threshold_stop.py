@@ -66,7 +66,9 @@ def test_the_trust_page_stops_auto_accept_and_the_judges_accepts_go_to_a_person(
     validation_run(task_id=task.pk, attempt_index=1)
     task.refresh_from_db()
     assert task.status == "needs_review"
-    assert "auto-accept is stopped for this judge" in task.events.last().reason
+    assert "auto-accept is stopped for this judge (an operator stopped it)" in (
+        task.events.last().reason
+    )
 
 
 def test_only_an_operator_stops_and_only_with_a_reason(
