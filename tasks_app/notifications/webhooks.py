@@ -579,7 +579,11 @@ def webhook_send_pending(*, endpoint_id: int, task_id: int | None, transport: An
     while True:
         head = (
             WebhookDelivery.objects.select_related("endpoint")
-            .filter(endpoint_id=endpoint_id, task_id=task_id, status=DeliveryStatus.PENDING)
+            .filter(
+                Q(task_id=task_id) if task_id is not None else Q(task__isnull=True),
+                endpoint_id=endpoint_id,
+                status=DeliveryStatus.PENDING,
+            )
             .order_by("id")
             .first()
         )
@@ -617,7 +621,7 @@ def webhook_sweep(*, now: Any = None) -> list[tuple[int, int | None]]:
     delivery: a job lost with the broker, or a worker killed mid-send, delays an event
     but never loses it."""
     now = now or timezone.now()
-    pairs = list(
+    pairs: list[tuple[int, int | None]] = list(
         WebhookDelivery.objects.filter(
             status=DeliveryStatus.PENDING, next_attempt_at__lte=now, endpoint__is_active=True
         )
