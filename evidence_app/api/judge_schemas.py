@@ -4,14 +4,39 @@ judge, shadow mode) and the export of labelled cases."""
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime
 from typing import Any, Literal
 
 from ninja import Schema
 from pydantic import ConfigDict, Field, field_validator
 
-from evidence_app.api.schemas import TEMPLATE_NAME
-from project.schemas import MODEL_NAME, NO_NUL, NOT_BLANK, JsonBool, Text, not_blank
+from evidence_app.validator.templates import list_templates
+from project.schemas import (
+    NO_NUL,
+    NOT_BLANK,
+    REQUIRED_MODEL_NAME,
+    WHITESPACE,
+    JsonBool,
+    Text,
+    not_blank,
+)
+
+# A template file's name (or name@version), required: a candidate names its template.
+REQUIRED_TEMPLATE_NAME = (
+    rf"^[{WHITESPACE}]*(?:{'|'.join(re.escape(t.name) for t in list_templates())})"
+    rf"(?:@[^\x00]*)?[{WHITESPACE}]*$"
+)
+ISO_DATE = r"^\d{4}-\d{2}-\d{2}$"
+
+
+def iso_date(value: Any) -> Any:
+    """A ``mode="before"`` validator: a day as ``YYYY-MM-DD`` only (pydantic alone would
+    also read a number of seconds, such as ``0``, as a date)."""
+    if value is not None and not (isinstance(value, str) and re.match(ISO_DATE, value)):
+        raise ValueError("must be a date, YYYY-MM-DD")
+    return value
+
 
 # --- Judges and their thresholds ---------------------------------------------------------------
 
@@ -140,13 +165,13 @@ class ComparisonIn(Schema):
     template: str = Field(
         max_length=100,
         description="The candidate's prompt template (a template file's name)",
-        json_schema_extra={"pattern": TEMPLATE_NAME},
+        json_schema_extra={"pattern": REQUIRED_TEMPLATE_NAME},
     )
     model: str = Field(
         max_length=200,
         description="The candidate's validator model, provider:name (e.g. offline:judge); a "
         "model this deployment cannot use is refused with 422",
-        json_schema_extra={"pattern": MODEL_NAME},
+        json_schema_extra={"pattern": REQUIRED_MODEL_NAME},
     )
     cases: list[Text] = Field(
         default_factory=list,
@@ -246,12 +271,12 @@ class ShadowIn(Schema):
     template: str = Field(
         max_length=100,
         description="The candidate's prompt template",
-        json_schema_extra={"pattern": TEMPLATE_NAME},
+        json_schema_extra={"pattern": REQUIRED_TEMPLATE_NAME},
     )
     model: str = Field(
         max_length=200,
         description="The candidate's validator model, provider:name",
-        json_schema_extra={"pattern": MODEL_NAME},
+        json_schema_extra={"pattern": REQUIRED_MODEL_NAME},
     )
 
 
@@ -269,8 +294,6 @@ class ShadowStateOut(Schema):
 
 
 class LabelledCasesQuery(Schema):
-    model_config = ConfigDict(extra="forbid")
-
     queue: Literal["audit", "review", "all"] = Field(
         "audit",
         description="audit: the blind audit judgements (default); review: decisions on "
@@ -288,5 +311,15 @@ class LabelledCasesQuery(Schema):
         description="Only verdicts of this validator model",
         json_schema_extra={"pattern": NO_NUL},
     )
-    since: date | None = Field(None, description="Judged or decided on or after this day")
-    until: date | None = Field(None, description="Judged or decided on or before this day")
+    since: date | None = Field(
+        None,
+        description="Judged or decided on or after this day (YYYY-MM-DD)",
+        json_schema_extra={"pattern": ISO_DATE},
+    )
+    until: date | None = Field(
+        None,
+        description="Judged or decided on or before this day (YYYY-MM-DD)",
+        json_schema_extra={"pattern": ISO_DATE},
+    )
+
+    _iso_dates = field_validator("since", "until", mode="before")(iso_date)

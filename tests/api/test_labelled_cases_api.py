@@ -193,6 +193,8 @@ def test_the_export_is_filtered_by_judge_queue_and_period(otto: Client, offline:
     )
     assert backwards.status_code == 422 and "until" in backwards.json()["detail"]
     assert otto.get(f"{API}/labelled-cases", {"queue": "everything"}).status_code == 422
+    # A day is YYYY-MM-DD, not a number of seconds.
+    assert otto.get(f"{API}/labelled-cases", {"until": "0"}).status_code == 422
 
 
 def test_only_operators_export_and_a_reviewers_read_is_recorded(
