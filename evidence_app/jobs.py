@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
 from evidence_app.judges.gate import COMPARISON_JOB, comparison_run, shadow_verdict_run
+from evidence_app.trust.threshold_services import CERTIFY_JOB
 from evidence_app.validation.current_judge import SHADOW_JOB
 from evidence_app.validation.replay import REPLAY_JOB, replay_request_run
 from evidence_app.validation.services import VALIDATE_JOB, validation_attempt
@@ -92,8 +93,6 @@ def shadow_validation_job(self: Any, pending_id: int) -> str:
         self, "shadow verdict", pending_id, lambda: shadow_verdict_run(pending_id=int(pending_id))
     )
 
-
-CERTIFY_JOB = "evidence_app.certify_thresholds"
 
 # Where each job goes (project.queues.register_routes, in EvidenceAppConfig.ready):
 # finishing work, never behind a backlog of attempts. Changing the judge: a candidate's

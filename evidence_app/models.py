@@ -428,8 +428,9 @@ class AutoAcceptThreshold(models.Model):
     certified on labelled verdicts (``evidence_app.autoaccept``). Proposed by the
     background job, watched in shadow, then approved by an operator; an approved one is
     the judge's threshold until a newer one is approved (it is then retired) or its
-    audits show drift (``stopped_at``: every accepted verdict of the judge goes to a
-    person). Rows are never deleted: they are the history of the judge's thresholds."""
+    audits show drift, or an operator stops it (``stopped_at``: every accepted verdict of
+    the judge goes to a person until a new threshold is approved). Rows are never
+    deleted: they are the history of the judge's thresholds."""
 
     template_version = models.CharField(max_length=100)
     model_name = models.CharField(max_length=200)
@@ -468,6 +469,12 @@ class AutoAcceptThreshold(models.Model):
     drift_wrong = models.PositiveIntegerField(default=0)
     drift_statistic = models.FloatField(default=0.0)
     stopped_at = models.DateTimeField(null=True, blank=True)
+    # Who stopped it and why: an operator's switch (``stopped_by`` set, with the reason
+    # they gave), or the drift rule (``stopped_by`` null, the reason in its words).
+    stopped_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    stop_reason = models.TextField(blank=True, default="")
 
     objects = AutoAcceptThresholdQuerySet.as_manager()
 

@@ -340,3 +340,4 @@ def health(request: HttpRequest) -> dict[str, str]:
 
 api.add_router("/", "tasks_app.api.routes.router")
 api.add_router("/", "evidence_app.api.routes.router")
+api.add_router("/", "evidence_app.api.judges.router")

@@ -29,6 +29,8 @@ NOT_BLANK = rf"^[^\x00]*[^\x00{WHITESPACE}][^\x00]*$"
 # set) is beyond a schema: such a name is refused with a 422 naming the field.
 _PROVIDER_AND_NAME = rf"[A-Za-z][A-Za-z0-9_.-]*:[^\x00]*[^\x00{WHITESPACE}][^\x00]*"
 MODEL_NAME = rf"^[{WHITESPACE}]*(?:{_PROVIDER_AND_NAME})?$"
+# The same, where a model must be named (no default to fall back on).
+REQUIRED_MODEL_NAME = rf"^[{WHITESPACE}]*{_PROVIDER_AND_NAME}$"
 # A task's second validator model: a model name as above, or "none" (no second judge).
 SECOND_MODEL_NAME = rf"^[{WHITESPACE}]*(?:[Nn][Oo][Nn][Ee][{WHITESPACE}]*|{_PROVIDER_AND_NAME})?$"
 

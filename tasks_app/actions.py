@@ -16,7 +16,7 @@ from tasks_app.api.verdict_fields import register_verdict_fields
 from tasks_app.intake.external import external_attempt_submit
 from tasks_app.intake.external_input import AttemptIn
 from tasks_app.knowledge.importer import import_folder
-from tasks_app.notifications.webhooks import webhook_events_for_audit
+from tasks_app.notifications.webhooks import webhook_events_for_audit, webhook_events_for_judge
 from tasks_app.runtime.agents.plans import parse_plan
 from tasks_app.workflow.services import (
     FEEDBACK_TARGETS,
@@ -77,4 +77,5 @@ __all__ = [
     "validation_claim_release",
     "validation_enqueue",
     "webhook_events_for_audit",
+    "webhook_events_for_judge",
 ]

@@ -113,11 +113,13 @@ def otlp_sweep_job() -> list[int]:
 
 
 @shared_task(name=DELIVER_WEBHOOKS_JOB)
-def deliver_webhooks_job(endpoint_id: int, task_id: int) -> str:
+def deliver_webhooks_job(endpoint_id: int, task_id: int | None) -> str:
     """Send the pending webhook deliveries of one (endpoint, task) pair, in order.
     A duplicate finds them claimed or sent and does nothing."""
 
-    return webhook_send_pending(endpoint_id=int(endpoint_id), task_id=int(task_id))
+    return webhook_send_pending(
+        endpoint_id=int(endpoint_id), task_id=None if task_id is None else int(task_id)
+    )
 
 
 @shared_task(name="tasks_app.sweep_webhooks")

@@ -19,16 +19,19 @@ task id, so every case of one task lands in the same half. An attempt without an
 from __future__ import annotations
 
 import hashlib
+import heapq
+from collections.abc import Iterator
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
+from django.db.models import Q
 from django.utils import timezone
 
 from evidence_app.models import Audit, ClaimLabel
 from evidence_app.packets.task_packet import build_packet
 from tasks_app.records import Feedback, FeedbackAction, Task
 
-__all__ = ["DATASET", "QUEUES", "labelled_cases", "team_split"]
+__all__ = ["DATASET", "QUEUES", "iter_labelled_cases", "labelled_cases", "team_split"]
 
 DATASET = "team"
 QUEUES = ("review", "audit", "all")
@@ -65,28 +68,44 @@ def labelled_cases(
     """Every decided task (``queue="review"``) and every judged audit (``"audit"``), or
     both (``"all"``), decided from ``since`` up to ``until`` (dates include the whole
     day), as judge_bench cases, oldest first."""
+    return list(iter_labelled_cases(since=since, until=until, queue=queue))
+
+
+def iter_labelled_cases(
+    *,
+    since: date | datetime | None = None,
+    until: date | datetime | None = None,
+    queue: str = "all",
+    decisions: Q | None = None,
+    audits: Q | None = None,
+) -> Iterator[dict[str, Any]]:
+    """``labelled_cases`` one case at a time (for a streamed export); ``decisions`` and
+    ``audits``, when given, narrow the decisions and audits read (e.g. to one judge's)."""
     if queue not in QUEUES:
         raise ValueError(f"queue {queue!r}: use one of {', '.join(QUEUES)}")
     start, end = _start(since), _end(until)
-    found: list[tuple[datetime, dict[str, Any]]] = []
+    streams: list[Iterator[tuple[datetime, dict[str, Any]]]] = []
     if queue in ("review", "all"):
-        found += _decision_cases(start, end)
+        streams.append(_decision_cases(start, end, decisions))
     if queue in ("audit", "all"):
-        found += _audit_cases(start, end)
-    found.sort(key=lambda pair: (pair[0], pair[1]["id"]))
-    return [case for _, case in found]
+        streams.append(_audit_cases(start, end, audits))
+    for _, case in heapq.merge(*streams, key=lambda pair: (pair[0], pair[1]["id"])):
+        yield case
 
 
 def _decision_cases(
-    start: datetime | None, end: datetime | None
-) -> list[tuple[datetime, dict[str, Any]]]:
-    decisions = Feedback.objects.in_effect().filter(action__in=DECISIONS).select_related("task")
+    start: datetime | None, end: datetime | None, narrow: Q | None = None
+) -> Iterator[tuple[datetime, dict[str, Any]]]:
+    decisions = (
+        Feedback.objects.in_effect()
+        .filter(narrow or Q(), action__in=DECISIONS)
+        .select_related("task")
+    )
     if start is not None:
         decisions = decisions.filter(created_at__gte=start)
     if end is not None:
         decisions = decisions.filter(created_at__lt=end)
-    out = []
-    for decision in decisions.order_by("created_at", "id"):
+    for decision in decisions.order_by("created_at", "id").iterator(chunk_size=200):
         satisfied = decision.action == FeedbackAction.SATISFIED
         case = _case(
             decision.task,
@@ -104,23 +123,21 @@ def _decision_cases(
             },
         )
         if case is not None:
-            out.append((decision.created_at, case))
-    return out
+            yield decision.created_at, case
 
 
 def _audit_cases(
-    start: datetime | None, end: datetime | None
-) -> list[tuple[datetime, dict[str, Any]]]:
+    start: datetime | None, end: datetime | None, narrow: Q | None = None
+) -> Iterator[tuple[datetime, dict[str, Any]]]:
     # A judgement given after its author read the verdict (not blind) labels nothing.
     audits = Audit.objects.done().filter(
-        correct__isnull=False, blind=True, decided_at__isnull=False
+        narrow or Q(), correct__isnull=False, blind=True, decided_at__isnull=False
     )
     if start is not None:
         audits = audits.filter(decided_at__gte=start)
     if end is not None:
         audits = audits.filter(decided_at__lt=end)
-    out = []
-    for audit in audits.select_related("task").order_by("decided_at", "id"):
+    for audit in audits.select_related("task").order_by("decided_at", "id").iterator(200):
         assert audit.decided_at is not None  # filtered above; for the type checker
         case = _case(
             audit.task,
@@ -138,8 +155,7 @@ def _audit_cases(
             },
         )
         if case is not None:
-            out.append((audit.decided_at, case))
-    return out
+            yield audit.decided_at, case
 
 
 def _case(

@@ -15,7 +15,11 @@ from evidence_app.models import AutoAcceptThreshold
 from evidence_app.operator.forms import TrustQueryForm
 from evidence_app.trust.autoaccept_overview import autoaccept_overview
 from evidence_app.trust.rates import trust_report
-from evidence_app.trust.threshold_services import threshold_approve, threshold_shadow_start
+from evidence_app.trust.threshold_services import (
+    threshold_approve,
+    threshold_shadow_start,
+    threshold_stop,
+)
 from project.errors import DomainError
 from project.views import operator_required, render_page
 
@@ -46,8 +50,9 @@ def ops_trust(request: HttpRequest) -> HttpResponse:
 @operator_required
 @require_POST
 def ops_threshold(request: HttpRequest, threshold_id: int) -> HttpResponse:
-    """Start a proposed threshold's shadow (``op=shadow``) or approve one whose shadow ran
-    its course (``op=approve``); refused, with nothing changed, otherwise."""
+    """Start a proposed threshold's shadow (``op=shadow``), approve one whose shadow ran
+    its course (``op=approve``) or stop an approved one's auto-accept with a reason
+    (``op=stop``); refused, with nothing changed, otherwise."""
     op = request.POST.get("op")
     try:
         if op == "shadow":
@@ -64,8 +69,19 @@ def ops_threshold(request: HttpRequest, threshold_id: int) -> HttpResponse:
                 f"Threshold {row.threshold:.2f} approved: accepted verdicts of this judge "
                 "scoring below it now go to a person.",
             )
+        elif op == "stop":
+            threshold_stop(
+                threshold_id=threshold_id,
+                user=request.user,
+                reason=request.POST.get("reason", "")[:2000],
+            )
+            messages.success(
+                request,
+                "Auto-accept stopped: every accepted verdict of this judge goes to a person "
+                "until a new threshold is approved.",
+            )
         else:
-            messages.error(request, "Nothing changed: choose shadow or approve.")
+            messages.error(request, "Nothing changed: choose shadow, approve or stop.")
     except AutoAcceptThreshold.DoesNotExist:
         messages.error(request, f"Nothing changed: threshold {threshold_id} does not exist.")
     except DomainError as exc:

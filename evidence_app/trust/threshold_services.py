@@ -4,9 +4,13 @@ proposes and records drift, an operator starts a proposal's shadow and approves 
 A new threshold takes effect only when an operator approves it, and only after it ran
 in shadow for ``AUTOACCEPT_SHADOW_HOURS`` (the Trust page shows what it would have
 done meanwhile). Approving retires the judge's previous threshold and starts a new drift
-sum. When the drift rule fires on the audits of an approved threshold's auto-accepts,
-auto-accept stops for that judge: ``stopped_at`` is set, one WARNING is logged and an
-``auto_accept.stopped`` webhook event is written."""
+sum and writes the ``auto_accept.approved`` webhook event. When the drift rule fires on
+the audits of an approved threshold's auto-accepts, or an operator stops it with a
+reason (``threshold_stop``), auto-accept stops for that judge until a new threshold is
+approved: ``stopped_at`` is set with the reason, one WARNING is logged and an
+``auto_accept.stopped`` webhook event is written (the drift rule's to the owner of the
+task whose audit stopped it, an operator's to the operators' endpoints). The Trust page
+and the API call these same functions."""
 
 from __future__ import annotations
 
@@ -23,19 +27,28 @@ from evidence_app.models import AutoAcceptThreshold, ThresholdState
 from evidence_app.trust.thresholds import JudgeKey
 from project.errors import Forbidden, InvalidInput, StaleAction
 from project.roles import is_operator
-from tasks_app.actions import webhook_events_for_audit
+from tasks_app.actions import job_enqueue, webhook_events_for_audit, webhook_events_for_judge
 from tasks_app.records import Task, WebhookEvent
 
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "CERTIFY_JOB",
     "DriftFigures",
     "Proposal",
     "threshold_approve",
+    "threshold_certify_request",
     "threshold_drift_record",
     "threshold_propose",
     "threshold_shadow_start",
+    "threshold_stop",
 ]
+
+# An operator's stop of auto-accept is recorded with a reason of at least this length.
+MIN_STOP_REASON_CHARS = 10
+# The certification job's name (evidence_app.jobs registers it under this name; Celery
+# beat sends it every AUTOACCEPT_RECOMPUTE_SECONDS).
+CERTIFY_JOB = "evidence_app.certify_thresholds"
 
 
 @dataclass(frozen=True)
@@ -86,7 +99,8 @@ def threshold_propose(*, key: JudgeKey, proposal: Proposal) -> AutoAcceptThresho
         return pending
     if pending is not None:
         judge.pending().update(state=ThresholdState.RETIRED, retired_at=now)
-    if approved is not None and approved.threshold == proposal.threshold:
+    # A stopped judge needs a new approval even of the same τ: propose it again.
+    if approved is not None and approved.threshold == proposal.threshold and not approved.stopped:
         return None
     return AutoAcceptThreshold.objects.create(
         template_version=key.template_version,
@@ -100,6 +114,17 @@ def threshold_propose(*, key: JudgeKey, proposal: Proposal) -> AutoAcceptThresho
 def _operator_only(user: Any) -> None:
     if not is_operator(user):
         raise Forbidden("Only operators try and approve auto-accept thresholds.")
+
+
+@transaction.atomic
+def threshold_certify_request(*, user: Any) -> str:
+    """Queue the certification job now, as Celery beat does, through the outbox: every
+    judge with labels is certified (``threshold_propose``) and the drift rule runs on each
+    approved threshold. Raises Forbidden (not an operator). Returns the job id."""
+    _operator_only(user)
+    job_id = job_enqueue(CERTIFY_JOB, ())
+    log.info("certification of every judge's threshold requested by %s", user.get_username())
+    return job_id
 
 
 @transaction.atomic
@@ -146,6 +171,68 @@ def threshold_approve(*, threshold_id: int, user: Any, now: Any = None) -> AutoA
     row.approved_by = user
     row.save(update_fields=["state", "approved_at", "approved_by"])
     log.info("auto-accept threshold %s approved: %s", row.pk, row)
+    webhook_events_for_judge(
+        event_type=WebhookEvent.AUTO_ACCEPT_APPROVED, judge=_approval_description(row)
+    )
+    return row
+
+
+def _approval_description(row: AutoAcceptThreshold) -> dict[str, Any]:
+    return {
+        "threshold_id": row.pk,
+        "template_version": row.template_version,
+        "model": row.model_name,
+        "second_model": row.second_model,
+        "threshold": row.threshold,
+        "target": row.target,
+        "labelled": row.labelled,
+        "guarantee": row.guarantee,
+        "approved_at": row.approved_at,
+        "approved_by": row.approved_by.get_username() if row.approved_by else None,
+        "url": "/api/v1/judges",
+    }
+
+
+@transaction.atomic
+def threshold_stop(*, threshold_id: int, user: Any, reason: str) -> AutoAcceptThreshold:
+    """An operator's switch: every accepted verdict of the approved threshold's judge goes
+    to a person from now, recorded with who and why, until a new threshold is approved.
+    Raises Forbidden (not an operator), InvalidInput (no reason of at least
+    MIN_STOP_REASON_CHARS characters) and StaleAction (not the approved threshold, or
+    already stopped)."""
+    _operator_only(user)
+    reason = (reason or "").strip()
+    if len(reason) < MIN_STOP_REASON_CHARS:
+        raise InvalidInput(
+            f"Say why auto-accept stops (at least {MIN_STOP_REASON_CHARS} characters): "
+            "the reason is recorded."
+        )
+    row = AutoAcceptThreshold.objects.select_for_update().get(pk=threshold_id)
+    if row.state != ThresholdState.APPROVED:
+        raise StaleAction(
+            f"Threshold {threshold_id} is {row.get_state_display().lower()}, not the judge's "
+            "approved threshold: only an approved threshold auto-accepts."
+        )
+    if row.stopped_at is not None:
+        raise StaleAction(
+            f"Auto-accept of this judge has been stopped since {row.stopped_at:%Y-%m-%d %H:%M} "
+            "UTC: approve a new threshold to start it again."
+        )
+    row.stopped_at = timezone.now()
+    row.stopped_by = user
+    row.stop_reason = reason
+    row.save(update_fields=["stopped_at", "stopped_by", "stop_reason"])
+    log.warning(
+        "auto-accept stopped for %s by %s: %s; every accepted verdict of this judge goes to "
+        "a person",
+        JudgeKey.of(row).label,
+        user.get_username(),
+        reason,
+    )
+    webhook_events_for_judge(
+        event_type=WebhookEvent.AUTO_ACCEPT_STOPPED,
+        judge={**_stop_description(row), "stopped_by": user.get_username()},
+    )
     return row
 
 
@@ -171,7 +258,11 @@ def threshold_drift_record(*, threshold_id: int, drift: DriftFigures) -> AutoAcc
     stopped_task = drift.stopped_task_id if row.stopped_at is None else None
     if stopped_task is not None:
         row.stopped_at = timezone.now()
-        fields.append("stopped_at")
+        row.stop_reason = (
+            f"The drift rule: {drift.wrong} of {drift.audits} audits of its auto-accepts since "
+            "the threshold was set were wrong, more than a judge at the target would give."
+        )
+        fields += ["stopped_at", "stop_reason"]
     row.save(update_fields=fields)
     if stopped_task is not None:
         log.warning(
@@ -202,5 +293,6 @@ def _stop_description(row: AutoAcceptThreshold) -> dict[str, Any]:
         "audits": row.drift_audits,
         "wrong": row.drift_wrong,
         "stopped_at": row.stopped_at,
+        "reason": row.stop_reason,
         "url": "/ops/trust",
     }

@@ -81,11 +81,14 @@ class Label:
 class AutoAcceptGate:
     """The approved threshold of one judge, as the routing reads it: an accepted verdict
     scoring at or above ``threshold`` goes to the requester, one below to a person;
-    ``stopped``: the drift rule fired and every accepted verdict goes to a person."""
+    ``stopped``: the drift rule fired, or an operator stopped it, and every accepted
+    verdict goes to a person."""
 
     threshold_id: int
     threshold: float
     stopped: bool
+    # Stopped by an operator's switch rather than by the drift rule.
+    stopped_by_operator: bool = False
 
 
 def _second_model() -> Coalesce:
@@ -181,12 +184,17 @@ def approved_gate(key: JudgeKey) -> AutoAcceptGate | None:
         AutoAcceptThreshold.objects.approved()
         .for_judge(key.template_version, key.model_name, key.second_model)
         .filter(threshold__isnull=False)
-        .only("pk", "threshold", "stopped_at")
+        .only("pk", "threshold", "stopped_at", "stopped_by")
         .first()
     )
     if row is None or row.threshold is None:
         return None
-    return AutoAcceptGate(threshold_id=row.pk, threshold=row.threshold, stopped=row.stopped)
+    return AutoAcceptGate(
+        threshold_id=row.pk,
+        threshold=row.threshold,
+        stopped=row.stopped,
+        stopped_by_operator=row.stopped and row.stopped_by_id is not None,
+    )
 
 
 def judge_audits_since(key: JudgeKey, since: datetime) -> list[tuple[bool, int]]:

@@ -56,10 +56,10 @@ def below_threshold_reason(summary: str, score: float | None, gate: AutoAcceptGa
     """Why an accepted verdict goes to a person under the judge's approved threshold, or
     None when it may go to the requester."""
     if gate.stopped:
-        return (
-            f"{summary}; auto-accept is stopped for this judge (its audits show it "
-            "drifting): a person decides"
+        why = (
+            "an operator stopped it" if gate.stopped_by_operator else "its audits show it drifting"
         )
+        return f"{summary}; auto-accept is stopped for this judge ({why}): a person decides"
     if score is None or score < gate.threshold:
         shown = "no score" if score is None else f"score {score:.2f}"
         return (

@@ -120,7 +120,10 @@ class DeliveryOut(Schema):
     id: int
     msg_id: str
     event_type: str
-    task_id: int
+    task_id: int | None = Field(
+        description="The task the event is about; null for an event about a judge "
+        "(auto_accept.approved)"
+    )
     status: str
     attempt_count: int
     next_attempt_at: datetime | None

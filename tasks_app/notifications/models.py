@@ -26,6 +26,8 @@ class WebhookEvent(models.TextChoices):
     TRACE_UNUSABLE = "trace.unusable", "Trace unusable"
     # The audits of a judge's auto-accepts show it drifting: auto-accept stopped.
     AUTO_ACCEPT_STOPPED = "auto_accept.stopped", "Auto-accept stopped"
+    # An operator approved a judge's certified threshold: it routes accepts from now.
+    AUTO_ACCEPT_APPROVED = "auto_accept.approved", "Auto-accept threshold approved"
 
 
 class WebhookEndpoint(models.Model):
@@ -75,7 +77,14 @@ class WebhookDelivery(models.Model):
     endpoint = models.ForeignKey(
         WebhookEndpoint, on_delete=models.CASCADE, related_name="deliveries"
     )
-    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    # Null for an event about a judge rather than a task (``auto_accept.approved``).
+    task = models.ForeignKey(
+        Task,
+        on_delete=models.CASCADE,
+        related_name="webhook_deliveries",
+        null=True,
+        blank=True,
+    )
     event_type = models.CharField(max_length=40, choices=WebhookEvent.choices)
     msg_id = models.CharField(max_length=64, unique=True)
     # The exact JSON text that is signed and sent (the same bytes on every attempt).

@@ -43,6 +43,7 @@ from project.celery import app
 from project.db import MARKER_ID, Prepared
 from project.errors import InvalidInput
 from project.netguard import UnsafeAddress, resolve_public_address
+from project.roles import OPERATORS
 from tasks_app.intake.external import revision_feedback, validation_summary
 from tasks_app.notifications.models import (
     DeliveryStatus,
@@ -250,7 +251,7 @@ def webhook_events_for_transition(
 
 
 def _delivery(
-    endpoint: WebhookEndpoint, task: Task, event_type: str, payload: str, now: datetime
+    endpoint: WebhookEndpoint, task: Task | None, event_type: str, payload: str, now: datetime
 ) -> WebhookDelivery:
     """One delivery of ``payload`` to ``endpoint``, due now, with a fresh message id."""
     return WebhookDelivery(
@@ -293,6 +294,41 @@ def webhook_events_for_audit(
     }
     payload = json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":"))
     deliveries = [_delivery(endpoint, task, event_type, payload, now) for endpoint in endpoints]
+    _store_and_send(deliveries)
+    return deliveries
+
+
+def _operator_endpoints(event_type: str) -> list[WebhookEndpoint]:
+    """Operators' live endpoints subscribed to ``event_type``."""
+    operators = Q(owner__is_superuser=True) | Q(owner__groups__name=OPERATORS)
+    live = (
+        WebhookEndpoint.objects.filter(operators, is_active=True)
+        .filter(Q(api_token__isnull=True) | Q(api_token__revoked_at__isnull=True))
+        .distinct()
+        .order_by("id")
+    )
+    return [endpoint for endpoint in live if event_type in (endpoint.events or [])]
+
+
+JUDGE_EVENTS = (WebhookEvent.AUTO_ACCEPT_APPROVED, WebhookEvent.AUTO_ACCEPT_STOPPED)
+
+
+def webhook_events_for_judge(*, event_type: str, judge: dict[str, Any]) -> list[WebhookDelivery]:
+    """Write the deliveries of an event about a judge rather than a task
+    (``auto_accept.approved``: an operator approved a certified threshold;
+    ``auto_accept.stopped``: an operator stopped its auto-accept) to the
+    operators' endpoints subscribed to it, in the caller's transaction, and send them after
+    commit. It names no task, so its deliveries have none; ``judge`` is the event's plain
+    description, sent as it is."""
+    if event_type not in JUDGE_EVENTS:
+        raise ValueError(f"not a judge event: {event_type}")
+    endpoints = _operator_endpoints(event_type)
+    if not endpoints:
+        return []
+    now = timezone.now()
+    body = {"type": event_type, "timestamp": now.isoformat(), "data": {"judge": judge}}
+    payload = json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":"))
+    deliveries = [_delivery(endpoint, None, event_type, payload, now) for endpoint in endpoints]
     _store_and_send(deliveries)
     return deliveries
 
@@ -384,8 +420,9 @@ def _store_and_send(deliveries: list[WebhookDelivery]) -> None:
 DELIVER_WEBHOOKS_JOB = "tasks_app.deliver_webhooks"
 
 
-def deliver_later(*, endpoint_id: int, task_id: int, countdown: float = 0) -> None:
-    """Send the delivery job of one (endpoint, task) pair."""
+def deliver_later(*, endpoint_id: int, task_id: int | None, countdown: float = 0) -> None:
+    """Send the delivery job of one (endpoint, task) pair (task None: the endpoint's
+    events about no task, e.g. a judge's)."""
     try:
         app.tasks[DELIVER_WEBHOOKS_JOB].apply_async(
             (endpoint_id, task_id), countdown=countdown or None
@@ -534,7 +571,7 @@ def _record(delivery: WebhookDelivery, result: PostResult, *, now: Any) -> str:
     return outcome
 
 
-def webhook_send_pending(*, endpoint_id: int, task_id: int, transport: Any = None) -> str:
+def webhook_send_pending(*, endpoint_id: int, task_id: int | None, transport: Any = None) -> str:
     """Send the pending deliveries of one (endpoint, task) pair, oldest first, stopping
     at one that must wait for a retry (per-task order). Safe to run twice at once: each
     delivery is claimed before it is sent. Returns what stopped it."""
@@ -542,7 +579,11 @@ def webhook_send_pending(*, endpoint_id: int, task_id: int, transport: Any = Non
     while True:
         head = (
             WebhookDelivery.objects.select_related("endpoint")
-            .filter(endpoint_id=endpoint_id, task_id=task_id, status=DeliveryStatus.PENDING)
+            .filter(
+                Q(task_id=task_id) if task_id is not None else Q(task__isnull=True),
+                endpoint_id=endpoint_id,
+                status=DeliveryStatus.PENDING,
+            )
             .order_by("id")
             .first()
         )
@@ -575,12 +616,12 @@ def webhook_send_pending(*, endpoint_id: int, task_id: int, transport: Any = Non
             return f"retry in {delay:.2f}s"
 
 
-def webhook_sweep(*, now: Any = None) -> list[tuple[int, int]]:
+def webhook_sweep(*, now: Any = None) -> list[tuple[int, int | None]]:
     """Send the job again for every (endpoint, task) pair with a due, unclaimed pending
     delivery: a job lost with the broker, or a worker killed mid-send, delays an event
     but never loses it."""
     now = now or timezone.now()
-    pairs = list(
+    pairs: list[tuple[int, int | None]] = list(
         WebhookDelivery.objects.filter(
             status=DeliveryStatus.PENDING, next_attempt_at__lte=now, endpoint__is_active=True
         )

@@ -6,9 +6,10 @@ positive_data_acceptance check tests the rest:
 - a team plan's graph: depends_on must name other nodes of the plan, node ids are
   unique, a dag has no cycle (POST /tasks; 422 otherwise, covered by
   tests/api/test_tasks_api.py);
-- which validator models this deployment can use (replay, and a task's second_model;
-  it depends on the API keys set): a well-formed model name is replaced by an offline
-  judge.
+- which validator models this deployment can use (replay, a task's second_model, a
+  candidate judge's model; it depends on the API keys set): a well-formed model name is
+  replaced by an offline judge; which held-out cases a comparison may be limited to (the
+  case files' ids and categories): a comparison runs on every held-out case.
 For the external agents' endpoints (issue 14):
 - an attempt's ``final_answer`` is required unless it streams (``stream: true``), and
   then it must be absent (the description says so; 422 otherwise); its runs need
@@ -191,6 +192,15 @@ def _names_a_model(value: Any) -> bool:
     )
 
 
+def _any_case_ids(value: Any) -> bool:
+    """A schema-valid list of case ids or categories (strings without NUL, at most 200)."""
+    return (
+        isinstance(value, list)
+        and len(value) <= 200
+        and all(isinstance(item, str) and "\x00" not in item for item in value)
+    )
+
+
 @schemathesis.hook
 def map_case(context: Any, case: Any) -> Any:
     body = _body_dict(case)
@@ -198,6 +208,14 @@ def map_case(context: Any, case: Any) -> Any:
         return case
     if _is(context, "POST", "/replay") and _names_a_model(body.get("model")):
         body["model"] = "offline:judge"
+    candidate = _is(context, "POST", "/judges/comparisons") or _is(
+        context, "POST", "/judges/shadow"
+    )
+    if candidate and _names_a_model(body.get("model")):
+        body["model"] = "offline:judge"
+    if _is(context, "POST", "/judges/comparisons") and _any_case_ids(body.get("cases")):
+        # Which held-out cases exist is data, not schema: every held-out case.
+        body["cases"] = []
     if _is(context, "POST", "/tasks") and _names_a_model(body.get("second_model")):
         body["second_model"] = "offline:judge-corroborating"
     if _is(context, "POST", "/tasks") and ("audit_rate" in body or "audit_reject_rate" in body):

@@ -102,6 +102,25 @@ API_MATRIX: dict[str, dict[str, int]] = {
     "GET /api/v1/audits": row(401, 403, 403, 200, 200),
     "GET /api/v1/audits/{audit_id}": row(401, 403, 403, 200, 200),
     "POST /api/v1/audits/{audit_id}/judgement": row(401, 403, 403, 200, 403),
+    # Judges, their thresholds and the judge gate (issue 46): the Trust and judge pages'
+    # operations, operators only. The threshold is a proposal: approving it before its
+    # shadow, or stopping it, is a 409; the comparison judged too few cases (422).
+    "GET /api/v1/judges": OPERATORS_ONLY,
+    "POST /api/v1/judges/certify": row(401, 403, 403, 403, 202),
+    "GET /api/v1/judges/thresholds/{threshold_id}": OPERATORS_ONLY,
+    "POST /api/v1/judges/thresholds/{threshold_id}/shadow": OPERATORS_ONLY,
+    "POST /api/v1/judges/thresholds/{threshold_id}/approve": row(401, 403, 403, 403, 409),
+    "POST /api/v1/judges/thresholds/{threshold_id}/stop": row(401, 403, 403, 403, 409),
+    "GET /api/v1/judges/comparisons": OPERATORS_ONLY,
+    "POST /api/v1/judges/comparisons": row(401, 403, 403, 403, 202),
+    "GET /api/v1/judges/comparisons/{comparison_id}": OPERATORS_ONLY,
+    "POST /api/v1/judges/comparisons/{comparison_id}/default": row(401, 403, 403, 403, 422),
+    "GET /api/v1/judges/shadow": OPERATORS_ONLY,
+    # In this order: the operator's start leaves a candidate in shadow for the stop.
+    "POST /api/v1/judges/shadow": row(401, 403, 403, 403, 201),
+    "POST /api/v1/judges/shadow/stop": OPERATORS_ONLY,
+    # The labelled cases taken out (issue 46): operators only.
+    "GET /api/v1/labelled-cases": OPERATORS_ONLY,
 }
 
 API_BODIES: dict[str, dict[str, Any]] = {
@@ -122,6 +141,13 @@ API_BODIES: dict[str, dict[str, Any]] = {
         "claims": [{"claim_index": 0, "label": "supported"}]
     },
     "POST /api/v1/audits/{audit_id}/judgement": {"correct": True},
+    "POST /api/v1/judges/thresholds/{threshold_id}/stop": {"reason": "The audits look wrong"},
+    "POST /api/v1/judges/comparisons": {
+        "template": "terse",
+        "model": "offline:judge",
+        "cases": ["supported-02"],
+    },
+    "POST /api/v1/judges/shadow": {"template": "terse", "model": "offline:judge"},
 }
 
 LOGIN = 302  # anonymous: redirected to the login page
@@ -189,7 +215,8 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     "GET ops_bulk_replay": OPERATOR_PAGE,
     "GET ops_agreement": OPERATOR_PAGE,
     "GET ops_trust": OPERATOR_PAGE,
-    # A proposed auto-accept threshold's shadow and approval (issue 38): operators only.
+    # A proposed auto-accept threshold's shadow and approval (issue 38), an approved
+    # one's stop (issue 46): operators only.
     "POST ops_threshold": row(LOGIN, 403, 403, 403, DONE),
     "GET ops_charts": OPERATOR_PAGE,
     "GET ops_team": OPERATOR_PAGE,
@@ -309,7 +336,11 @@ def fresh_objects(world: World) -> dict[str, Any]:
             snapshot=snapshot, task=task, attempt_index=1, route="auto_accepted", probability=1.0
         ).pk,
         "threshold_id": AutoAcceptThreshold.objects.create(
-            template_version="default", model_name="offline:judge", target=0.02, delta=0.05
+            template_version="default",
+            model_name="offline:judge",
+            target=0.02,
+            delta=0.05,
+            threshold=0.9,
         ).pk,
         "task": task,
     }

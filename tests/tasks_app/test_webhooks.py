@@ -23,6 +23,7 @@ from tasks_app.notifications.webhooks import (
     retry_delay,
     webhook_delivery_resend,
     webhook_endpoint_create,
+    webhook_events_for_judge,
     webhook_send_pending,
 )
 from tasks_app.workflow import transitions
@@ -392,3 +393,32 @@ def test_no_log_line_holds_the_webhook_urls_query_string(
     assert caplog.records, "nothing was logged at all: the check would prove nothing"
     leaked = [r for r in caplog.records if "secret-in-the-query" in r.getMessage()]
     assert not leaked, [f"{r.name} {r.levelname}: {r.getMessage()}" for r in leaked]
+
+
+def test_an_event_about_a_judge_reaches_operators_endpoints_only_and_is_delivered(
+    requester: Any, operator: Any, settings: Any
+) -> None:
+    """Issue 46, item 2: ``auto_accept.approved`` names a judge, not a task: it goes to
+    the operators' endpoints subscribed to it, never a requester's, and its delivery
+    (task none) is signed and sent like any other."""
+    settings.WEBHOOK_ALLOW_PRIVATE = True
+    with running_receiver() as receiver:
+        ours = endpoint_for(operator, receiver.url)
+        theirs = endpoint_for(requester, receiver.url)
+        WebhookEndpoint.objects.filter(pk__in=[ours.pk, theirs.pk]).update(
+            events=["auto_accept.approved"]
+        )
+        receiver.secret = ours.secret
+        [delivery] = webhook_events_for_judge(
+            event_type="auto_accept.approved", judge={"threshold_id": 7, "threshold": 0.9}
+        )
+        assert delivery.endpoint_id == ours.pk and delivery.task_id is None
+        outcome = webhook_send_pending(endpoint_id=ours.pk, task_id=None)
+    assert outcome.startswith("idle")
+    [got] = receiver.requests
+    assert got.verified and got.event_type == "auto_accept.approved"
+    assert got.payload["data"]["judge"] == {"threshold_id": 7, "threshold": 0.9}
+    delivery.refresh_from_db()
+    assert delivery.status == "delivered"
+    with pytest.raises(ValueError):
+        webhook_events_for_judge(event_type="task.closed", judge={})

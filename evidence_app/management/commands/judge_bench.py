@@ -4,6 +4,7 @@
     manage.py judge_bench --model openai:gpt-4.1 --template terse --json var/judge.json
     manage.py judge_bench --split all --dataset fever
     manage.py judge_bench --cases-file my_cases.json     # your own labelled cases
+    manage.py judge_bench --cases-file cases.jsonl       # JSON Lines (GET /api/v1/labelled-cases)
     manage.py judge_bench --case supported --case wrong_block-02
     manage.py judge_bench --from-reviews --since 2026-11-01 --queue audit --split all
     manage.py judge_bench --from-reviews --out var/team_cases.json  # export, do not run
@@ -40,6 +41,8 @@ from evidence_app.judge_bench import (
     BENCH_CASE_FILES,
     SPLITS,
     CaseResult,
+    case_kind,
+    case_split,
     load_cases,
     run_case,
 )
@@ -144,7 +147,17 @@ class Command(BaseCommand):
                 raise CommandError(f"no cases file {path}")
         if not files:
             return []
-        return load_cases(files, options["cases"], split=split, datasets=options["datasets"])
+        lines = [path for path in files if _is_json_lines(path)]
+        arrays = [path for path in files if path not in lines]
+        cases = (
+            load_cases(arrays, options["cases"], split=split, datasets=options["datasets"])
+            if arrays
+            else []
+        )
+        for path in lines:
+            read = [_with_defaults(case) for case in _read_json_lines(path)]
+            cases += _select(read, options["cases"], split, options["datasets"])
+        return cases
 
     def _write_cases(self, path: Path, cases: list[dict[str, Any]]) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -153,6 +166,40 @@ class Command(BaseCommand):
         self.stdout.write(
             f"wrote {len(cases)} labelled cases ({labelled} with claim labels) to {path}"
         )
+
+
+def _is_json_lines(path: Path) -> bool:
+    """A JSON Lines file (one case per line, as ``GET /api/v1/labelled-cases`` exports
+    them) rather than one JSON array: its first character that is not blank is not
+    ``[``."""
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                return not line.lstrip().startswith("[")
+    return False
+
+
+def _read_json_lines(path: Path) -> list[dict[str, Any]]:
+    cases = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            case = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"{path}, line {number}: not a JSON case ({exc.msg})") from None
+        if not isinstance(case, dict):
+            raise CommandError(f"{path}, line {number}: a case is a JSON object")
+        cases.append(case)
+    return cases
+
+
+def _with_defaults(case: dict[str, Any]) -> dict[str, Any]:
+    """What ``load_cases`` fills in for a case read from a file."""
+    case.setdefault("dataset", "handbook")
+    case["split"] = case_split(case)
+    case["kind"] = case_kind(case)
+    return case
 
 
 def _share(value: str) -> float:
@@ -223,7 +270,8 @@ def _case_arguments(parser: CommandParser) -> None:
         "--cases-file",
         action="append",
         dest="cases_files",
-        help="a cases JSON file (repeatable; default: the handbook and the public cases)",
+        help="a cases file: a JSON array, or JSON Lines with one case per line "
+        "(repeatable; default: the handbook and the public cases)",
     )
     parser.add_argument(
         "--split",
