@@ -203,7 +203,13 @@ def _verdict_context(
 
 
 def _pair_reason(latest: ValidationSnapshot, second: ValidationSnapshot) -> str:
-    return disagreement_reason(latest.model_name, latest.status, second.model_name, second.status)
+    # The statuses in words, as the verdict badges say them.
+    return disagreement_reason(
+        latest.model_name,
+        latest.get_status_display().lower(),
+        second.model_name,
+        second.get_status_display().lower(),
+    )
 
 
 def _evidence_context(task: Task, runs: Sequence[Run]) -> dict[str, Any]:

@@ -99,6 +99,8 @@ def test_the_answer_highlight_carries_both_signs_and_says_them_in_words(
         'claim-icon-second claim-contradicted" aria-hidden="true" title="second judge">✗' in answer
     )
     assert "(first judge: supported; second judge: contradicted)" in answer
+    reason = html.split('id="verdict-reason"')[1].split("</p>")[0]
+    assert "says insufficient evidence" in reason and "insufficient_evidence" not in reason
 
 
 def test_a_requester_sees_one_judge_s_marks(client: Any, requester: Any, disagreement: Any) -> None:

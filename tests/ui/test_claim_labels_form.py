@@ -5,7 +5,6 @@ decision, in its transaction."""
 from __future__ import annotations
 
 import re
-
 from typing import Any
 
 import pytest
