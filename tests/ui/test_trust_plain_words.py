@@ -111,12 +111,21 @@ def judges(client: Any) -> list[dict[str, Any]]:
 def test_with_no_judge_trust_says_there_is_nothing_to_guarantee_and_what_to_do(
     client: Any, operator: Any
 ) -> None:
-    """Issue 47, item 1: the state "none" is a sentence, a state and a next step."""
+    """Issue 47, item 1: the state "none" is a sentence, a state and a next step; with
+    audited answers that carry no score it says why nothing can be certified."""
     client.force_login(operator)
     [none] = judges(client)
     assert none["state"] == "none"
     assert none["sentence"].startswith("No judge has accepted an answer in the last 30 days")
     assert none["next"].startswith("Next: run tasks")
+    # Audited answers without a score: no threshold can be certified, and the sentence
+    # does not say that no answer was accepted.
+    verdicts(30, probability=1.0, audits=[True] * 30)
+    [unscored] = judges(client)
+    assert unscored["state"] == "none"
+    assert unscored["sentence"].startswith(
+        "No guarantee: the answers judges accepted in the last 30 days carry no score"
+    )
 
 
 def test_a_certified_judge_reads_as_a_guarantee_whose_figures_count_its_answers(
