@@ -233,7 +233,8 @@ def test_an_unknown_estimate_says_why_and_no_dash_stands_for_a_number(
 ) -> None:
     """Issue 47, item 1: when the audit rate changed and the new rate's audits are not
     judged yet, the estimate is "unknown" with its reason (how many verdicts it waits
-    for), the sentence says what to do, and no "(– wrong)" appears."""
+    for), the sentence says what to do (with no count of open audits by route, which
+    would tell where their tasks went), and no "(– wrong)" appears."""
     verdicts(50, probability=1.0, audits=[True] * 50, when=timezone.now() - timedelta(days=3))
     verdicts(40, probability=0.5, audits=[None] * 20)
     client.force_login(operator)
@@ -241,7 +242,7 @@ def test_an_unknown_estimate_says_why_and_no_dash_stands_for_a_number(
     audited = text_of(html.split('id="trust-audited"')[1].split("</section>")[0])
     assert "Of the 90 accepted answers it sent without a person in the last 30 days" in audited
     assert "unknown 40 were drawn at an audit rate none of whose audits is judged yet" in audited
-    assert "Next: judge the 20 outstanding audits." in audited
+    assert "Next: judge the open audits ( Audits )." in audited
     assert "unknown: 40 drawn at a rate with no judged audit yet" in audited
     assert "– wrong" not in audited and "(–" not in audited
 
