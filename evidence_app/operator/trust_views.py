@@ -13,13 +13,14 @@ from django.views.decorators.http import require_GET, require_POST
 
 from evidence_app.models import AutoAcceptThreshold
 from evidence_app.operator.forms import TrustQueryForm
-from evidence_app.trust.autoaccept_overview import autoaccept_overview
+from evidence_app.trust.autoaccept_overview import WINDOW_DAYS, autoaccept_overview
 from evidence_app.trust.rates import trust_report
 from evidence_app.trust.threshold_services import (
     threshold_approve,
     threshold_shadow_start,
     threshold_stop,
 )
+from evidence_app.trust.standing import standing
 from project.errors import DomainError
 from project.views import operator_required, render_page
 
@@ -40,7 +41,9 @@ def ops_trust(request: HttpRequest) -> HttpResponse:
             "report": report,
             "form": form,
             "target_value": target if target is not None else settings.TRUST_TARGET_FALSE_ACCEPT,
-            "autoaccept": autoaccept_overview(),
+            "standings": standing(autoaccept_overview()),
+            "window_days": WINDOW_DAYS,
+            "uncovered_count": sum(u.count for u in report.uncovered),
             "shadow_hours": settings.AUTOACCEPT_SHADOW_HOURS,
         },
         status=422 if form.is_bound and not form.is_valid() else 200,

@@ -11,6 +11,7 @@ from django import forms
 
 from evidence_app.models import ClaimStance, FailureCategory, ValidationStatus
 from evidence_app.trust.audits import AUDIT_COMMENT_MAX
+from evidence_app.validation.claims import CLAIM_STATES
 from project.errors import DomainError, InvalidInput
 from tasks_app.actions import parse_plan, second_model_checked
 from tasks_app.records import ValidationPolicy
@@ -31,6 +32,12 @@ def validate_plan(raw: dict[str, Any]) -> dict[str, Any]:
         message = getattr(exc, "message", None) or str(exc)
         raise forms.ValidationError(f"The plan is not valid: {message}") from None
     return raw
+
+
+# A person's verdict on a claim, in the signs and words the claim marks use everywhere.
+CLAIM_STANCE_CHOICES = [
+    (state, f"{sign} {words}") for state, sign, words in CLAIM_STATES if state in ClaimStance.values
+]
 
 
 class TaskCreateForm(forms.Form):
@@ -258,7 +265,7 @@ class AuditJudgeForm(forms.Form):
         self.claims = claims or []
         for claim in self.claims:
             self.fields[f"claim_{claim['index']}"] = forms.ChoiceField(
-                choices=[("", "No verdict"), *ClaimStance.choices], required=False
+                choices=[("", "No verdict"), *CLAIM_STANCE_CHOICES], required=False
             )
 
     def clean(self) -> dict[str, Any]:

@@ -284,6 +284,7 @@ def task_rows(
             "status": t.status,
             "active": t.is_execution_active,
             "status_label": STATUS_LABELS.get(t.status, t.status),
+            "reason": t.status_reason,
             # A task waiting in review is the reviewers' turn, not its requester's.
             "your_turn": t.requires_user_action
             and t.owner_id == me
@@ -303,6 +304,7 @@ def task_rows(
                 status="withheld",
                 active=False,
                 status_label="audit open",
+                reason="",
                 your_turn=False,
                 attempts="–",
                 rerun="",

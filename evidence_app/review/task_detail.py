@@ -179,6 +179,7 @@ def _verdict_context(
             latest,
             answer=getattr(task, "answer_head", ""),
             complete=getattr(task, "answer_len", 0) <= limit,
+            second=second,
         )
     return {
         "verdict": result,
@@ -202,7 +203,13 @@ def _verdict_context(
 
 
 def _pair_reason(latest: ValidationSnapshot, second: ValidationSnapshot) -> str:
-    return disagreement_reason(latest.model_name, latest.status, second.model_name, second.status)
+    # The statuses in words, as the verdict badges say them.
+    return disagreement_reason(
+        latest.model_name,
+        latest.get_status_display().lower(),
+        second.model_name,
+        second.get_status_display().lower(),
+    )
 
 
 def _evidence_context(task: Task, runs: Sequence[Run]) -> dict[str, Any]:
@@ -365,15 +372,51 @@ def attempt_answers(task: Task) -> list[dict[str, Any]]:
     return list(reversed(out))
 
 
+def _stored_claims(snapshot: ValidationSnapshot | None) -> list[dict[str, Any]]:
+    result = snapshot.result if snapshot and isinstance(snapshot.result, dict) else {}
+    return shown_claims([c for c in result.get("claims") or [] if isinstance(c, dict)])
+
+
+def _second_marks(claims: list[dict[str, Any]], second: ValidationSnapshot) -> dict[str, Any]:
+    """The second judge's mark on each of the first judge's claims (``second`` on each
+    claim: the state, "" when it made no such claim), matched by id, else by the same
+    text; its claims the first judge did not make; its counts."""
+    theirs = _stored_claims(second)
+    by_id = {c["id"]: c for c in theirs if c["id"]}
+    by_text = {" ".join(str(c.get("text", "")).split()).lower(): c for c in theirs}
+    matched: set[int] = set()
+    for claim in claims:
+        text = " ".join(str(claim.get("text", "")).split()).lower()
+        other = by_id.get(claim["id"]) if claim["id"] else None
+        if other is None or id(other) in matched:
+            other = by_text.get(text)
+        if other is not None and id(other) not in matched:
+            matched.add(id(other))
+            claim["second"] = other["shown"]
+        else:
+            claim["second"] = ""
+    return {
+        "model": second.model_name,
+        "counts": shown_counts(theirs),
+        "only": [c for c in theirs if id(c) not in matched],
+    }
+
+
 def _claim_view(
-    snapshot: ValidationSnapshot, *, answer: str, complete: bool
+    snapshot: ValidationSnapshot,
+    *,
+    answer: str,
+    complete: bool,
+    second: ValidationSnapshot | None = None,
 ) -> dict[str, Any] | None:
-    """The claim view of a verdict, or None for a verdict without claims."""
+    """The claim view of a verdict, or None for a verdict without claims; with a second
+    judge's verdict, its mark beside each claim (``_second_marks``)."""
     result = snapshot.result if isinstance(snapshot.result, dict) else {}
-    claims = shown_claims([c for c in result.get("claims") or [] if isinstance(c, dict)])
+    claims = _stored_claims(snapshot)
     if not claims:
         return None
     return {
+        "second": _second_marks(claims, second) if second is not None else None,
         "snapshot": snapshot,
         "model_status": snapshot.model_status or snapshot.status,
         "summary": snapshot.claim_summary or {},

@@ -18,16 +18,39 @@ from evidence_app.models import AutoAcceptThreshold, ThresholdState, VerdictRout
 from evidence_app.trust.team import team_figures
 from evidence_app.trust.thresholds import JudgeKey, ShadowReport, judge_verdicts, shadow_report
 
-__all__ = ["Chart", "JudgeAutoAccept", "autoaccept_overview", "curve_chart"]
+__all__ = ["Chart", "ChartPoint", "JudgeAutoAccept", "autoaccept_overview", "curve_chart"]
 
 WINDOW_DAYS = 30
-CHART_WIDTH, CHART_HEIGHT, CHART_PAD = 380, 180, 44
+# The curve's drawing box: narrow enough that its 12-unit text stays legible when a
+# phone shrinks it to the screen, wide enough for a laptop (the stylesheet caps it).
+CHART_WIDTH, CHART_HEIGHT = 360, 240
+PAD_LEFT, PAD_RIGHT, PAD_TOP, PAD_BOTTOM = 44, 16, 14, 26
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.2f}".rstrip("0").rstrip(".") + " %"
+
+
+@dataclass(frozen=True)
+class ChartPoint:
+    """One score level of the curve: where it is drawn and what it says in words (its
+    ``<title>`` and label, read on hover, keyboard focus and touch)."""
+
+    x: float
+    y: float
+    threshold: float
+    text: str
+    short: str
+    # The point's label is drawn left of the point when it would run off the right edge.
+    anchor: str
+    selected: bool
 
 
 @dataclass(frozen=True)
 class Chart:
-    """The coverage–risk curve in SVG coordinates: x the share automated, y the
-    false-accept rate (0 at the bottom, ``y_max`` at the top)."""
+    """The coverage–risk curve in SVG coordinates: x the share of labelled answers
+    automated, y the false-accept rate among them (0 at the bottom, ``y_max`` at the
+    top)."""
 
     width: int
     height: int
@@ -39,10 +62,11 @@ class Chart:
     y_max: float
     risk: str  # polyline points "x,y x,y ..."
     upper: str
-    # Each point of the rate, as (x, y): one label level draws a dot, not a line.
-    risk_points: list[tuple[float, float]]
+    points: list[ChartPoint]
     target_y: float
+    target_label: str
     tau_x: float | None
+    tau_label: str
     x_ticks: list[tuple[float, str]]
     y_ticks: list[tuple[float, str]]
 
@@ -51,40 +75,81 @@ def _scale(value: float, top: float, length: int) -> float:
     return round(value / top * length, 1) if top else 0.0
 
 
-def curve_chart(curve: list[dict[str, Any]], *, target: float, tau: float | None) -> Chart | None:
-    """The chart of a stored (downsampled) curve; None without points."""
+def _y_step(top: float) -> float:
+    """A tick step of 1, 2 or 5 times a power of ten (in shares), about four ticks."""
+    raw, power = top / 4, 1e-4
+    while power * 10 <= raw:
+        power *= 10
+    return next((f * power for f in (1, 2, 5) if f * power >= raw), 10 * power)
+
+
+def _point_text(p: dict[str, Any]) -> str:
+    return (
+        f"Score {p['threshold']:.3f} or more: {_percent(p['coverage'])} automated "
+        f"({p['accepted']} labelled answers), {_percent(p['risk'])} false accepts among "
+        f"them, 95 % upper bound {_percent(p['upper'])}"
+    )
+
+
+def curve_chart(
+    curve: list[dict[str, Any]], *, target: float, tau: float | None, tau_label: str = ""
+) -> Chart | None:
+    """The chart of a stored (downsampled) curve; None without points. ``tau`` is the
+    threshold marked on it, named ``tau_label`` ("approved threshold 0.950")."""
     if not curve:
         return None
-    inner_w, inner_h = CHART_WIDTH - 2 * CHART_PAD, CHART_HEIGHT - 2 * CHART_PAD
-    y_max = min(1.0, max(2 * target, max(p["upper"] for p in curve)))
+    inner_w = CHART_WIDTH - PAD_LEFT - PAD_RIGHT
+    inner_h = CHART_HEIGHT - PAD_TOP - PAD_BOTTOM
+    top = min(1.0, max(1.5 * target, max(p["upper"] for p in curve)))
+    step = _y_step(top)
+    y_max = min(1.0, step * -(-round(top / step, 6) // 1))
+    bottom = CHART_HEIGHT - PAD_BOTTOM
 
     def xy(coverage: float, rate: float) -> tuple[float, float]:
-        x = CHART_PAD + _scale(coverage, 1.0, inner_w)
-        return x, CHART_HEIGHT - CHART_PAD - _scale(min(rate, y_max), y_max, inner_h)
+        return PAD_LEFT + _scale(coverage, 1.0, inner_w), bottom - _scale(
+            min(rate, y_max), y_max, inner_h
+        )
 
-    def point(coverage: float, rate: float) -> str:
-        x, y = xy(coverage, rate)
-        return f"{x},{y}"
+    def line(key: str) -> str:
+        return " ".join("{},{}".format(*xy(p["coverage"], p[key])) for p in curve)
 
     at_tau = [p for p in curve if tau is not None and p["threshold"] == tau]
+    ticks, value = [], 0.0
+    while value <= y_max + 1e-9:
+        ticks.append((bottom - _scale(value, y_max, inner_h), _percent(round(value, 6))))
+        value += step
     return Chart(
         width=CHART_WIDTH,
         height=CHART_HEIGHT,
-        left=CHART_PAD,
-        right=CHART_WIDTH - CHART_PAD,
-        bottom=CHART_HEIGHT - CHART_PAD,
-        top=CHART_PAD,
+        left=PAD_LEFT,
+        right=CHART_WIDTH - PAD_RIGHT,
+        bottom=bottom,
+        top=PAD_TOP,
         y_max=y_max,
-        risk=" ".join(point(p["coverage"], p["risk"]) for p in curve),
-        upper=" ".join(point(p["coverage"], p["upper"]) for p in curve),
-        risk_points=[xy(p["coverage"], p["risk"]) for p in curve],
-        target_y=CHART_HEIGHT - CHART_PAD - _scale(target, y_max, inner_h),
-        tau_x=CHART_PAD + _scale(at_tau[0]["coverage"], 1.0, inner_w) if at_tau else None,
-        x_ticks=[(CHART_PAD + _scale(s, 1.0, inner_w), f"{s:.0%}") for s in (0, 0.5, 1)],
-        y_ticks=[
-            (CHART_HEIGHT - CHART_PAD - _scale(s * y_max, y_max, inner_h), f"{s * y_max:.1%}")
-            for s in (0, 0.5, 1)
+        risk=line("risk"),
+        upper=line("upper"),
+        points=[
+            ChartPoint(
+                *xy(p["coverage"], p["risk"]),
+                threshold=p["threshold"],
+                text=_point_text(p),
+                short=(
+                    f"≥ {p['threshold']:.3f}: {_percent(p['coverage'])} automated, "
+                    f"{_percent(p['risk'])} wrong"
+                ),
+                anchor="end" if p["coverage"] > 0.5 else "start",
+                selected=p["threshold"] == tau,
+            )
+            for p in curve
         ],
+        target_y=bottom - _scale(target, y_max, inner_h),
+        target_label=f"target {_percent(target)}",
+        tau_x=PAD_LEFT + _scale(at_tau[0]["coverage"], 1.0, inner_w) if at_tau else None,
+        tau_label=tau_label,
+        x_ticks=[
+            (PAD_LEFT + _scale(s, 1.0, inner_w), _percent(s)) for s in (0, 0.25, 0.5, 0.75, 1)
+        ],
+        y_ticks=ticks,
     )
 
 
@@ -157,6 +222,14 @@ def _window_counts(since: datetime) -> dict[JudgeKey, tuple[int, int, int]]:
     return counts
 
 
+def _chart(shown: AutoAcceptThreshold | None) -> Chart | None:
+    if shown is None:
+        return None
+    kind = "approved" if shown.state == ThresholdState.APPROVED else "proposed"
+    label = f"{kind} threshold {shown.threshold:.3f}" if shown.threshold is not None else ""
+    return curve_chart(shown.curve, target=shown.target, tau=shown.threshold, tau_label=label)
+
+
 def autoaccept_overview(now: datetime | None = None) -> list[JudgeAutoAccept]:
     """One entry per judge with a threshold row or an accepted verdict in the window."""
     now = now or timezone.now()
@@ -184,11 +257,7 @@ def autoaccept_overview(now: datetime | None = None) -> list[JudgeAutoAccept]:
                 accepted=accepted,
                 auto_accepted=auto,
                 seconds_saved=under * per_item if approved and per_item is not None else None,
-                chart=(
-                    curve_chart(shown.curve, target=shown.target, tau=shown.threshold)
-                    if shown
-                    else None
-                ),
+                chart=_chart(shown),
             )
         )
     return judges

@@ -88,6 +88,9 @@ class RateTrust:
     audit_rate: float
     audits_needed: int | None
     verdicts_needed: int | None
+    # Eligible verdicts drawn at an audit rate none of whose audits is judged yet: while
+    # there are any, the estimate is unknown (they could be anything).
+    unaudited: int = 0
 
     @property
     def method(self) -> str:
@@ -321,6 +324,7 @@ def _rate(
         audit_rate=rate,
         audits_needed=needed,
         verdicts_needed=None if needed is None else math.ceil(needed / rate),
+        unaudited=sum(s.eligible for s in strata if not s.judged),
     )
 
 

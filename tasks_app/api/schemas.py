@@ -255,6 +255,12 @@ class TaskListItemOut(Schema):
     title: str
     owner: str
     status: TaskStatus
+    status_reason: str = Field(
+        description="Why the task is in its status, in one line a person reads (e.g. "
+        "'validator: accepted (score 0.90), below the certified threshold 0.95: a person "
+        "decides', 'judges disagree: …'): the reason of the change that moved it there, "
+        "or what the status means when that change gave none"
+    )
     is_open: bool
     is_execution_active: bool
     requires_user_action: bool

@@ -12,6 +12,7 @@ from django.utils import timezone
 from project.roles import is_staff_role
 from tasks_app.workflow import states
 from tasks_app.workflow.states import TaskStatus
+from tasks_app.workflow.status_reasons import status_reason_words
 
 # The runtime's final answer when it has none; never validated as an answer.
 NO_USABLE_ANSWER = (
@@ -44,8 +45,21 @@ class TaskAgent(models.TextChoices):
 
 class TaskQuerySet(models.QuerySet["Task"]):
     def for_list(self) -> TaskQuerySet:
-        """Rows for list pages and the API list: never load the big text columns."""
-        return self.defer(*TASK_BIG_FIELDS).select_related("owner", "claimed_by", "assigned_to")
+        """Rows for list pages and the API list: never load the big text columns; each
+        with the reason it is in its status (``Task.status_reason``)."""
+        return (
+            self.defer(*TASK_BIG_FIELDS)
+            .select_related("owner", "claimed_by", "assigned_to")
+            .with_status_reason()
+        )
+
+    def with_status_reason(self) -> TaskQuerySet:
+        """Annotated ``status_event_reason``: the reason of the latest change into the
+        task's current status (one correlated subquery on the events' task index)."""
+        latest = TaskEvent.objects.filter(
+            task=models.OuterRef("pk"), to_status=models.OuterRef("status")
+        ).order_by("-at", "-id")
+        return self.annotate(status_event_reason=models.Subquery(latest.values("reason")[:1]))
 
     def visible_to(self, user: Any) -> TaskQuerySet:
         """Requesters see their own tasks; reviewers and operators see all."""
@@ -172,6 +186,22 @@ class Task(models.Model):
     @property
     def requires_user_action(self) -> bool:
         return states.requires_user_action(self.status)
+
+    @property
+    def status_reason(self) -> str:
+        """Why the task is in its status, in one line (``status_reasons``); read from the
+        list annotation when there is one, else from the latest change into it."""
+        if hasattr(self, "status_event_reason"):
+            reason = self.status_event_reason or ""
+        else:
+            reason = (
+                self.events.filter(to_status=self.status)
+                .order_by("-at", "-id")
+                .values_list("reason", flat=True)
+                .first()
+                or ""
+            )
+        return status_reason_words(self.status, reason)
 
     @property
     def is_terminal(self) -> bool:

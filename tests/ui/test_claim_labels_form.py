@@ -4,6 +4,7 @@ decision, in its transaction."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -55,7 +56,15 @@ def test_the_decision_form_offers_a_verdict_per_claim(
         assert f'<label for="claim-label-{i}">' in form
         assert f'name="claim_label_{i}"' in form and f'name="claim_quote_{i}"' in form
     assert '<option value="">not labelled</option>' in form
-    assert "handbook 18" in form and "validator: unsupported" in form
+    assert "handbook 18" in form
+    # The validator's mark and the choices in the claim signs used everywhere (issue 47).
+    assert re.search(
+        r'<span class="muted">validator</span> <span class="badge claim-badge '
+        r'claim-unsupported"><span class="claim-icon" aria-hidden="true">\?</span> '
+        r"without support</span>",
+        form,
+    )
+    assert '<option value="contradicted">✗ contradicted</option>' in form
     evidence = ToolEvidence.objects.get(task=labelled_task, title="Training budget")
     # Numbered as the validator saw them: the search result is R1, the document R2.
     assert f'<option value="{evidence.pk}">R2 · Training budget</option>' in form

@@ -66,7 +66,7 @@ def test_trust_page_works_on_a_phone_and_switches_period(
     page.select_option("#id_period", "day")
     page.click("#trust-filters button[type=submit]")
     page.wait_for_url("**/ops/trust/?period=day*")
-    expect(page.locator(".trust-group h3").nth(1)).to_have_text("Per day")
+    expect(page.locator(".trust-group h4").nth(1)).to_have_text("Per day")
     assert page.errors == []
 
 
@@ -86,9 +86,11 @@ def test_the_auto_accept_section_fits_a_phone(
     call_command("seed_demo", no_tasks=True, stdout=io.StringIO())
     call_command("demo_autoaccept", stdout=io.StringIO())
     login(page, live_server, "otto", "/ops/trust/")
-    section = page.locator("#auto-accept")
-    expect(section).to_contain_text("Approved threshold 0.950")
-    expect(section).to_contain_text("With 95 % confidence at most 2 % of auto-accepted answers")
+    # Issue 47: each judge's guarantee (or why none) first, in the summary.
+    section = page.locator("#trust-summary")
+    expect(section).to_contain_text("Certified since")
+    expect(section).to_contain_text("threshold 0.950")
+    expect(section).to_contain_text("At most 2 % of the answers this judge accepts on its own")
     expect(section).to_contain_text("Auto-accept stopped")
     expect(section.locator("figure.autoaccept-curve svg").first).to_be_visible()
     for width in (390, 1280):

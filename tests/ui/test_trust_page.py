@@ -69,25 +69,26 @@ def test_trust_page_is_for_operators_and_empty_without_eligible_verdicts(
     assert f'href="{reverse("ops_trust")}"' in client.get(reverse("ops_agreement")).content.decode()
 
 
-def test_trust_page_says_certified_or_not_in_plain_words_at_the_top(
+def test_trust_page_says_what_audits_found_in_plain_words_before_the_tables(
     client: Any, operator: Any
 ) -> None:
-    """Issue 39 item 5: the first panel says, per judge, "not certified yet: N more judged
-    audits" or "certified: at most X % … wrong", before any table."""
+    """Issue 39 item 5, reworded by issue 47 item 1: per judge the audited rate is said in
+    a sentence ("not shown yet: N more judged audits", or "under the target: at most X %
+    … wrong") that names the answers it counts, before any table."""
     verdicts(1000, probability=0.1, audits=[True] * 100 + [None] * 4)
     client.force_login(operator)
     html = client.get(reverse("ops_trust")).content.decode()
-    assert html.index('id="trust-summary"') < html.index("<table")
-    summary = text_of(
-        re.search(r'<section[^>]*id="trust-summary".*?</section>', html, re.S).group(0)
-    )
-    assert "not certified yet 83 more judged audits (about 830 verdicts" in summary
+    audited = re.search(r'<section[^>]*id="trust-audited".*?</section>', html, re.S).group(0)
+    assert audited.index('class="trust-line"') < audited.index("<table")
+    summary = text_of(audited)
+    assert "Of the 1,000 accepted answers it sent without a person in the last 30 days" in summary
+    assert "not shown yet 83 more judged audits (about 830 verdicts" in summary
     assert "under 2.00 %" in summary
     certified = client.get(reverse("ops_trust"), {"target": "5 %"}).content.decode()
     summary = text_of(
-        re.search(r'<section[^>]*id="trust-summary".*?</section>', certified, re.S).group(0)
+        re.search(r'<section[^>]*id="trust-audited".*?</section>', certified, re.S).group(0)
     )
-    assert "certified at most 3.62 % of its acceptances without a person are wrong" in summary
+    assert "under the target at most 3.62 % are wrong" in summary
     assert "from 100 judged audits" in summary and "target of 5.00 %" in summary
 
 

@@ -114,11 +114,22 @@ class Command(BaseCommand):
         thresholds_recompute()
         for key in (judge, candidate):
             self._approve(key, operator)
+        # The scripted approval is an hour old, so that the candidate's scripted
+        # auto-accepts after it lie in the past, before the stop they cause.
+        approved = timezone.now() - timedelta(hours=1)
+        AutoAcceptThreshold.objects.approved().filter(
+            pk__in=[self._approved(key).pk for key in (judge, candidate)]
+        ).update(approved_at=approved)
         self._answers(requester)
-        later = timezone.now() + timedelta(seconds=1)
+        later = approved + timedelta(minutes=1)
         self._labels(history, candidate, [(0.5, True)] * 10, later)
         thresholds_recompute()
         self._report(judge, candidate, requester, options["wait"])
+
+    def _approved(self, key: JudgeKey) -> AutoAcceptThreshold:
+        return AutoAcceptThreshold.objects.approved().for_judge(
+            key.template_version, key.model_name, key.second_model
+        )[0]
 
     def _settled(self, requester: Any, wait: float) -> bool:
         tasks = Task.objects.filter(owner=requester)
@@ -218,9 +229,7 @@ class Command(BaseCommand):
         while tasks.exclude(status__in=SETTLED).exists() and time.monotonic() < deadline:
             time.sleep(1)
         for key in (judge, candidate):
-            row = AutoAcceptThreshold.objects.approved().for_judge(
-                key.template_version, key.model_name, key.second_model
-            )[0]
+            row = self._approved(key)
             state = "stopped by drift" if row.stopped else "auto-accepting"
             self.stdout.write(
                 f"demo auto-accept: {key.label}: threshold {row.threshold:.2f} approved, {state}"
