@@ -7,7 +7,7 @@ Environment (defaults in brackets):
   CELERY_BROKER_URL  [redis://127.0.0.1:6379/5]
   BENCH_WORKERS      [number of CPU cores] worker processes of the pipeline benchmark
 
-Options: ``--only pipeline,team,ui,long_lists,packets,otlp,intake`` runs some; ``--quick``
+Options: ``--only pipeline,team,ui,long_lists,packets,otlp,intake,metrics,judge_model`` runs some; ``--quick``
 runs tiny sizes (a smoke run, seconds; results go to ``var/bench/results-quick.json``);
 ``--no-profile`` skips the profiles.
 """
@@ -39,6 +39,7 @@ ORDER = (
     "otlp",
     "intake",
     "metrics",
+    "judge_model",
 )
 
 
@@ -78,6 +79,7 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
                 "validation_processes": 1,
             },
             "metrics": {"tasks": 2_000},
+            "judge_model": {"pairs": 20, "repeats": 1},
             "ui": {
                 "tasks": (200, 400),
                 "needs_review_share": 0.1,
@@ -121,6 +123,7 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
             "drain_timeout": float(os.environ.get("BENCH_INTAKE_DRAIN_TIMEOUT", "600")),
         },
         "metrics": {"tasks": 1_000_000},
+        "judge_model": {"pairs": 200, "repeats": 5},
         "ui": {
             "tasks": tuple(
                 int(x) for x in os.environ.get("BENCH_UI_TASKS", "10000,100000,1000000").split(",")
@@ -194,6 +197,10 @@ def run_one(name: str, params: dict[str, Any]) -> dict[str, Any]:
         from bench import metrics
 
         return metrics.run(**params, database_url=os.environ["DATABASE_URL"])
+    if name == "judge_model":
+        from bench import judge_model
+
+        return judge_model.run(**params)
     raise ValueError(name)
 
 

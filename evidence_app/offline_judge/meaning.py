@@ -26,7 +26,7 @@ from evidence_app.offline_judge.wording import Finding, Sentence, essential, tok
 
 __all__ = ["Reading", "read_claim", "with_meaning"]
 
-CANDIDATES = 4
+CANDIDATES = 3
 WHOLE_CHARS = 600
 # Contradiction probability (the sentence read given the claim) from which a sentence
 # about the same fact disputes a claim.
@@ -64,6 +64,9 @@ def _overlap(claim_words: frozenset[str], s: Sentence) -> int:
 def _premises(
     claim_words: frozenset[str], evidence: list[Sentence]
 ) -> tuple[list[Premise], list[Sentence]]:
+    """The sentences sharing the most content words with the claim (``CANDIDATES``), and
+    for the first of them its whole tool result when short (``WHOLE_CHARS``), else the
+    sentence before it with it (what "It" or "He" names)."""
     ranked = sorted(
         (i for i, s in enumerate(evidence) if not s.text.rstrip().endswith("?")),
         key=lambda i: (-_overlap(claim_words, evidence[i]), i),
@@ -71,19 +74,17 @@ def _premises(
     chosen = [i for i in ranked[:CANDIDATES] if _overlap(claim_words, evidence[i]) > 0]
     premises: dict[str, Premise] = {}
     for i in chosen:
-        s = evidence[i]
-        premises.setdefault(s.text, Premise(s.text, (s,)))
-        if i > 0 and evidence[i - 1].source == s.source:
-            before = evidence[i - 1]
-            text = f"{before.text} {s.text}"
-            premises.setdefault(text, Premise(text, (before, s)))
-    by_source: dict[str, list[Sentence]] = {}
-    for s in evidence:
-        by_source.setdefault(s.source, []).append(s)
-    for sentences in by_source.values():
-        text = " ".join(s.text for s in sentences)
-        if len(sentences) > 1 and len(text) <= WHOLE_CHARS:
-            premises.setdefault(text, Premise(text, tuple(sentences)))
+        premises.setdefault(evidence[i].text, Premise(evidence[i].text, (evidence[i],)))
+    if chosen:
+        first = evidence[chosen[0]]
+        source = tuple(s for s in evidence if s.source == first.source)
+        whole = " ".join(s.text for s in source)
+        if len(source) > 1 and len(whole) <= WHOLE_CHARS:
+            premises.setdefault(whole, Premise(whole, source))
+        elif chosen[0] > 0 and evidence[chosen[0] - 1].source == first.source:
+            before = evidence[chosen[0] - 1]
+            text = f"{before.text} {first.text}"
+            premises.setdefault(text, Premise(text, (before, first)))
     return list(premises.values()), [evidence[i] for i in chosen]
 
 
@@ -106,26 +107,39 @@ def contradiction_between(
 
 
 def read_claim(
-    claim_text: str, evidence: list[Sentence], model: EntailmentModel | None = None
+    claim_text: str,
+    evidence: list[Sentence],
+    model: EntailmentModel | None = None,
+    *,
+    stated: tuple[Sentence, ...] = (),
 ) -> Reading:
-    """The best-entailing premise and the most contradicting sentence for the claim."""
+    """The best-entailing premise and the most contradicting sentence for the claim. A
+    claim the rules found ``stated`` word for word needs no premise read: only the
+    sentences that may contradict it are."""
     model = model or shared_model()
     claim_words = frozenset(t.norm for t in essential(tokens(claim_text)))
     premises, singles = _premises(claim_words, evidence)
     if not premises:
         return Reading(0.0, (), 0.0, None)
-    pairs = [(p.text, claim_text) for p in premises] + [(claim_text, s.text) for s in singles]
+    if stated:
+        premises = [Premise(" ".join(s.text for s in stated), stated)]
+    support_texts = _texts(stated)
+    # Only a sentence about the same fact may dispute the claim: one about something
+    # else is no dispute, whatever the model would read, and is not read.
+    rivals = [
+        s for s in singles if s.text not in support_texts and _same_fact(s, claim_text, stated)
+    ]
+    pairs = [(p.text, claim_text) for p in premises]
+    pairs += [(s.text, claim_text) for s in rivals] + [(claim_text, s.text) for s in rivals]
     scores = model.score(pairs)
     forward = dict(zip((p.text for p in premises), scores[: len(premises)], strict=True))
-    backward = scores[len(premises) :]
+    rival_scores = scores[len(premises) :]
     best = max(premises, key=lambda p: forward[p.text].entailment)
     contradiction, contradicting = 0.0, None
-    for s, back in zip(singles, backward, strict=True):
-        # Read both ways (a negation may read as entailed one way only); only for a
-        # sentence about the same fact: one about something else is no dispute,
-        # whatever the model reads.
-        p = max(forward[s.text].contradiction, back.contradiction)
-        if p > contradiction and _same_fact(s, claim_text, best.sentences):
+    for k, s in enumerate(rivals):
+        # Read both ways: a negation may read as entailed one way round only.
+        p = max(rival_scores[k].contradiction, rival_scores[len(rivals) + k].contradiction)
+        if p > contradiction and s.text not in _texts(best.sentences):
             contradiction, contradicting = p, s
     return Reading(forward[best.text].entailment, best.sentences, contradiction, contradicting)
 
@@ -153,7 +167,8 @@ def with_meaning(claim_text: str, finding: Finding, evidence: list[Sentence]) ->
     figure, a date, a name) stands."""
     if finding.verdict == "contradicted" or not settings.OFFLINE_JUDGE_READS_MEANING:
         return finding
-    r = read_claim(claim_text, evidence)
+    stated = tuple(finding.support) if finding.verdict == "supported" else ()
+    r = read_claim(claim_text, evidence, stated=stated)
     read = replace(
         finding, entailment=round(r.entailment, 4), contradiction_p=round(r.contradiction, 4)
     )
