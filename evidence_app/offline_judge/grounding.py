@@ -127,21 +127,26 @@ def _objection(
         return True
     if closest is None:
         return False
-    if closest.blocked:
-        return True
+    if any(b.startswith("the sentence qualifies it") for b in closest.blocked):
+        return True  # a negation, hedge or qualifier around the claim's words
     for at, mine, theirs in closest.swaps:
+        if len(mine) > SWAP_WORDS or len(theirs) > SWAP_WORDS:
+            continue  # the sentence says it otherwise: for the model to read
         words = {t.lower for t in mine + theirs}
-        if any(t.name or t.figure for t in mine + theirs):
+        if any(t.name or t.figure for t in mine) and any(t.name or t.figure for t in theirs):
             return True  # another name or figure in the claim's place
         if words & _PRESENT and words & _PAST:
             return True  # "is" for "was": what held is not what holds
-        near = claim[max(0, at - 2) : at + len(mine) + 2]
-        if any(t.name for t in near):
-            return True  # a role around a name: "directed by" for "produced by"
+        after = claim[at + len(mine) : at + len(mine) + 2]
+        if len(after) == 2 and after[0].lower in _ROLE_LINKS and after[1].name:
+            return True  # another role before a name: "directed by" for "produced by"
     return False
 
 
+# A swap of at most this many words a side is one word or name for another.
+SWAP_WORDS = 3
 _PRESENT = frozenset({"is", "are", "has", "have"})
+_ROLE_LINKS = frozenset({"by", "of", "for", "to", "with"})
 _PAST = frozenset({"was", "were", "had"})
 
 
