@@ -194,7 +194,7 @@ def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
 def _autoaccept_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
     """Each judge's approved auto-accept threshold and whether the drift rule stopped it,
     read afresh on each scrape from the stored rows (one small query)."""
-    labels = ["template_version", "model", "second_model"]
+    labels = ["template_version", "model"]
     threshold = GaugeMetricFamily(
         f"{PREFIX}_auto_accept_threshold",
         "The approved certified score at or above which a judge's accepted answers go to "
@@ -213,7 +213,7 @@ def _autoaccept_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
         labels=labels,
     )
     for row in AutoAcceptThreshold.objects.approved().filter(threshold__isnull=False):
-        names = [row.template_version, row.model_name, row.second_model]
+        names = [row.template_version, row.model_name]
         threshold.add_metric(names, row.threshold or 0.0)
         stopped.add_metric(names, 1.0 if row.stopped else 0.0)
         drift.add_metric(names, row.drift_statistic)

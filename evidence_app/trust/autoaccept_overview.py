@@ -135,8 +135,7 @@ def _window_counts(since: datetime) -> dict[JudgeKey, tuple[int, int, int]]:
     grouped = (
         judge_verdicts()
         .filter(created_at__gte=since)
-        # ``second`` is judge_verdicts' annotation (the stubs do not follow it through).
-        .values("template_version", "model_name", "second")  # type: ignore[misc]
+        .values("template_version", "model_name")
         .annotate(
             n=Count("pk"),
             auto=Count("pk", filter=Q(route=VerdictRoute.AUTO_ACCEPTED)),
@@ -144,7 +143,7 @@ def _window_counts(since: datetime) -> dict[JudgeKey, tuple[int, int, int]]:
         .order_by()
     )
     for g in grouped:
-        key = JudgeKey(g["template_version"], g["model_name"], g["second"] or "")
+        key = JudgeKey(g["template_version"], g["model_name"])
         counts[key] = (g["n"], g["auto"], 0)
     for key, approved_at in approvals.items():
         if key in counts and approved_at is not None:

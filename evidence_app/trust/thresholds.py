@@ -4,8 +4,10 @@ follows, and what a proposed threshold would have done in shadow. Database reads
 the statistics (numpy and scipy) live in ``evidence_app.autoaccept`` and run in the
 background job, so routing, pages and /metrics never load them.
 
-A judge is a template version × model × second-judge model ("" without one). Its
-labelled verdicts are the original verdicts it *accepted* with a score:
+A judge is a template version × model: the one that gives the accepted verdict. A
+second judge a task asks for only adds caution (a disagreement goes to a person), so it
+neither makes a judge of its own nor changes whose threshold applies. Its labelled
+verdicts are the original verdicts it *accepted* with a score:
 
 - judged audits (the person's call; weight 1 / the probability the verdict was drawn
   with, so a stratum of audits stands for every auto-accept it was drawn from);
@@ -24,15 +26,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.conf import settings
+from django.db.models import Q, QuerySet
 
 from evidence_app.models import (
     Audit,
     AutoAcceptThreshold,
     ClaimLabel,
     ClaimStance,
-    SnapshotKind,
     ValidationSnapshot,
     ValidationStatus,
 )
@@ -40,6 +41,8 @@ from evidence_app.trust.agreement import HUMAN_DECISIONS
 from tasks_app.records import Feedback, FeedbackAction
 
 __all__ = [
+    "UNCERTIFIED_AUTO_ACCEPT",
+    "UNCERTIFIED_TO_A_PERSON",
     "AutoAcceptGate",
     "JudgeKey",
     "Label",
@@ -51,21 +54,23 @@ __all__ = [
     "shadow_report",
 ]
 
+# AUTOACCEPT_UNCERTIFIED: what a judge without an approved, unstopped threshold may do.
+UNCERTIFIED_AUTO_ACCEPT = "auto-accept"
+UNCERTIFIED_TO_A_PERSON = "certified-only"
+
 
 @dataclass(frozen=True, order=True)
 class JudgeKey:
     template_version: str
     model_name: str
-    second_model: str = ""
 
     @classmethod
     def of(cls, row: AutoAcceptThreshold) -> JudgeKey:
-        return cls(row.template_version, row.model_name, row.second_model)
+        return cls(row.template_version, row.model_name)
 
     @property
     def label(self) -> str:
-        pair = f" + second judge {self.second_model}" if self.second_model else ""
-        return f"{self.template_version} on {self.model_name}{pair}"
+        return f"{self.template_version} on {self.model_name}"
 
 
 @dataclass(frozen=True)
@@ -79,37 +84,31 @@ class Label:
 
 @dataclass(frozen=True)
 class AutoAcceptGate:
-    """The approved threshold of one judge, as the routing reads it: an accepted verdict
-    scoring at or above ``threshold`` goes to the requester, one below to a person;
-    ``stopped``: the drift rule fired and every accepted verdict goes to a person."""
+    """What the routing lets one judge accept alone: an accepted verdict scoring at or
+    above ``threshold`` goes to the requester, one below to a person; ``stopped``: the
+    drift rule fired and every accepted verdict goes to a person. ``threshold`` None:
+    the judge has no approved threshold and the deployment auto-accepts certified
+    judges only (``AUTOACCEPT_UNCERTIFIED=certified-only``): every accept goes to a
+    person."""
 
-    threshold_id: int
-    threshold: float
+    threshold_id: int | None
+    threshold: float | None
     stopped: bool
 
-
-def _second_model() -> Coalesce:
-    second = ValidationSnapshot.objects.filter(
-        companion_of=OuterRef("pk"), kind=SnapshotKind.SECOND
-    ).values("model_name")[:1]
-    return Coalesce(Subquery(second), Value(""))
+    @property
+    def certified(self) -> bool:
+        return self.threshold is not None
 
 
 def judge_verdicts(key: JudgeKey | None = None) -> QuerySet[ValidationSnapshot]:
-    """Original verdicts that accepted with a score, annotated ``second`` (the second
-    judge's model, "" for none); only ``key``'s when given."""
+    """Original verdicts that accepted with a score; only ``key``'s when given."""
     verdicts = (
         ValidationSnapshot.objects.originals()
         .without_bodies()
         .filter(status=ValidationStatus.ACCEPTED, score__isnull=False)
-        .annotate(second=_second_model())
     )
     if key is not None:
-        verdicts = verdicts.filter(
-            template_version=key.template_version,
-            model_name=key.model_name,
-            second=key.second_model,
-        )
+        verdicts = verdicts.filter(template_version=key.template_version, model_name=key.model_name)
     return verdicts
 
 
@@ -139,10 +138,9 @@ def _decision_labels(snapshots: dict[int, tuple[int, datetime]]) -> dict[int, bo
 
 def labelled_verdicts() -> dict[JudgeKey, list[Label]]:
     """Every judge's labelled accepted verdicts (see the module docstring)."""
-    # ``second`` is judge_verdicts' annotation (the stubs do not follow it through).
     rows = list(
-        judge_verdicts().values_list(  # type: ignore[misc]
-            "pk", "task_id", "created_at", "score", "template_version", "model_name", "second"
+        judge_verdicts().values_list(
+            "pk", "task_id", "created_at", "score", "template_version", "model_name"
         )
     )
     snapshots = {pk: (task_id, created_at) for pk, task_id, created_at, *_ in rows}
@@ -163,8 +161,10 @@ def labelled_verdicts() -> dict[JudgeKey, list[Label]]:
     )
     decided = _decision_labels(snapshots)
     labels: dict[JudgeKey, list[Label]] = defaultdict(list)
-    for pk, _task, _at, score, template_version, model_name, second in rows:
-        key = JudgeKey(template_version, model_name, second or "")
+    for pk, _task, _at, score, template_version, model_name in rows:
+        key = JudgeKey(template_version, model_name)
+        if score is None:  # judge_verdicts keeps scored verdicts only
+            continue
         if pk in audits and audits[pk][1] > 0:
             correct, probability = audits[pk]
             labels[key].append(Label(pk, score, not correct, 1 / probability, "audit"))
@@ -175,18 +175,22 @@ def labelled_verdicts() -> dict[JudgeKey, list[Label]]:
 
 
 def approved_gate(key: JudgeKey) -> AutoAcceptGate | None:
-    """The judge's approved threshold, None when it has none (its accepted verdicts then
-    go to the requester as the judge says: they are not certified)."""
+    """What the judge may accept alone: its approved threshold; without one, None when
+    the deployment lets an uncertified judge keep its word (``AUTOACCEPT_UNCERTIFIED=
+    auto-accept``: its accepted verdicts go to the requester, not certified), else a
+    gate that sends every accept to a person."""
     row = (
         AutoAcceptThreshold.objects.approved()
-        .for_judge(key.template_version, key.model_name, key.second_model)
+        .for_judge(key.template_version, key.model_name)
         .filter(threshold__isnull=False)
         .only("pk", "threshold", "stopped_at")
         .first()
     )
-    if row is None or row.threshold is None:
-        return None
-    return AutoAcceptGate(threshold_id=row.pk, threshold=row.threshold, stopped=row.stopped)
+    if row is not None and row.threshold is not None:
+        return AutoAcceptGate(threshold_id=row.pk, threshold=row.threshold, stopped=row.stopped)
+    if settings.AUTOACCEPT_UNCERTIFIED == UNCERTIFIED_TO_A_PERSON:
+        return AutoAcceptGate(threshold_id=None, threshold=None, stopped=False)
+    return None
 
 
 def judge_audits_since(key: JudgeKey, since: datetime) -> list[tuple[bool, int]]:

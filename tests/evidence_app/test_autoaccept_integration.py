@@ -34,7 +34,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _key() -> JudgeKey:
-    return JudgeKey(get_template("default").version, JUDGE, "")
+    return JudgeKey(get_template("default").version, JUDGE)
 
 
 def _strong_labels() -> None:
