@@ -38,6 +38,7 @@ def ops_trust(request: HttpRequest) -> HttpResponse:
             "target_value": target if target is not None else settings.TRUST_TARGET_FALSE_ACCEPT,
             "autoaccept": autoaccept_overview(),
             "shadow_hours": settings.AUTOACCEPT_SHADOW_HOURS,
+            "uncertified_to_a_person": settings.AUTOACCEPT_UNCERTIFIED == "certified-only",
         },
         status=422 if form.is_bound and not form.is_valid() else 200,
     )

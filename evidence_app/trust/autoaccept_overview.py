@@ -16,7 +16,14 @@ from django.utils import timezone
 
 from evidence_app.models import AutoAcceptThreshold, ThresholdState, VerdictRoute
 from evidence_app.trust.team import team_figures
-from evidence_app.trust.thresholds import JudgeKey, ShadowReport, judge_verdicts, shadow_report
+from evidence_app.trust.thresholds import (
+    JudgeKey,
+    SeenVerdictLabels,
+    ShadowReport,
+    judge_verdicts,
+    seen_verdict_labels,
+    shadow_report,
+)
 
 __all__ = ["Chart", "JudgeAutoAccept", "autoaccept_overview", "curve_chart"]
 
@@ -103,6 +110,8 @@ class JudgeAutoAccept:
     # the team's median time per item (None: no threshold, or no time measured).
     seconds_saved: float | None
     chart: Chart | None
+    # People's calls on its accepts after seeing the verdict: shown, never certifying.
+    seen: SeenVerdictLabels = SeenVerdictLabels()
 
     @property
     def shown(self) -> AutoAcceptThreshold | None:
@@ -162,9 +171,10 @@ def autoaccept_overview(now: datetime | None = None) -> list[JudgeAutoAccept]:
     since = now - timedelta(days=WINDOW_DAYS)
     rows = _judge_rows()
     counts = _window_counts(since)
+    seen = seen_verdict_labels()
     per_item = team_figures("month", now).item_time.p50 if rows else None
     judges = []
-    for key in sorted(set(rows) | set(counts)):
+    for key in sorted(set(rows) | set(counts) | set(seen)):
         slots = rows.get(key, {})
         approved, pending = slots.get("approved"), slots.get("pending")
         accepted, auto, under = counts.get(key, (0, 0, 0))
@@ -188,6 +198,7 @@ def autoaccept_overview(now: datetime | None = None) -> list[JudgeAutoAccept]:
                     if shown
                     else None
                 ),
+                seen=seen.get(key, SeenVerdictLabels()),
             )
         )
     return judges
