@@ -171,8 +171,9 @@ def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
     )
     outstanding = GaugeMetricFamily(
         f"{PREFIX}_audits_outstanding",
-        f"Audits drawn on verdicts of {window} and not judged yet, by route.",
-        labels=[*labels, "route"],
+        f"Audits drawn on verdicts of {window} and not judged yet (both routes together: "
+        "an open audit's route is not told).",
+        labels=labels,
     )
     for group in trust_window():
         names = [group.template_version, group.model_name]
@@ -180,7 +181,7 @@ def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
             if figures is None:
                 continue
             judged.add_metric([*names, figures.route], figures.judged)
-            outstanding.add_metric([*names, figures.route], figures.outstanding)
+        outstanding.add_metric(names, group.window.outstanding)
         accepts = group.window.false_accepts
         if accepts is None or accepts.interval.high is None:
             continue  # nothing judged: the rate is unknown, not zero

@@ -103,6 +103,12 @@ def get_evidence(request: HttpRequest, evidence_id: int, query: Query[EvidenceFo
     item = evidence.filter(pk=evidence_id).first()
     if item is None:
         raise Http404(f"Evidence {evidence_id} not found.")
+    # It names its task and attempt (a later attempt's evidence tells where the task went
+    # after an earlier verdict): a read by someone who could judge an open audit of that
+    # task is recorded. The audit serves its own evidence without ids that lead back.
+    audit_exposures_record(
+        user=user, task_ids=[item.task_id], channel=f"GET /api/v1/evidence/{evidence_id}"
+    )
     if _wants_text(request, query.format):
         response = HttpResponse(item.content, content_type="text/plain; charset=utf-8")
         set_attachment(response, "evidence", item.pk, item.tool_name)
@@ -231,6 +237,12 @@ def get_replay(request: HttpRequest, replay_id: int) -> ReplayRequest:
     found = ReplayRequest.objects.select_related("original").filter(pk=replay_id).first()
     if found is None:
         raise Http404("No such replay.")
+    # It names the task and leads to a verdict on the same material.
+    audit_exposures_record(
+        user=request.auth,  # type: ignore[attr-defined]
+        task_ids=[found.original.task_id],
+        channel=f"GET /api/v1/replays/{replay_id}",
+    )
     return found
 
 

@@ -98,7 +98,6 @@ class TrustRateOut(Schema):
     )
     judged: int = Field(description="Audits a person has judged blind (counted)")
     wrong: int = Field(description="Judged audits that contradict the verdict")
-    outstanding: int = Field(description="Audits drawn and not yet judged (not counted)")
     not_blind: int = Field(
         description="Audits judged by someone who had seen the task's verdict or status "
         "first: stored, not counted"
@@ -122,6 +121,10 @@ class TrustPeriodOut(Schema):
     start: date | None = Field(description="The period's first day; null for the last 30 days")
     false_accepts: TrustRateOut | None
     false_rejects: TrustRateOut | None
+    outstanding: int = Field(
+        description="Audits drawn on the period's verdicts and not yet judged (not counted), "
+        "both routes together: an open audit's route is not told"
+    )
 
 
 class TrustGroupOut(Schema):

@@ -178,12 +178,17 @@ def ops_llm_requests(request: HttpRequest) -> HttpResponse:
     validator's were missing), filterable by task and model; each row opens its details."""
     task_id = request.GET.get("task", "")
     model = request.GET.get("model", "").strip()
+    wanted = int(task_id) if task_id.isdigit() else None
     page, rows = llm_requests.request_page(
-        task_id=int(task_id) if task_id.isdigit() else None,
+        task_id=wanted,
         model=model,
         number=request.GET.get("page"),
         per_page=LLM_REQUESTS_PER_PAGE,
     )
+    # The rows show validators' statuses and later attempts' requests; a task filter shows
+    # how many attempts it took: each read records an exposure of those tasks' open audits.
+    seen = {row.task_id for row in rows} | ({wanted} if wanted is not None else set())
+    audit_exposures_record(user=request.user, task_ids=seen, channel=f"GET {request.path}")
     return render_page(
         request,
         "evidence_app/ops_llm_requests.html",
@@ -196,11 +201,11 @@ def ops_llm_requests(request: HttpRequest) -> HttpResponse:
 def ops_llm_request(request: HttpRequest, request_id: int) -> HttpResponse:
     """One agent request: its run, sizes, settings, tokens, cost and, when full request
     snapshots are on, the request itself as indented JSON."""
-    return render_page(
-        request,
-        "evidence_app/ops_llm_request.html",
-        {"r": llm_requests.agent_request(request_id)},
+    found = llm_requests.agent_request(request_id)
+    audit_exposures_record(
+        user=request.user, task_ids=[found.run.task_id], channel=f"GET {request.path}"
     )
+    return render_page(request, "evidence_app/ops_llm_request.html", {"r": found})
 
 
 @operator_required
@@ -209,6 +214,9 @@ def ops_validator_requests(request: HttpRequest, snapshot_id: int) -> HttpRespon
     """The requests of one validation: model, template, counts, tokens, cost, and every
     raw response, pretty-printed and foldable, with the schema-retry failures."""
     snapshot = llm_requests.validator_requests(snapshot_id)
+    audit_exposures_record(
+        user=request.user, task_ids=[snapshot.task_id], channel=f"GET {request.path}"
+    )
     return render_page(
         request,
         "evidence_app/ops_validator_requests.html",
