@@ -118,6 +118,8 @@ MIDDLEWARE = [
     "project.middleware.RequestTooLargeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # A method an API address does not take: 405 in the API's JSON error shape.
+    "project.middleware.ApiMethodNotAllowedMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # no-store on the API and on every page a signed-in person sees.

@@ -53,7 +53,7 @@ from project.errors import DomainError
 from project.llm.registry import resolve_model
 from project.pagination import LimitOffset100, LimitOffsetCursor, paginate
 from project.roles import require_operator
-from project.schemas import error_responses
+from project.schemas import error_responses, query_of, query_parameters
 from tasks_app.actions import idempotency_header, require_can_decide, run_idempotent
 from tasks_app.records import Feedback, ToolEvidence, get_visible_run, require_visible_task
 
@@ -366,9 +366,11 @@ def _team_out(team: TeamFigures) -> dict[str, Any]:
     "item from first view to decision, the review queue's age and the audits waiting "
     "(operators)",
     tags=["validations"],
+    openapi_extra=query_parameters(TeamQuery),
 )
-def team(request: HttpRequest, query: Query[TeamQuery]) -> dict[str, Any]:
+def team(request: HttpRequest) -> dict[str, Any]:
     require_operator(request.auth)  # type: ignore[attr-defined]
+    query = query_of(TeamQuery, request)
     return _team_out(team_figures(query.period))
 
 
@@ -378,9 +380,12 @@ def team(request: HttpRequest, query: Query[TeamQuery]) -> dict[str, Any]:
     summary="The certified false-accept and false-reject rates per template version and "
     "model: the last 30 days and per day, week or month, from the blind audits (operators)",
     tags=["validations"],
+    openapi_extra=query_parameters(TrustQuery),
 )
-def trust(request: HttpRequest, query: Query[TrustQuery]) -> dict[str, Any]:
+def trust(request: HttpRequest) -> dict[str, Any]:
+    # The role first: a requester is answered 403 whatever parameters they send.
     require_operator(request.auth)  # type: ignore[attr-defined]
+    query = query_of(TrustQuery, request)
     report = trust_report(period=query.period, target=query.target)
     return {**vars(report), "items": report.groups, "count": len(report.groups)}
 

@@ -80,6 +80,7 @@ class TrustQuery(Schema):
         None,
         gt=0,
         lt=1,
+        allow_inf_nan=False,
         description="The rate the 95 % upper bound is held against "
         "(default: TRUST_TARGET_FALSE_ACCEPT)",
     )

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import Count, Q
 from django.db.models.functions import Length
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
@@ -25,6 +25,7 @@ from evidence_app.validation.selectors import (
 from evidence_app.validator.templates import list_templates
 from project.diffs import DIFF_MAX_LINES, diff_lines
 from project.health import run_checks
+from project.url_ids import MAX_ROW_ID
 from project.views import operator_required, render_page
 from tasks_app.records import LLMRequestSnapshot, Task
 
@@ -179,6 +180,8 @@ def ops_llm_requests(request: HttpRequest) -> HttpResponse:
     task_id = request.GET.get("task", "")
     model = request.GET.get("model", "").strip()
     wanted = int(task_id) if task_id.isdigit() else None
+    if wanted is not None and wanted > MAX_ROW_ID:
+        raise Http404(f"Task {task_id} not found.")
     page, rows = llm_requests.request_page(
         task_id=wanted,
         model=model,
