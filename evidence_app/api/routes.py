@@ -38,10 +38,16 @@ from evidence_app.api.trust_schemas import (
     TrustOut,
     TrustQuery,
 )
-from evidence_app.models import Audit, ReplayRequest, ValidationSnapshot
+from evidence_app.models import Audit, AuditState, ReplayRequest, ValidationSnapshot
+from evidence_app.review.audit_page import audit_material
 from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
-from evidence_app.trust.audits import audit_judge
-from evidence_app.trust.blinding import audit_exposures_record, audits_open_to
+from evidence_app.trust.audits import audit_judge, audit_mark_viewed
+from evidence_app.trust.blinding import (
+    audit_exposure,
+    audit_exposures_record,
+    audit_refusal,
+    audits_open_to,
+)
 from evidence_app.trust.claim_labels import decision_claim_labels_add
 from evidence_app.trust.rates import trust_report
 from evidence_app.trust.team import Durations, TeamFigures, team_figures
@@ -438,12 +444,28 @@ def get_audits(request: HttpRequest, query: Query[AuditStateQuery]) -> QuerySet[
 @router.get(
     "/audits/{audit_id}",
     response={200: AuditOut, **error_responses(403, 404)},
-    summary="One audit with the answer's claims; the verdict only once judged",
+    summary="One audit with what to judge it by (request, rules, answer, claims, "
+    "evidence); the verdict only once judged",
+    description="Blind while open: `material` holds the request, rules, answer and the "
+    "audited attempt's tool results, numbered by their place in the audit (never an id "
+    "that leads back to the task); no verdict, route, score, task id or title. A "
+    "reviewer's first GET of an open audit is their first view (time per item; a "
+    "judgement without one is recorded as such). `refusal` says why you may not judge it "
+    "(the task's requester or someone who decided it); `not_blind` what you read of its "
+    "verdict or status while it was open (your judgement is then stored, not counted).",
     tags=["audits"],
 )
 def get_audit(request: HttpRequest, audit_id: int) -> Audit:
-    _require_audit_reader(request.auth)  # type: ignore[attr-defined]
-    return _audit_or_404(audit_id)
+    user = request.auth  # type: ignore[attr-defined]
+    _require_audit_reader(user)
+    found = _audit_or_404(audit_id)
+    found.material = audit_material(found)  # type: ignore[attr-defined]
+    if found.state == AuditState.OPEN and roles.is_reviewer(user):
+        audit_mark_viewed(audit_id=found.pk, user=user)
+        exposure = audit_exposure(found, user)
+        found.refusal = audit_refusal(found, user)  # type: ignore[attr-defined]
+        found.not_blind = exposure.channel if exposure else None  # type: ignore[attr-defined]
+    return found
 
 
 @router.post(
