@@ -42,9 +42,7 @@ def test_an_open_audit_answers_its_material_and_nothing_of_the_verdict(requester
     material = body["material"]
     assert material["request"] == audit.task.request and material["rules"] == "Cite."
     assert material["answer"] == ANSWER
-    evidence = list(
-        ToolEvidence.objects.filter(task=audit.task, attempt_index=audit.attempt_index)
-    )
+    evidence = list(ToolEvidence.objects.filter(task=audit.task, attempt_index=audit.attempt_index))
     assert [e["item"] for e in material["evidence"]] == list(range(1, len(evidence) + 1))
     assert material["evidence"][0]["content"] == evidence[0].content
     assert [c["text"] for c in body["claims"]] == [
