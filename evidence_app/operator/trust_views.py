@@ -45,6 +45,7 @@ def ops_trust(request: HttpRequest) -> HttpResponse:
             "window_days": WINDOW_DAYS,
             "uncovered_count": sum(u.count for u in report.uncovered),
             "shadow_hours": settings.AUTOACCEPT_SHADOW_HOURS,
+            "uncertified_to_a_person": settings.AUTOACCEPT_UNCERTIFIED == "certified-only",
         },
         status=422 if form.is_bound and not form.is_valid() else 200,
     )
