@@ -331,43 +331,16 @@ def _not_certified(judge: JudgeAutoAccept, window: datetime) -> Standing:
     )
 
 
-def _seen_group(judge: JudgeAutoAccept) -> FigureGroup | None:
-    """People's calls on the judge's accepts after seeing its verdict: kept and shown
-    apart, never in a certification."""
-    seen = judge.seen
-    if not (seen.decisions or seen.not_blind):
-        return None
-    return FigureGroup(
-        "Not counted (the verdict was seen)",
-        [
-            Figure(
-                "Decisions on its accepts",
-                f"{seen.decisions:,} ({seen.wrong:,} revise or abandon; {seen.by_requester:,} "
-                "the requester's own feedback)",
-            ),
-            Figure("Audits judged after seeing the verdict", f"{seen.not_blind:,}"),
-            Figure("Why not counted", "the person saw the verdict: kept, never certify"),
-        ],
-    )
-
-
-def _standing_of(judge: JudgeAutoAccept, window: datetime) -> Standing:
-    approved = judge.approved
-    if approved is not None and approved.stopped:
-        return _stopped(judge, approved)
-    if approved is not None and approved.threshold is not None:
-        return _certified(judge, approved, window)
-    return _not_certified(judge, window)
-
-
 def standing(judges: list[JudgeAutoAccept], now: datetime | None = None) -> list[Standing]:
     """Each judge's standing, in the order of ``judges``."""
     window = (now or timezone.now()) - timedelta(days=WINDOW_DAYS)
     result = []
     for judge in judges:
-        row = _standing_of(judge, window)
-        seen = _seen_group(judge)
-        if seen is not None:
-            row.groups.append(seen)
-        result.append(row)
+        approved = judge.approved
+        if approved is not None and approved.stopped:
+            result.append(_stopped(judge, approved))
+        elif approved is not None and approved.threshold is not None:
+            result.append(_certified(judge, approved, window))
+        else:
+            result.append(_not_certified(judge, window))
     return result
