@@ -135,7 +135,9 @@ class Command(BaseCommand):
         self._report(judge, candidate, requester, options["wait"])
 
     def _approved(self, key: JudgeKey) -> AutoAcceptThreshold:
-        return AutoAcceptThreshold.objects.approved().for_judge(key.template_version, key.model_name)[0]
+        return AutoAcceptThreshold.objects.approved().for_judge(
+            key.template_version, key.model_name
+        )[0]
 
     def _settled(self, requester: Any, wait: float) -> bool:
         tasks = Task.objects.filter(owner=requester)
