@@ -408,12 +408,8 @@ class ThresholdState(models.TextChoices):
 
 
 class AutoAcceptThresholdQuerySet(models.QuerySet["AutoAcceptThreshold"]):
-    def for_judge(
-        self, template_version: str, model_name: str, second_model: str
-    ) -> AutoAcceptThresholdQuerySet:
-        return self.filter(
-            template_version=template_version, model_name=model_name, second_model=second_model
-        )
+    def for_judge(self, template_version: str, model_name: str) -> AutoAcceptThresholdQuerySet:
+        return self.filter(template_version=template_version, model_name=model_name)
 
     def approved(self) -> AutoAcceptThresholdQuerySet:
         return self.filter(state=ThresholdState.APPROVED)
@@ -423,7 +419,8 @@ class AutoAcceptThresholdQuerySet(models.QuerySet["AutoAcceptThreshold"]):
 
 
 class AutoAcceptThreshold(models.Model):
-    """One certification of one judge (template version × model × second judge): the
+    """One certification of one judge (template version × model: a task's second judge
+    never changes whose threshold applies): the
     score τ above which its accepted verdicts may go to the requester without a person,
     certified on labelled verdicts (``evidence_app.autoaccept``). Proposed by the
     background job, watched in shadow, then approved by an operator; an approved one is
@@ -434,8 +431,6 @@ class AutoAcceptThreshold(models.Model):
 
     template_version = models.CharField(max_length=100)
     model_name = models.CharField(max_length=200)
-    # The second judge's model ("" without one): a pair is a judge of its own.
-    second_model = models.CharField(max_length=200, blank=True, default="")
     state = models.CharField(
         max_length=16, choices=ThresholdState.choices, default=ThresholdState.PROPOSED
     )
@@ -483,14 +478,14 @@ class AutoAcceptThreshold(models.Model):
         constraints = [
             # Two operators approving at once: one approved threshold per judge.
             models.UniqueConstraint(
-                fields=["template_version", "model_name", "second_model"],
+                fields=["template_version", "model_name"],
                 condition=models.Q(state="approved"),
                 name="autoacceptthreshold_one_approved",
             )
         ]
         indexes = [
             models.Index(
-                fields=["template_version", "model_name", "second_model", "state"],
+                fields=["template_version", "model_name", "state"],
                 name="autoacceptthreshold_judge",
             )
         ]

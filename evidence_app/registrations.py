@@ -171,8 +171,9 @@ def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
     )
     outstanding = GaugeMetricFamily(
         f"{PREFIX}_audits_outstanding",
-        f"Audits drawn on verdicts of {window} and not judged yet, by route.",
-        labels=[*labels, "route"],
+        f"Audits drawn on verdicts of {window} and not judged yet (both routes together: "
+        "an open audit's route is not told).",
+        labels=labels,
     )
     for group in trust_window():
         names = [group.template_version, group.model_name]
@@ -180,7 +181,7 @@ def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
             if figures is None:
                 continue
             judged.add_metric([*names, figures.route], figures.judged)
-            outstanding.add_metric([*names, figures.route], figures.outstanding)
+        outstanding.add_metric(names, group.window.outstanding)
         accepts = group.window.false_accepts
         if accepts is None or accepts.interval.high is None:
             continue  # nothing judged: the rate is unknown, not zero
@@ -194,7 +195,7 @@ def _trust_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
 def _autoaccept_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
     """Each judge's approved auto-accept threshold and whether the drift rule stopped it,
     read afresh on each scrape from the stored rows (one small query)."""
-    labels = ["template_version", "model", "second_model"]
+    labels = ["template_version", "model"]
     threshold = GaugeMetricFamily(
         f"{PREFIX}_auto_accept_threshold",
         "The approved certified score at or above which a judge's accepted answers go to "
@@ -213,7 +214,7 @@ def _autoaccept_families(_tallies: dict[str, Tally]) -> Iterable[Metric]:
         labels=labels,
     )
     for row in AutoAcceptThreshold.objects.approved().filter(threshold__isnull=False):
-        names = [row.template_version, row.model_name, row.second_model]
+        names = [row.template_version, row.model_name]
         threshold.add_metric(names, row.threshold or 0.0)
         stopped.add_metric(names, 1.0 if row.stopped else 0.0)
         drift.add_metric(names, row.drift_statistic)

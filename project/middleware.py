@@ -8,7 +8,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.cache import add_never_cache_headers
 
 from project.errors import first_line
@@ -122,3 +122,32 @@ def _signed_in(request: HttpRequest) -> bool:
         return user is not None and bool(user.is_authenticated)
     except DatabaseError:
         return True
+
+
+class ApiMethodNotAllowedMiddleware:
+    """An API address asked with a method it does not take (``PATCH /api/v1/tasks/5``)
+    answers 405 in the API's JSON error shape, with its ``Allow`` header, instead of the
+    plain text django-ninja answers with."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if (
+            response.status_code != 405
+            or not request.path.startswith("/api/")
+            or response.get("Content-Type", "").startswith("application/json")
+        ):
+            return response
+        allowed = response.get("Allow", "")
+        answer = JsonResponse(
+            {
+                "detail": f"{request.method} is not allowed here; allowed: {allowed}.",
+                "code": "method_not_allowed",
+            },
+            status=405,
+        )
+        if allowed:
+            answer["Allow"] = allowed
+        return answer

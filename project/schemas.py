@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+from django.http import HttpRequest
 from ninja import Schema
+from ninja.errors import ValidationError
 from pydantic import Field, Strict
+from pydantic import ValidationError as PydanticValidationError
 
 # PostgreSQL text cannot hold NUL; project.api.guard_request refuses it with a 422.
 NO_NUL = r"^[^\x00]*$"
@@ -130,3 +133,39 @@ class ClaimSummaryOut(Schema):
     total: int = 0
     unverified_citations: int = 0
     first_problem: FirstProblemOut | None = None
+
+
+def query_parameters(model: type[Schema]) -> dict[str, Any]:
+    """``openapi_extra`` documenting ``model``'s fields as the query parameters of an
+    operation that reads them itself with ``query_of`` (as ``Query[model]`` would)."""
+    document = model.model_json_schema()
+    parameters = []
+    for name, schema in document.get("properties", {}).items():
+        schema = dict(schema)
+        if schema.get("default", 0) is None:
+            schema.pop("default")
+        parameters.append(
+            {
+                "in": "query",
+                "name": name,
+                "required": name in document.get("required", []),
+                "description": schema.get("description", ""),
+                "schema": schema,
+            }
+        )
+    return {"parameters": parameters}
+
+
+def query_of[S: Schema](model: type[S], request: HttpRequest) -> S:
+    """The query parameters of ``request`` as ``model``, read after the operation's own
+    checks (a role's 403 comes before a bad parameter's 422); a bad one raises the same
+    422 ``Query[model]`` does."""
+    try:
+        return model.model_validate(request.GET.dict())
+    except PydanticValidationError as exc:
+        raise ValidationError(
+            [
+                {"loc": ("query", *error["loc"]), "msg": error["msg"], "type": error["type"]}
+                for error in exc.errors(include_url=False)
+            ]
+        ) from None

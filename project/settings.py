@@ -118,6 +118,8 @@ MIDDLEWARE = [
     "project.middleware.RequestTooLargeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # A method an API address does not take: 405 in the API's JSON error shape.
+    "project.middleware.ApiMethodNotAllowedMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # no-store on the API and on every page a signed-in person sees.
@@ -419,6 +421,14 @@ if TRUST_TARGET_FALSE_ACCEPT >= 0.5:
 # shadow before an operator may approve it.
 AUTOACCEPT_RECOMPUTE_SECONDS = env_int("AUTOACCEPT_RECOMPUTE_SECONDS", 600, minimum=10)
 AUTOACCEPT_SHADOW_HOURS = env_float("AUTOACCEPT_SHADOW_HOURS", 24.0, minimum=0)
+# What a judge without an approved, unstopped threshold may do with an accepted verdict:
+# "auto-accept" (send it to the requester as the judge says, marked not certified) or
+# "certified-only" (send it to a person: only a certified judge accepts alone).
+AUTOACCEPT_UNCERTIFIED = env_str("AUTOACCEPT_UNCERTIFIED", "auto-accept")
+if AUTOACCEPT_UNCERTIFIED not in ("auto-accept", "certified-only"):
+    raise ImproperlyConfigured(
+        f"AUTOACCEPT_UNCERTIFIED={AUTOACCEPT_UNCERTIFIED!r}: use auto-accept or certified-only"
+    )
 UI_LAZY_SECTION_CHARS = env_int("UI_LAZY_SECTION_CHARS", 20_000, minimum=100)
 
 

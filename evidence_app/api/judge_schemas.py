@@ -83,7 +83,6 @@ class ThresholdOut(Schema):
     state: str = Field(description="proposed, shadow, approved or retired")
     template_version: str
     model: str
-    second_model: str = Field(description="The second judge's model; empty for none")
     threshold: float | None = Field(description="τ; null: nothing certified on these labels")
     target: float = Field(description="The false-accept rate it is certified at")
     delta: float = Field(description="The certification's error: 0.05 is 95 % confidence")
@@ -107,11 +106,10 @@ class ThresholdOut(Schema):
 
 
 class JudgeOut(Schema):
-    """A judge: template version × model × second model."""
+    """A judge: template version × model (a task's second judge only adds caution)."""
 
     template_version: str
     model: str
-    second_model: str = Field(description="The second judge's model; empty for none")
     role: Literal["default", "shadow", "other"] = Field(
         description="default: judges every new verdict; shadow: the candidate judging "
         "beside it; other: a judge of earlier verdicts"

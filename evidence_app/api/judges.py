@@ -79,7 +79,6 @@ def threshold_out(row: AutoAcceptThreshold) -> dict[str, Any]:
         "state": row.state,
         "template_version": row.template_version,
         "model": row.model_name,
-        "second_model": row.second_model,
         "threshold": row.threshold,
         "target": row.target,
         "delta": row.delta,
@@ -124,7 +123,6 @@ def _judge_out(entry: JudgeEntry) -> dict[str, Any]:
     return {
         "template_version": entry.key.template_version,
         "model": entry.key.model_name,
-        "second_model": entry.key.second_model,
         "role": entry.role or "other",
         "auto_accept": auto_accept,
         "approved": threshold_out(approved) if approved else None,

@@ -38,10 +38,16 @@ from evidence_app.api.trust_schemas import (
     TrustOut,
     TrustQuery,
 )
-from evidence_app.models import Audit, ReplayRequest, ValidationSnapshot
+from evidence_app.models import Audit, AuditState, ReplayRequest, ValidationSnapshot
+from evidence_app.review.audit_page import audit_material
 from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
-from evidence_app.trust.audits import audit_judge
-from evidence_app.trust.blinding import audit_exposures_record, audits_open_to
+from evidence_app.trust.audits import audit_judge, audit_mark_viewed
+from evidence_app.trust.blinding import (
+    audit_exposure,
+    audit_exposures_record,
+    audit_refusal,
+    audits_open_to,
+)
 from evidence_app.trust.claim_labels import decision_claim_labels_add
 from evidence_app.trust.rates import trust_report
 from evidence_app.trust.team import Durations, TeamFigures, team_figures
@@ -53,7 +59,7 @@ from project.errors import DomainError
 from project.llm.registry import resolve_model
 from project.pagination import LimitOffset100, LimitOffsetCursor, paginate
 from project.roles import require_operator
-from project.schemas import error_responses
+from project.schemas import error_responses, query_of, query_parameters
 from tasks_app.actions import idempotency_header, require_can_decide, run_idempotent
 from tasks_app.records import Feedback, ToolEvidence, get_visible_run, require_visible_task
 
@@ -103,6 +109,12 @@ def get_evidence(request: HttpRequest, evidence_id: int, query: Query[EvidenceFo
     item = evidence.filter(pk=evidence_id).first()
     if item is None:
         raise Http404(f"Evidence {evidence_id} not found.")
+    # It names its task and attempt (a later attempt's evidence tells where the task went
+    # after an earlier verdict): a read by someone who could judge an open audit of that
+    # task is recorded. The audit serves its own evidence without ids that lead back.
+    audit_exposures_record(
+        user=user, task_ids=[item.task_id], channel=f"GET /api/v1/evidence/{evidence_id}"
+    )
     if _wants_text(request, query.format):
         response = HttpResponse(item.content, content_type="text/plain; charset=utf-8")
         set_attachment(response, "evidence", item.pk, item.tool_name)
@@ -231,6 +243,12 @@ def get_replay(request: HttpRequest, replay_id: int) -> ReplayRequest:
     found = ReplayRequest.objects.select_related("original").filter(pk=replay_id).first()
     if found is None:
         raise Http404("No such replay.")
+    # It names the task and leads to a verdict on the same material.
+    audit_exposures_record(
+        user=request.auth,  # type: ignore[attr-defined]
+        task_ids=[found.original.task_id],
+        channel=f"GET /api/v1/replays/{replay_id}",
+    )
     return found
 
 
@@ -354,9 +372,11 @@ def _team_out(team: TeamFigures) -> dict[str, Any]:
     "item from first view to decision, the review queue's age and the audits waiting "
     "(operators)",
     tags=["validations"],
+    openapi_extra=query_parameters(TeamQuery),
 )
-def team(request: HttpRequest, query: Query[TeamQuery]) -> dict[str, Any]:
+def team(request: HttpRequest) -> dict[str, Any]:
     require_operator(request.auth)  # type: ignore[attr-defined]
+    query = query_of(TeamQuery, request)
     return _team_out(team_figures(query.period))
 
 
@@ -366,9 +386,12 @@ def team(request: HttpRequest, query: Query[TeamQuery]) -> dict[str, Any]:
     summary="The certified false-accept and false-reject rates per template version and "
     "model: the last 30 days and per day, week or month, from the blind audits (operators)",
     tags=["validations"],
+    openapi_extra=query_parameters(TrustQuery),
 )
-def trust(request: HttpRequest, query: Query[TrustQuery]) -> dict[str, Any]:
+def trust(request: HttpRequest) -> dict[str, Any]:
+    # The role first: a requester is answered 403 whatever parameters they send.
     require_operator(request.auth)  # type: ignore[attr-defined]
+    query = query_of(TrustQuery, request)
     report = trust_report(period=query.period, target=query.target)
     return {**vars(report), "items": report.groups, "count": len(report.groups)}
 
@@ -421,12 +444,28 @@ def get_audits(request: HttpRequest, query: Query[AuditStateQuery]) -> QuerySet[
 @router.get(
     "/audits/{audit_id}",
     response={200: AuditOut, **error_responses(403, 404)},
-    summary="One audit with the answer's claims; the verdict only once judged",
+    summary="One audit with what to judge it by (request, rules, answer, claims, "
+    "evidence); the verdict only once judged",
+    description="Blind while open: `material` holds the request, rules, answer and the "
+    "audited attempt's tool results, numbered by their place in the audit (never an id "
+    "that leads back to the task); no verdict, route, score, task id or title. A "
+    "reviewer's first GET of an open audit is their first view (time per item; a "
+    "judgement without one is recorded as such). `refusal` says why you may not judge it "
+    "(the task's requester or someone who decided it); `not_blind` what you read of its "
+    "verdict or status while it was open (your judgement is then stored, not counted).",
     tags=["audits"],
 )
 def get_audit(request: HttpRequest, audit_id: int) -> Audit:
-    _require_audit_reader(request.auth)  # type: ignore[attr-defined]
-    return _audit_or_404(audit_id)
+    user = request.auth  # type: ignore[attr-defined]
+    _require_audit_reader(user)
+    found = _audit_or_404(audit_id)
+    found.material = audit_material(found)  # type: ignore[attr-defined]
+    if found.state == AuditState.OPEN and roles.is_reviewer(user):
+        audit_mark_viewed(audit_id=found.pk, user=user)
+        exposure = audit_exposure(found, user)
+        found.refusal = audit_refusal(found, user)  # type: ignore[attr-defined]
+        found.not_blind = exposure.channel if exposure else None  # type: ignore[attr-defined]
+    return found
 
 
 @router.post(

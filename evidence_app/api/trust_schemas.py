@@ -80,6 +80,7 @@ class TrustQuery(Schema):
         None,
         gt=0,
         lt=1,
+        allow_inf_nan=False,
         description="The rate the 95 % upper bound is held against "
         "(default: TRUST_TARGET_FALSE_ACCEPT)",
     )
@@ -98,7 +99,6 @@ class TrustRateOut(Schema):
     )
     judged: int = Field(description="Audits a person has judged blind (counted)")
     wrong: int = Field(description="Judged audits that contradict the verdict")
-    outstanding: int = Field(description="Audits drawn and not yet judged (not counted)")
     not_blind: int = Field(
         description="Audits judged by someone who had seen the task's verdict or status "
         "first: stored, not counted"
@@ -122,6 +122,10 @@ class TrustPeriodOut(Schema):
     start: date | None = Field(description="The period's first day; null for the last 30 days")
     false_accepts: TrustRateOut | None
     false_rejects: TrustRateOut | None
+    outstanding: int = Field(
+        description="Audits drawn on the period's verdicts and not yet judged (not counted), "
+        "both routes together: an open audit's route is not told"
+    )
 
 
 class TrustGroupOut(Schema):
@@ -233,10 +237,67 @@ class AuditListItemOut(Schema):
         return audit.probability if audit.state == "done" else None
 
 
+class AuditEvidenceOut(Schema):
+    """One tool result of the audited attempt, numbered by its place in the audit: its
+    own id would lead back to the task."""
+
+    item: int = Field(description="Its place in the audit, from 1")
+    tool_name: str
+    title: str
+    url: str
+    arguments: dict[str, Any] = Field(description="The tool call's arguments")
+    is_error: bool
+    content: str
+
+    @staticmethod
+    def resolve_arguments(item: dict[str, Any]) -> dict[str, Any]:
+        value = item["arguments"]
+        return value if isinstance(value, dict) else {"value": value}
+
+
+class AuditMaterialOut(Schema):
+    """What the audit page shows to judge by: never the verdict, route, score, task id
+    or title."""
+
+    request: str
+    rules: str
+    answer: str = Field(description="The audited attempt's answer")
+    evidence: list[AuditEvidenceOut] = Field(
+        description="The audited attempt's tool results, in full (at most 1000)"
+    )
+    evidence_capped: bool = Field(description="More tool results than listed")
+
+
 class AuditOut(AuditListItemOut):
     claims: list[AuditClaimOut] = Field(
         default_factory=list, description="The answer's claims (text only while open)"
     )
+    material: AuditMaterialOut | None = Field(
+        None,
+        description="GET of one audit: the request, rules, answer and evidence to judge by "
+        "(the claims are above); null in a judgement's answer",
+    )
+    refusal: str | None = Field(
+        None,
+        description="GET of an open audit: why you may not judge it (your own work), else null",
+    )
+    not_blind: str | None = Field(
+        None,
+        description="GET of an open audit: what you read of its task's verdict or status "
+        "(the channel) while it was open; your judgement will then be stored, not counted",
+    )
+
+    @staticmethod
+    def resolve_material(audit: Any) -> dict[str, Any] | None:
+        return getattr(audit, "material", None)
+
+    @staticmethod
+    def resolve_refusal(audit: Any) -> str | None:
+        return getattr(audit, "refusal", None)
+
+    @staticmethod
+    def resolve_not_blind(audit: Any) -> str | None:
+        return getattr(audit, "not_blind", None)
 
     @staticmethod
     def resolve_claims(audit: Any) -> list[dict[str, Any]]:

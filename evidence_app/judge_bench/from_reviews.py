@@ -6,8 +6,10 @@ judge_bench's case format (docs/validator.md, "Labels from reviewers").
   ``abandon`` label it wrong (expected ``rejected``). The validator's own verdict never
   makes the label: an answer it sent to a person as ``insufficient_evidence`` is labelled
   by what the person then decided.
-- A judged audit: ``correct`` → ``accepted``, ``not correct`` → ``rejected``; one judged
-  after its judge had read the verdict (not blind) is left out, with its claim labels.
+- A judged audit: ``correct`` → ``accepted``, ``not correct`` → ``rejected``; only the
+  audits that certify a threshold (``certifying_audits``): one judged after its judge had
+  read the verdict (not blind), or by the task's requester, is left out, with its claim
+  labels.
 - The claim labels given with the decision or the audit become ``expected.claims``.
 
 Each case carries the attempt's request, rules, every tool result of its runs and its
@@ -27,8 +29,9 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
-from evidence_app.models import Audit, ClaimLabel
+from evidence_app.models import ClaimLabel
 from evidence_app.packets.task_packet import build_packet
+from evidence_app.trust.thresholds import certifying_audits
 from tasks_app.records import Feedback, FeedbackAction, Task
 
 __all__ = ["DATASET", "QUEUES", "iter_labelled_cases", "labelled_cases", "team_split"]
@@ -129,10 +132,9 @@ def _decision_cases(
 def _audit_cases(
     start: datetime | None, end: datetime | None, narrow: Q | None = None
 ) -> Iterator[tuple[datetime, dict[str, Any]]]:
-    # A judgement given after its author read the verdict (not blind) labels nothing.
-    audits = Audit.objects.done().filter(
-        narrow or Q(), correct__isnull=False, blind=True, decided_at__isnull=False
-    )
+    # The audits that certify a threshold, and only they: a judgement given after its
+    # author read the verdict (not blind), or by the task's requester, labels nothing.
+    audits = certifying_audits().filter(narrow or Q(), decided_at__isnull=False)
     if start is not None:
         audits = audits.filter(decided_at__gte=start)
     if end is not None:

@@ -1,5 +1,5 @@
 """Every judge the team has, as the API lists it: the current default judge, the
-candidate in shadow, and each judge (template version × model × second model) with a
+candidate in shadow, and each judge (template version × model) with a
 certified threshold or an accepted verdict in the last 30 days, with its certification,
 approved threshold and drift state. Stored figures only, as the Trust page reads them
 (``evidence_app.trust.autoaccept_overview``); nothing here writes."""
@@ -56,21 +56,17 @@ def shadow_ready_at(row: AutoAcceptThreshold) -> datetime | None:
 
 def _roles() -> dict[JudgeKey, str]:
     template, model = current_judge()
-    roles = {
-        JudgeKey(template_version_of(template), model, settings.VALIDATOR_SECOND_MODEL.strip()): (
-            "default"
-        )
-    }
+    roles = {JudgeKey(template_version_of(template), model): "default"}
     shadow = active_shadow()
     if shadow is not None:
-        key = JudgeKey(template_version_of(shadow.template), shadow.model, "")
+        key = JudgeKey(template_version_of(shadow.template), shadow.model)
         roles.setdefault(key, "shadow")
     return roles
 
 
 def judges_list() -> list[JudgeEntry]:
     """The default judge first, then the candidate in shadow, then every other judge by
-    template version, model and second model."""
+    template version and model."""
     roles = _roles()
     overview = {judge.key: judge for judge in autoaccept_overview()}
     order = {"default": 0, "shadow": 1, "": 2}

@@ -10,6 +10,7 @@ from django.conf import settings
 
 from evidence_app.models import ValidationStatus
 from project.llm.registry import ModelConfigurationError, resolve_model
+from project.url_ids import MAX_ROW_ID
 from tasks_app.records import TaskStatus
 
 
@@ -80,7 +81,7 @@ class BulkReplayForm(forms.Form):
         for part in raw.replace(" ", ",").split(","):
             if not part:
                 continue
-            if not part.isdigit():
+            if not part.isdigit() or int(part) > MAX_ROW_ID:
                 raise forms.ValidationError(f"'{part}' is not a task id.")
             ids.append(int(part))
         return ids

@@ -32,6 +32,10 @@ class RequestRow:
     def is_validator(self) -> bool:
         return self.source == VALIDATOR
 
+    @property
+    def task_id(self) -> int:
+        return int(self.item.task_id if self.is_validator else self.item.run.task_id)
+
 
 def _agent_keys(task_id: int | None, model: str) -> QuerySet[Any]:
     rows = LLMRequestSnapshot.objects.all()

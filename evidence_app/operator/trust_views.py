@@ -15,12 +15,12 @@ from evidence_app.models import AutoAcceptThreshold
 from evidence_app.operator.forms import TrustQueryForm
 from evidence_app.trust.autoaccept_overview import WINDOW_DAYS, autoaccept_overview
 from evidence_app.trust.rates import trust_report
+from evidence_app.trust.standing import standing
 from evidence_app.trust.threshold_services import (
     threshold_approve,
     threshold_shadow_start,
     threshold_stop,
 )
-from evidence_app.trust.standing import standing
 from project.errors import DomainError
 from project.views import operator_required, render_page
 
@@ -45,6 +45,7 @@ def ops_trust(request: HttpRequest) -> HttpResponse:
             "window_days": WINDOW_DAYS,
             "uncovered_count": sum(u.count for u in report.uncovered),
             "shadow_hours": settings.AUTOACCEPT_SHADOW_HOURS,
+            "uncertified_to_a_person": settings.AUTOACCEPT_UNCERTIFIED == "certified-only",
         },
         status=422 if form.is_bound and not form.is_valid() else 200,
     )

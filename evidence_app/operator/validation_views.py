@@ -253,6 +253,19 @@ def ops_bulk_replay(request: HttpRequest) -> HttpResponse:
         return render_page(request, "evidence_app/ops_bulk_replay.html", context)
     f = form.cleaned_data
     candidates = _bulk_candidates(f)
+    # A status filter tells, of every task in the other filters' scope, whether its task
+    # or its latest verdict has that status (listed or left out); the list itself shows
+    # both. Each of those reads is recorded for the open audits of the tasks concerned.
+    scope = (
+        _bulk_candidates({**f, "task_statuses": [], "validator_statuses": []})
+        if f["task_statuses"] or f["validator_statuses"]
+        else candidates
+    )
+    audit_exposures_record(
+        user=request.user,
+        task_ids=[c.task_id for c in scope],
+        channel=f"{request.method} {request.path} (filtered)",
+    )
     template = f["template"] or None
     model_choice = f["model"].strip() or None
     estimate = (

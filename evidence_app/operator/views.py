@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db.models import Count, Q
 from django.db.models.functions import Length
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
@@ -25,6 +25,7 @@ from evidence_app.validation.selectors import (
 from evidence_app.validator.templates import list_templates
 from project.diffs import DIFF_MAX_LINES, diff_lines
 from project.health import run_checks
+from project.url_ids import MAX_ROW_ID
 from project.views import operator_required, render_page
 from tasks_app.records import LLMRequestSnapshot, Task
 
@@ -178,12 +179,19 @@ def ops_llm_requests(request: HttpRequest) -> HttpResponse:
     validator's were missing), filterable by task and model; each row opens its details."""
     task_id = request.GET.get("task", "")
     model = request.GET.get("model", "").strip()
+    wanted = int(task_id) if task_id.isdigit() else None
+    if wanted is not None and wanted > MAX_ROW_ID:
+        raise Http404(f"Task {task_id} not found.")
     page, rows = llm_requests.request_page(
-        task_id=int(task_id) if task_id.isdigit() else None,
+        task_id=wanted,
         model=model,
         number=request.GET.get("page"),
         per_page=LLM_REQUESTS_PER_PAGE,
     )
+    # The rows show validators' statuses and later attempts' requests; a task filter shows
+    # how many attempts it took: each read records an exposure of those tasks' open audits.
+    seen = {row.task_id for row in rows} | ({wanted} if wanted is not None else set())
+    audit_exposures_record(user=request.user, task_ids=seen, channel=f"GET {request.path}")
     return render_page(
         request,
         "evidence_app/ops_llm_requests.html",
@@ -196,11 +204,11 @@ def ops_llm_requests(request: HttpRequest) -> HttpResponse:
 def ops_llm_request(request: HttpRequest, request_id: int) -> HttpResponse:
     """One agent request: its run, sizes, settings, tokens, cost and, when full request
     snapshots are on, the request itself as indented JSON."""
-    return render_page(
-        request,
-        "evidence_app/ops_llm_request.html",
-        {"r": llm_requests.agent_request(request_id)},
+    found = llm_requests.agent_request(request_id)
+    audit_exposures_record(
+        user=request.user, task_ids=[found.run.task_id], channel=f"GET {request.path}"
     )
+    return render_page(request, "evidence_app/ops_llm_request.html", {"r": found})
 
 
 @operator_required
@@ -209,6 +217,9 @@ def ops_validator_requests(request: HttpRequest, snapshot_id: int) -> HttpRespon
     """The requests of one validation: model, template, counts, tokens, cost, and every
     raw response, pretty-printed and foldable, with the schema-retry failures."""
     snapshot = llm_requests.validator_requests(snapshot_id)
+    audit_exposures_record(
+        user=request.user, task_ids=[snapshot.task_id], channel=f"GET {request.path}"
+    )
     return render_page(
         request,
         "evidence_app/ops_validator_requests.html",

@@ -109,3 +109,28 @@ def audited_claims(found: Audit) -> list[dict[str, Any]]:
         }
         for i, c in enumerate(snapshot_claims(found.snapshot))
     ]
+
+
+def audit_material(found: Audit) -> dict[str, Any]:
+    """What the audit page shows before the judgement, for the API: the request, the
+    rules, the answer and the audited attempt's tool results in full, each numbered by
+    its place in the audit (``item``, from 1): never its own id, which would lead back to
+    the task. The claims are served beside it (``audited_claims``)."""
+    task = Task.objects.filter(pk=found.task_id).values("request", "rules").get()
+    items = list(
+        ToolEvidence.objects.filter(task_id=found.task_id, attempt_index=found.attempt_index)
+        .order_by("run_id", "sequence")
+        .values("tool_name", "title", "url", "arguments", "is_error", "content")[
+            : AUDIT_EVIDENCE_ITEMS + 1
+        ]
+    )
+    return {
+        "request": task["request"],
+        "rules": task["rules"],
+        "answer": audited_answer(found),
+        "evidence": [
+            {"item": number, **item}
+            for number, item in enumerate(items[:AUDIT_EVIDENCE_ITEMS], start=1)
+        ],
+        "evidence_capped": len(items) > AUDIT_EVIDENCE_ITEMS,
+    }

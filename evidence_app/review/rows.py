@@ -14,7 +14,7 @@ markup they replaced.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -266,12 +266,8 @@ def queue_rows(
 STATUS_LABELS = dict(TaskStatus.choices)
 
 
-def task_rows(
-    tasks: Iterable[Any], *, user: Any, scope: str, withheld: Collection[int] = ()
-) -> SafeString:
-    """The ``<tr>`` of each task of "All tasks" (``scope == 'all'``) or "My tasks"; a task
-    in ``withheld`` (an open audit the reader could judge) shows no status, attempts or
-    outcome, which would tell the audited verdict."""
+def task_rows(tasks: Iterable[Any], *, user: Any, scope: str) -> SafeString:
+    """The ``<tr>`` of each task of "All tasks" (``scope == 'all'``) or "My tasks"."""
     urls = TaskUrls()
     strings = time_strings()
     me = getattr(user, "pk", None)
@@ -294,23 +290,9 @@ def task_rows(
             "outcome": t.get_validation_outcome_display() if t.validation_outcome else "",
             "created": _local_minute(t.created_at),
             "since": _since(t.created_at, None, strings),
-            "withheld": False,
         }
         for t in tasks
     ]
-    for row in rows:
-        if row["pk"] in withheld:
-            row.update(
-                status="withheld",
-                active=False,
-                status_label="audit open",
-                reason="",
-                your_turn=False,
-                attempts="–",
-                rerun="",
-                outcome="",
-                withheld=True,
-            )
     return _render("rows/task_rows.html", rows=rows, all=scope == "all")
 
 

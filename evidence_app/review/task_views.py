@@ -74,20 +74,22 @@ def _task_list(request: HttpRequest, base: Any, *, scope: str) -> HttpResponse:
     polling = any(counts.get(s, 0) for s in POLLING_STATUSES)
     tasks = list(page.object_list)
     ids = [t.pk for t in tasks]
+    unlisted: set[int] = set()
     if status in TaskStatus.values:
         # Listed under a status: that alone says where the task went.
         audit_exposures_record(
             user=request.user, task_ids=ids, channel=f"{scope} tasks filtered by {status}"
         )
-        withheld: set[int] = set()
     else:
-        # A row's status, attempts and outcome are withheld while its task has an open
-        # audit this reader could judge.
-        withheld = open_audit_task_ids(request.user, ids)
+        # A task with an open audit this reader could judge is not listed: its row's
+        # status would tell the audited verdict, and a marked row would tie its title
+        # to the open audit.
+        unlisted = open_audit_task_ids(request.user, ids)
+        tasks = [t for t in tasks if t.pk not in unlisted]
     context = {
         "page": page,
         "tasks": tasks,
-        "withheld": withheld,
+        "unlisted": len(unlisted),
         "counts": [(s, TaskStatus(s).label, counts.get(s, 0)) for s in TaskStatus.values],
         "status_filter": status,
         "scope": scope,

@@ -274,10 +274,9 @@ def evidence_rows(items: Any, task_id: int, labels: Any) -> SafeString:
 
 
 @register.simple_tag
-def task_rows(tasks: Any, *, user: Any, scope: str, withheld: Any = ()) -> SafeString:
-    """The task list's rows (``evidence_app.review.rows``: rendered by Jinja2);
-    the rows of ``withheld`` task ids without their status, attempts or outcome."""
-    return rows.task_rows(tasks, user=user, scope=scope, withheld=withheld or ())
+def task_rows(tasks: Any, *, user: Any, scope: str) -> SafeString:
+    """The task list's rows (``evidence_app.review.rows``: rendered by Jinja2)."""
+    return rows.task_rows(tasks, user=user, scope=scope)
 
 
 @register.filter

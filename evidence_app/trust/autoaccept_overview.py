@@ -16,7 +16,14 @@ from django.utils import timezone
 
 from evidence_app.models import AutoAcceptThreshold, ThresholdState, VerdictRoute
 from evidence_app.trust.team import team_figures
-from evidence_app.trust.thresholds import JudgeKey, ShadowReport, judge_verdicts, shadow_report
+from evidence_app.trust.thresholds import (
+    JudgeKey,
+    SeenVerdictLabels,
+    ShadowReport,
+    judge_verdicts,
+    seen_verdict_labels,
+    shadow_report,
+)
 
 __all__ = ["Chart", "ChartPoint", "JudgeAutoAccept", "autoaccept_overview", "curve_chart"]
 
@@ -168,6 +175,8 @@ class JudgeAutoAccept:
     # the team's median time per item (None: no threshold, or no time measured).
     seconds_saved: float | None
     chart: Chart | None
+    # People's calls on its accepts after seeing the verdict: shown, never certifying.
+    seen: SeenVerdictLabels = SeenVerdictLabels()
 
     @property
     def shown(self) -> AutoAcceptThreshold | None:
@@ -200,8 +209,7 @@ def _window_counts(since: datetime) -> dict[JudgeKey, tuple[int, int, int]]:
     grouped = (
         judge_verdicts()
         .filter(created_at__gte=since)
-        # ``second`` is judge_verdicts' annotation (the stubs do not follow it through).
-        .values("template_version", "model_name", "second")  # type: ignore[misc]
+        .values("template_version", "model_name")
         .annotate(
             n=Count("pk"),
             auto=Count("pk", filter=Q(route=VerdictRoute.AUTO_ACCEPTED)),
@@ -209,7 +217,7 @@ def _window_counts(since: datetime) -> dict[JudgeKey, tuple[int, int, int]]:
         .order_by()
     )
     for g in grouped:
-        key = JudgeKey(g["template_version"], g["model_name"], g["second"] or "")
+        key = JudgeKey(g["template_version"], g["model_name"])
         counts[key] = (g["n"], g["auto"], 0)
     for key, approved_at in approvals.items():
         if key in counts and approved_at is not None:
@@ -236,9 +244,10 @@ def autoaccept_overview(now: datetime | None = None) -> list[JudgeAutoAccept]:
     since = now - timedelta(days=WINDOW_DAYS)
     rows = _judge_rows()
     counts = _window_counts(since)
+    seen = seen_verdict_labels()
     per_item = team_figures("month", now).item_time.p50 if rows else None
     judges = []
-    for key in sorted(set(rows) | set(counts)):
+    for key in sorted(set(rows) | set(counts) | set(seen)):
         slots = rows.get(key, {})
         approved, pending = slots.get("approved"), slots.get("pending")
         accepted, auto, under = counts.get(key, (0, 0, 0))
@@ -258,6 +267,7 @@ def autoaccept_overview(now: datetime | None = None) -> list[JudgeAutoAccept]:
                 auto_accepted=auto,
                 seconds_saved=under * per_item if approved and per_item is not None else None,
                 chart=_chart(shown),
+                seen=seen.get(key, SeenVerdictLabels()),
             )
         )
     return judges

@@ -77,7 +77,6 @@ class RateTrust:
     eligible: int
     judged: int
     wrong: int
-    outstanding: int
     # Judged by someone who had seen the verdict first: not counted as judged.
     not_blind: int
     strata: int
@@ -108,6 +107,9 @@ class PeriodTrust:
     start: date | None
     false_accepts: RateTrust | None
     false_rejects: RateTrust | None
+    # Audits drawn on the period's verdicts and not judged yet, both routes together:
+    # per route, one open audit's count would tell where its task went.
+    outstanding: int = 0
 
 
 @dataclass(frozen=True)
@@ -315,7 +317,6 @@ def _rate(
         eligible=sum(s.eligible for s in strata),
         judged=sum(s.judged for s in strata),
         wrong=int(sum(s.events for s in strata)),
-        outstanding=sum(r["outstanding"] for r in rows),
         not_blind=sum(r["not_blind"] for r in rows),
         strata=len(strata),
         interval=stratified_interval(strata),
@@ -368,7 +369,19 @@ def _periods(
                     else None
                 )
             day = timezone.localdate(start) if isinstance(start, datetime) else start
-            rows.append(PeriodTrust(start=day, false_accepts=rates[0], false_rejects=rates[1]))
+            open_audits = sum(
+                row["outstanding"]
+                for route in ROUTES
+                for row in by_key.get((*group, start, route), [])
+            )
+            rows.append(
+                PeriodTrust(
+                    start=day,
+                    false_accepts=rates[0],
+                    false_rejects=rates[1],
+                    outstanding=open_audits,
+                )
+            )
         result[group] = rows
     return result
 

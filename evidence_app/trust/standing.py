@@ -18,7 +18,7 @@ from django.utils import timezone
 from evidence_app.models import AutoAcceptThreshold, ThresholdState, VerdictRoute
 from evidence_app.trust.autoaccept_overview import WINDOW_DAYS, JudgeAutoAccept
 from evidence_app.trust.stats import Stratum, audits_needed
-from evidence_app.trust.thresholds import judge_verdicts
+from evidence_app.trust.thresholds import UNCERTIFIED_TO_A_PERSON, judge_verdicts
 
 __all__ = ["CERTIFIED", "NOT_CERTIFIED", "STOPPED", "Figure", "FigureGroup", "Standing", "standing"]
 
@@ -158,7 +158,7 @@ def _pending_step(pending: AutoAcceptThreshold | None, ready_at: datetime | None
 def _more_labels(row: AutoAcceptThreshold) -> str:
     """What would certify a judge whose strictest score is over the target."""
     if not row.curve:
-        return "Label more of its answers: blind audits and reviewers' decisions both count."
+        return "Label more of its answers: blind audits by someone other than the requester count."
     strictest = row.curve[0]
     n = int(strictest["accepted"])
     wrong = round(strictest["risk"] * n)
@@ -264,32 +264,43 @@ def _stopped(judge: JudgeAutoAccept, approved: AutoAcceptThreshold) -> Standing:
     )
 
 
+def _uncertified_route() -> str:
+    """Where an uncertified judge's accepted answers go, by ``AUTOACCEPT_UNCERTIFIED``."""
+    if settings.AUTOACCEPT_UNCERTIFIED == UNCERTIFIED_TO_A_PERSON:
+        return (
+            "every answer it accepts goes to a person (this deployment auto-accepts "
+            "certified judges only: AUTOACCEPT_UNCERTIFIED=certified-only)"
+        )
+    return (
+        "the answers it accepts go to the requester on its word alone "
+        "(AUTOACCEPT_UNCERTIFIED=auto-accept)"
+    )
+
+
 def _why_not(pending: AutoAcceptThreshold | None) -> str:
     if pending is None:
         return (
             "No guarantee: no certification has been computed for this judge yet (the "
-            "background job certifies it once its answers have labels), so the answers it "
-            "accepts go to the requester on its word alone."
+            f"background job certifies it once its answers have labels), so {_uncertified_route()}."
         )
     if pending.threshold is not None:
         return (
             f"No guarantee yet: threshold {pending.threshold:.3f} is certified on "
             f"{pending.labelled:,} labelled answers (at most {percent(pending.target)} wrong, "
-            f"{percent(1 - pending.delta)} confidence) but not approved, so the answers this "
-            "judge accepts go to the requester on its word alone."
+            f"{percent(1 - pending.delta)} confidence) but not approved, so "
+            f"{_uncertified_route()}."
         )
     if not pending.curve:
         return (
             f"No guarantee: its {pending.labelled:,} labelled answers have no score to "
-            "certify, so the answers it accepts go to the requester on its word alone."
+            f"certify, so {_uncertified_route()}."
         )
     strictest = pending.curve[0]
     return (
         f"No guarantee: on its {pending.labelled:,} labelled answers even the strictest "
         f"score ({strictest['threshold']:.3f}) has a 95 % upper bound of "
         f"{percent(strictest['upper'])} false accepts, above the target of "
-        f"{percent(pending.target)}; the answers it accepts go to the requester on its "
-        "word alone."
+        f"{percent(pending.target)}; {_uncertified_route()}."
     )
 
 
@@ -304,7 +315,7 @@ def _not_certified(judge: JudgeAutoAccept, window: datetime) -> Standing:
         next_step = (
             _more_labels(pending)
             if pending
-            else "Label its answers: blind audits and reviewers' decisions both count."
+            else "Label its answers: blind audits by someone other than the requester count."
         )
     return Standing(
         judge=judge,

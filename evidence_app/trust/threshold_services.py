@@ -86,7 +86,7 @@ def threshold_propose(*, key: JudgeKey, proposal: Proposal) -> AutoAcceptThresho
     proposal written (a new τ needs its own shadow); nothing new when τ is the approved
     one. Returns the pending row, None when there is none."""
     judge = AutoAcceptThreshold.objects.select_for_update().for_judge(
-        key.template_version, key.model_name, key.second_model
+        key.template_version, key.model_name
     )
     now = timezone.now()
     pending = judge.pending().first()
@@ -105,7 +105,6 @@ def threshold_propose(*, key: JudgeKey, proposal: Proposal) -> AutoAcceptThresho
     return AutoAcceptThreshold.objects.create(
         template_version=key.template_version,
         model_name=key.model_name,
-        second_model=key.second_model,
         computed_at=now,
         **proposal.figures(),
     )
@@ -163,9 +162,10 @@ def threshold_approve(*, threshold_id: int, user: Any, now: Any = None) -> AutoA
             f"The shadow runs until {ready:%Y-%m-%d %H:%M} UTC "
             f"(AUTOACCEPT_SHADOW_HOURS={settings.AUTOACCEPT_SHADOW_HOURS:g})."
         )
-    AutoAcceptThreshold.objects.approved().for_judge(
-        row.template_version, row.model_name, row.second_model
-    ).update(state=ThresholdState.RETIRED, retired_at=now)
+    previous = AutoAcceptThreshold.objects.approved().for_judge(
+        row.template_version, row.model_name
+    )
+    previous.update(state=ThresholdState.RETIRED, retired_at=now)
     row.state = ThresholdState.APPROVED
     row.approved_at = now
     row.approved_by = user
@@ -182,7 +182,6 @@ def _approval_description(row: AutoAcceptThreshold) -> dict[str, Any]:
         "threshold_id": row.pk,
         "template_version": row.template_version,
         "model": row.model_name,
-        "second_model": row.second_model,
         "threshold": row.threshold,
         "target": row.target,
         "labelled": row.labelled,
@@ -287,7 +286,6 @@ def _stop_description(row: AutoAcceptThreshold) -> dict[str, Any]:
         "threshold_id": row.pk,
         "template_version": row.template_version,
         "model": row.model_name,
-        "second_model": row.second_model,
         "threshold": row.threshold,
         "target": row.target,
         "audits": row.drift_audits,

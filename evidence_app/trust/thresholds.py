@@ -4,19 +4,28 @@ follows, and what a proposed threshold would have done in shadow. Database reads
 the statistics (numpy and scipy) live in ``evidence_app.autoaccept`` and run in the
 background job, so routing, pages and /metrics never load them.
 
-A judge is a template version × model × second-judge model ("" without one). Its
-labelled verdicts are the original verdicts it *accepted* with a score:
+A judge is a template version × model: the one that gives the accepted verdict. A
+second judge a task asks for only adds caution (a disagreement goes to a person), so it
+neither makes a judge of its own nor changes whose threshold applies.
 
-- judged audits (the person's call; weight 1 / the probability the verdict was drawn
-  with, so a stratum of audits stands for every auto-accept it was drawn from);
-- otherwise a person's decision on the verdict they saw (the first in-effect satisfied,
-  revise or abandon after it, before any later verdict on the task): satisfied is right,
-  revise or abandon wrong; a claim a person labelled unsupported or contradicted makes
-  it wrong whatever the decision. Weight 1.
+Only blind, independent labels certify. A judge's labelled verdicts are the original
+verdicts it *accepted* with a score that a person judged on an audit (``certifying_audits``):
 
-A judgement given after its author read the verdict (an audit that is not blind) labels
-nothing, nor do the claim labels given with it; the drift sequence and the shadow figures
-count blind judgements only too."""
+- blind: its author had read nothing of the task that tells the verdict, route or status
+  while the audit was open (``blinding``);
+- independent: its author is not the task's requester, whose token submits the task's
+  attempts (nobody labels their own agent's work);
+
+weighed 1 / the probability the verdict was drawn with, so a stratum of audits stands
+for every auto-accept it was drawn from; a claim labelled unsupported or contradicted in
+the same judgement makes it wrong. The certification, its curve, the drift sequence and
+the shadow figures count these only.
+
+People's decisions on a verdict they saw (a reviewer's satisfied, revise or abandon, a
+requester's own feedback) and judgements given after reading the verdict are kept and
+shown apart (``seen_verdict_labels``: the Trust page counts them beside each judge) but
+never certify: the person saw what the judge said, and a requester would certify their
+own agent by marking its answers satisfied."""
 
 from __future__ import annotations
 
@@ -24,15 +33,14 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.conf import settings
+from django.db.models import F, Q, QuerySet
 
 from evidence_app.models import (
     Audit,
     AutoAcceptThreshold,
     ClaimLabel,
     ClaimStance,
-    SnapshotKind,
     ValidationSnapshot,
     ValidationStatus,
 )
@@ -40,32 +48,39 @@ from evidence_app.trust.agreement import HUMAN_DECISIONS
 from tasks_app.records import Feedback, FeedbackAction
 
 __all__ = [
+    "UNCERTIFIED_AUTO_ACCEPT",
+    "UNCERTIFIED_TO_A_PERSON",
     "AutoAcceptGate",
     "JudgeKey",
     "Label",
     "ShadowReport",
+    "SeenVerdictLabels",
     "approved_gate",
+    "certifying_audits",
     "judge_audits_since",
     "judge_verdicts",
     "labelled_verdicts",
+    "seen_verdict_labels",
     "shadow_report",
 ]
+
+# AUTOACCEPT_UNCERTIFIED: what a judge without an approved, unstopped threshold may do.
+UNCERTIFIED_AUTO_ACCEPT = "auto-accept"
+UNCERTIFIED_TO_A_PERSON = "certified-only"
 
 
 @dataclass(frozen=True, order=True)
 class JudgeKey:
     template_version: str
     model_name: str
-    second_model: str = ""
 
     @classmethod
     def of(cls, row: AutoAcceptThreshold) -> JudgeKey:
-        return cls(row.template_version, row.model_name, row.second_model)
+        return cls(row.template_version, row.model_name)
 
     @property
     def label(self) -> str:
-        pair = f" + second judge {self.second_model}" if self.second_model else ""
-        return f"{self.template_version} on {self.model_name}{pair}"
+        return f"{self.template_version} on {self.model_name}"
 
 
 @dataclass(frozen=True)
@@ -74,127 +89,174 @@ class Label:
     score: float
     wrong: bool
     weight: float
-    source: str  # "audit" or "decision"
+    source: str  # "audit": only blind, independent audits label
 
 
 @dataclass(frozen=True)
 class AutoAcceptGate:
-    """The approved threshold of one judge, as the routing reads it: an accepted verdict
-    scoring at or above ``threshold`` goes to the requester, one below to a person;
-    ``stopped``: the drift rule fired, or an operator stopped it, and every accepted
-    verdict goes to a person."""
+    """What the routing lets one judge accept alone: an accepted verdict scoring at or
+    above ``threshold`` goes to the requester, one below to a person; ``stopped``: the
+    drift rule fired, or an operator stopped it, and every accepted verdict goes to a
+    person. ``threshold`` None: the judge has no approved threshold and the deployment
+    auto-accepts certified judges only (``AUTOACCEPT_UNCERTIFIED=certified-only``):
+    every accept goes to a person."""
 
-    threshold_id: int
-    threshold: float
+    threshold_id: int | None
+    threshold: float | None
     stopped: bool
     # Stopped by an operator's switch rather than by the drift rule.
     stopped_by_operator: bool = False
 
-
-def _second_model() -> Coalesce:
-    second = ValidationSnapshot.objects.filter(
-        companion_of=OuterRef("pk"), kind=SnapshotKind.SECOND
-    ).values("model_name")[:1]
-    return Coalesce(Subquery(second), Value(""))
+    @property
+    def certified(self) -> bool:
+        return self.threshold is not None
 
 
 def judge_verdicts(key: JudgeKey | None = None) -> QuerySet[ValidationSnapshot]:
-    """Original verdicts that accepted with a score, annotated ``second`` (the second
-    judge's model, "" for none); only ``key``'s when given."""
+    """Original verdicts that accepted with a score; only ``key``'s when given."""
     verdicts = (
         ValidationSnapshot.objects.originals()
         .without_bodies()
         .filter(status=ValidationStatus.ACCEPTED, score__isnull=False)
-        .annotate(second=_second_model())
     )
     if key is not None:
-        verdicts = verdicts.filter(
-            template_version=key.template_version,
-            model_name=key.model_name,
-            second=key.second_model,
-        )
+        verdicts = verdicts.filter(template_version=key.template_version, model_name=key.model_name)
     return verdicts
 
 
-def _decision_labels(snapshots: dict[int, tuple[int, datetime]]) -> dict[int, bool]:
-    """snapshot id -> wrong, from the first decision a person made on each verdict."""
+def certifying_audits() -> QuerySet[Audit]:
+    """The judged audits that may certify: blind, and judged by someone other than the
+    task's requester (who submits its attempts)."""
+    return (
+        Audit.objects.done()
+        .filter(correct__isnull=False, blind=True)
+        .filter(Q(reviewer__isnull=True) | ~Q(reviewer=F("task__owner")))
+    )
+
+
+def labelled_verdicts() -> dict[JudgeKey, list[Label]]:
+    """Every judge's labelled accepted verdicts: blind, independent audits only (see the
+    module docstring)."""
+    rows = {
+        pk: (score, JudgeKey(template_version, model_name))
+        for pk, score, template_version, model_name in judge_verdicts().values_list(
+            "pk", "score", "template_version", "model_name"
+        )
+    }
+    audits = list(
+        certifying_audits()
+        .filter(snapshot_id__in=rows, probability__gt=0)
+        .values_list("pk", "snapshot_id", "correct", "probability")
+    )
+    # A claim labelled unsupported or contradicted in the same judgement makes it wrong.
+    refuted = set(
+        ClaimLabel.objects.filter(
+            audit_id__in=[pk for pk, *_ in audits],
+            label__in=(ClaimStance.UNSUPPORTED, ClaimStance.CONTRADICTED),
+        ).values_list("snapshot_id", flat=True)
+    )
+    labels: dict[JudgeKey, list[Label]] = defaultdict(list)
+    for _pk, snapshot_id, correct, probability in audits:
+        score, key = rows[snapshot_id]
+        if score is None:  # judge_verdicts keeps scored verdicts only
+            continue
+        wrong = not correct or snapshot_id in refuted
+        labels[key].append(Label(snapshot_id, score, wrong, 1 / probability, "audit"))
+    return dict(labels)
+
+
+@dataclass(frozen=True)
+class SeenVerdictLabels:
+    """What people said of a judge's accepts after seeing its verdict: kept and shown,
+    never certifying. ``decisions``: first decisions on an accepted verdict (``wrong`` of
+    them revise or abandon), ``by_requester`` of them the task's own requester's
+    feedback; ``not_blind``: audits judged after reading the verdict."""
+
+    decisions: int = 0
+    wrong: int = 0
+    by_requester: int = 0
+    not_blind: int = 0
+
+
+def _first_decisions(snapshots: dict[int, int]) -> dict[int, tuple[bool, bool]]:
+    """snapshot id -> (wrong, by the requester), from the first decision a person made
+    on each verdict of ``snapshots`` (snapshot id -> task id), before a later verdict."""
     by_task: dict[int, list[tuple[datetime, int]]] = defaultdict(list)
     for pk, task_id, created_at in (
         ValidationSnapshot.objects.originals()
-        .filter(task_id__in={task for task, _ in snapshots.values()})
+        .filter(task_id__in=set(snapshots.values()))
         .order_by("created_at", "id")
         .values_list("pk", "task_id", "created_at")
     ):
         by_task[task_id].append((created_at, pk))
-    wrong: dict[int, bool] = {}
+    first: dict[int, tuple[bool, bool]] = {}
     decisions = (
         Feedback.objects.in_effect()
         .filter(action__in=HUMAN_DECISIONS, task_id__in=by_task)
+        .annotate(by_owner=Q(author_id=F("task__owner_id")))
         .order_by("created_at", "id")
-        .values_list("task_id", "action", "created_at")
+        .values_list("task_id", "action", "created_at", "by_owner")
     )
-    for task_id, action, decided_at in decisions:
+    for task_id, action, decided_at, by_owner in decisions:
         before = [pk for created_at, pk in by_task[task_id] if created_at <= decided_at]
-        if before and before[-1] in snapshots and before[-1] not in wrong:
-            wrong[before[-1]] = action != FeedbackAction.SATISFIED
-    return wrong
+        if before and before[-1] in snapshots and before[-1] not in first:
+            first[before[-1]] = (action != FeedbackAction.SATISFIED, bool(by_owner))
+    return first
 
 
-def labelled_verdicts() -> dict[JudgeKey, list[Label]]:
-    """Every judge's labelled accepted verdicts (see the module docstring)."""
-    # ``second`` is judge_verdicts' annotation (the stubs do not follow it through).
-    rows = list(
-        judge_verdicts().values_list(  # type: ignore[misc]
-            "pk", "task_id", "created_at", "score", "template_version", "model_name", "second"
+def seen_verdict_labels() -> dict[JudgeKey, SeenVerdictLabels]:
+    """Per judge, the people's calls on its accepts that do not certify (see
+    ``SeenVerdictLabels``)."""
+    rows = {
+        pk: (task_id, JudgeKey(template_version, model_name))
+        for pk, task_id, template_version, model_name in judge_verdicts().values_list(
+            "pk", "task_id", "template_version", "model_name"
         )
-    )
-    snapshots = {pk: (task_id, created_at) for pk, task_id, created_at, *_ in rows}
-    audits = {
-        snapshot_id: (correct, probability)
-        for snapshot_id, correct, probability in Audit.objects.done()
-        .filter(correct__isnull=False, blind=True, snapshot_id__in=snapshots)
-        .values_list("snapshot_id", "correct", "probability")
     }
-    # A claim label given with a judgement that was not blind is part of that judgement:
-    # left out like it (a label given while deciding the task is a decision's).
-    refuted = set(
-        ClaimLabel.objects.filter(
-            Q(audit__isnull=True) | Q(audit__blind=True),
-            snapshot_id__in=snapshots,
-            label__in=(ClaimStance.UNSUPPORTED, ClaimStance.CONTRADICTED),
-        ).values_list("snapshot_id", flat=True)
+    counts: dict[JudgeKey, SeenVerdictLabels] = defaultdict(SeenVerdictLabels)
+    for pk, (wrong, by_owner) in _first_decisions(
+        {pk: task for pk, (task, _key) in rows.items()}
+    ).items():
+        key = rows[pk][1]
+        c = counts[key]
+        counts[key] = SeenVerdictLabels(
+            c.decisions + 1, c.wrong + wrong, c.by_requester + by_owner, c.not_blind
+        )
+    not_blind = (
+        Audit.objects.done()
+        .filter(correct__isnull=False, snapshot_id__in=rows)
+        .exclude(pk__in=certifying_audits().values("pk"))
+        .values_list("snapshot_id", flat=True)
     )
-    decided = _decision_labels(snapshots)
-    labels: dict[JudgeKey, list[Label]] = defaultdict(list)
-    for pk, _task, _at, score, template_version, model_name, second in rows:
-        key = JudgeKey(template_version, model_name, second or "")
-        if pk in audits and audits[pk][1] > 0:
-            correct, probability = audits[pk]
-            labels[key].append(Label(pk, score, not correct, 1 / probability, "audit"))
-        elif pk in decided or pk in refuted:
-            wrong = decided.get(pk, False) or pk in refuted
-            labels[key].append(Label(pk, score, wrong, 1.0, "decision"))
-    return dict(labels)
+    for snapshot_id in not_blind:
+        key = rows[snapshot_id][1]
+        c = counts[key]
+        counts[key] = SeenVerdictLabels(c.decisions, c.wrong, c.by_requester, c.not_blind + 1)
+    return dict(counts)
 
 
 def approved_gate(key: JudgeKey) -> AutoAcceptGate | None:
-    """The judge's approved threshold, None when it has none (its accepted verdicts then
-    go to the requester as the judge says: they are not certified)."""
+    """What the judge may accept alone: its approved threshold; without one, None when
+    the deployment lets an uncertified judge keep its word (``AUTOACCEPT_UNCERTIFIED=
+    auto-accept``: its accepted verdicts go to the requester, not certified), else a
+    gate that sends every accept to a person."""
     row = (
         AutoAcceptThreshold.objects.approved()
-        .for_judge(key.template_version, key.model_name, key.second_model)
+        .for_judge(key.template_version, key.model_name)
         .filter(threshold__isnull=False)
         .only("pk", "threshold", "stopped_at", "stopped_by")
         .first()
     )
-    if row is None or row.threshold is None:
-        return None
-    return AutoAcceptGate(
-        threshold_id=row.pk,
-        threshold=row.threshold,
-        stopped=row.stopped,
-        stopped_by_operator=row.stopped and row.stopped_by_id is not None,
-    )
+    if row is not None and row.threshold is not None:
+        return AutoAcceptGate(
+            threshold_id=row.pk,
+            threshold=row.threshold,
+            stopped=row.stopped,
+            stopped_by_operator=row.stopped and row.stopped_by_id is not None,
+        )
+    if settings.AUTOACCEPT_UNCERTIFIED == UNCERTIFIED_TO_A_PERSON:
+        return AutoAcceptGate(threshold_id=None, threshold=None, stopped=False)
+    return None
 
 
 def judge_audits_since(key: JudgeKey, since: datetime) -> list[tuple[bool, int]]:
@@ -203,8 +265,8 @@ def judge_audits_since(key: JudgeKey, since: datetime) -> list[tuple[bool, int]]
     verdicts = judge_verdicts(key).filter(created_at__gte=since).values("pk")
     return [
         (not correct, task_id)
-        for correct, task_id in Audit.objects.done()
-        .filter(correct__isnull=False, blind=True, snapshot_id__in=verdicts, route="auto_accepted")
+        for correct, task_id in certifying_audits()
+        .filter(snapshot_id__in=verdicts, route="auto_accepted")
         .order_by("decided_at", "id")
         .values_list("correct", "task_id")
     ]
@@ -229,9 +291,7 @@ def shadow_report(row: AutoAcceptThreshold) -> ShadowReport | None:
         return None
     verdicts = judge_verdicts(JudgeKey.of(row)).filter(created_at__gte=row.shadow_started_at)
     above = verdicts.filter(score__gte=row.threshold)
-    audits = Audit.objects.done().filter(
-        correct__isnull=False, blind=True, snapshot_id__in=above.values("pk")
-    )
+    audits = certifying_audits().filter(snapshot_id__in=above.values("pk"))
     return ShadowReport(
         since=row.shadow_started_at,
         would_accept=above.count(),

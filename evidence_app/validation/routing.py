@@ -5,8 +5,11 @@ Auto-accept at a certified risk: when the judge has an approved threshold
 (``evidence_app.trust.thresholds.approved_gate``), an accepted verdict goes to the
 requester only when its score is at or above it, else to a person ("below the certified
 threshold"); once the drift rule stopped the judge's auto-accept, every accepted verdict
-goes to a person. A judge without an approved threshold keeps the judge's word: its
-accepted verdicts go to the requester (the Trust page says they are not certified)."""
+goes to a person. A judge without an approved threshold keeps the judge's word (its
+accepted verdicts go to the requester, the Trust page says they are not certified)
+unless the deployment auto-accepts certified judges only (``AUTOACCEPT_UNCERTIFIED=
+certified-only``): then a person decides. The gate is the first judge's, whose verdict
+the route follows; a second judge only adds caution."""
 
 from __future__ import annotations
 
@@ -53,18 +56,23 @@ def _answer_is_usable(answer: str, result: ValidationResult) -> bool:
 
 
 def below_threshold_reason(summary: str, score: float | None, gate: AutoAcceptGate) -> str | None:
-    """Why an accepted verdict goes to a person under the judge's approved threshold, or
-    None when it may go to the requester."""
+    """Why an accepted verdict goes to a person under the judge's gate, or None when it
+    may go to the requester."""
+    threshold = gate.threshold
+    if threshold is None:
+        return (
+            f"{summary}; this judge has no certified threshold and only certified judges "
+            "auto-accept here: a person decides"
+        )
     if gate.stopped:
         why = (
             "an operator stopped it" if gate.stopped_by_operator else "its audits show it drifting"
         )
         return f"{summary}; auto-accept is stopped for this judge ({why}): a person decides"
-    if score is None or score < gate.threshold:
+    if score is None or score < threshold:
         shown = "no score" if score is None else f"score {score:.2f}"
         return (
-            f"{summary} ({shown}), below the certified threshold {gate.threshold:.2f}: "
-            "a person decides"
+            f"{summary} ({shown}), below the certified threshold {threshold:.2f}: a person decides"
         )
     return None
 

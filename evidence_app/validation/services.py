@@ -271,8 +271,9 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
     plan = judge_plan(packet, answer, template=None, model=None)
     second_model = second_model_name(task)
     pair = judge_pair(plan, task=task, second_model=second_model)
-    # The judge's approved auto-accept threshold, if any.
-    gate = approved_gate(JudgeKey(plan.template.version, plan.model_name, second_model))
+    # The first judge's gate: its verdict is the one the route follows. The task's own
+    # second judge never picks another judge's threshold (nor none): it only adds caution.
+    gate = approved_gate(JudgeKey(plan.template.version, plan.model_name))
 
     # One transaction (task_transition's): row lock, then re-check (still validating this
     # attempt): a second delivery that judged in parallel, or an abandon meanwhile, finds

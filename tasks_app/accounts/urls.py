@@ -7,15 +7,15 @@ from tasks_app.accounts import views as views_account
 urlpatterns = [
     path("", views_account.account, name="account"),
     path("tokens/", views_account.token_create, name="account_token_create"),
-    path("tokens/<int:token_id>/revoke/", views_account.token_revoke, name="account_token_revoke"),
+    path("tokens/<id:token_id>/revoke/", views_account.token_revoke, name="account_token_revoke"),
     path("webhooks/", views_account.webhook_create, name="account_webhook_create"),
     path(
-        "webhooks/<int:endpoint_id>/disable/",
+        "webhooks/<id:endpoint_id>/disable/",
         views_account.webhook_disable,
         name="account_webhook_disable",
     ),
     path(
-        "webhooks/deliveries/<int:delivery_id>/resend/",
+        "webhooks/deliveries/<id:delivery_id>/resend/",
         views_account.webhook_resend,
         name="account_webhook_resend",
     ),

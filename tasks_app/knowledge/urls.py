@@ -9,5 +9,5 @@ from tasks_app.knowledge import views as views_knowledge
 
 urlpatterns = [
     path("knowledge/", views_knowledge.kb_search, name="kb_search"),
-    path("knowledge/<int:document_id>/", views_knowledge.kb_document, name="kb_document"),
+    path("knowledge/<id:document_id>/", views_knowledge.kb_document, name="kb_document"),
 ]

@@ -161,3 +161,19 @@ def test_database_lost_while_the_response_is_built_is_503_not_500(
     assert response.status_code == 503, response.content
     assert response["Retry-After"] == "5"
     assert response.json()["code"] == "database_unavailable"
+
+
+@pytest.mark.parametrize("method", ["patch", "put", "delete"])
+def test_a_method_an_address_does_not_take_is_a_405_in_the_error_shape(
+    alice: Client, requester: Any, method: str
+) -> None:
+    """Issue 43, item 4: ``PATCH /tasks/{id}`` answered a plain-text 405; now the API's
+    JSON error shape with ``code: method_not_allowed`` and the ``Allow`` header."""
+    task = Task.objects.create(owner=requester, title="t", request="r")
+    response = getattr(alice, method)(
+        f"/api/v1/tasks/{task.pk}", data="{}", content_type="application/json"
+    )
+    assert response.status_code == 405
+    assert response["Content-Type"].startswith("application/json")
+    assert response.json()["code"] == "method_not_allowed"
+    assert "GET" in response["Allow"]

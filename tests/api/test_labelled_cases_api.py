@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from evidence_app.models import Audit, AuditExposure, ValidationSnapshot
 from evidence_app.trust.claim_labels import claim_labels_record, task_decide_with_claim_labels
+from evidence_app.trust.thresholds import certifying_audits
 from evidence_app.validation.services import validation_run
 from tasks_app.models import Task
 from tests.api.conftest import bearer_client
@@ -148,6 +149,23 @@ def test_exported_cases_run_through_judge_bench_with_the_figures_of_from_reviews
     figures = _figures(from_file)
     assert figures["cases"] == 3 and figures["datasets"]["team"]["all"]["cases"] == 3
     assert figures == _figures(from_reviews)
+
+
+def test_the_audit_export_holds_exactly_the_audits_that_certify(
+    otto: Client, offline: None
+) -> None:
+    """Issues 43 and 46: the exported audit labels are the certifying ones
+    (``certifying_audits``): an audit judged by the task's own requester is left out like
+    a judgement that was not blind; the same audit by someone else is exported."""
+    independent = _judged_audit(_validated(), correct=True, label="supported")
+    self_judged = _judged_audit(_validated(), correct=True, label="supported")
+    Audit.objects.filter(pk=self_judged.pk).update(reviewer=self_judged.task.owner)
+    by_other = _judged_audit(_validated(), correct=False, label="unsupported")
+    Audit.objects.filter(pk=by_other.pk).update(reviewer=UserFactory())
+
+    exported = {case["id"] for case in _export(otto, queue="audit")[1]}
+    assert exported == {f"team-audit-{independent.pk}", f"team-audit-{by_other.pk}"}
+    assert {a.pk for a in certifying_audits()} == {independent.pk, by_other.pk}
 
 
 def test_the_export_is_filtered_by_judge_queue_and_period(otto: Client, offline: None) -> None:

@@ -5,6 +5,12 @@ replaying and racing judgements through the page and the API at once (parallel c
 on a live server). Each attack ends with the certified figures (eligible, judged, wrong
 and the 95 % interval of both rates over the last 30 days) as they were without it.
 
+Issue 43 adds the certified auto-accept threshold to what must not move and the lines a
+person holding several roles at once would try: a second model that skips the judge's
+threshold, a requester labelling their own agent's answers, the evidence ids of the
+audit page read through the API, the operator pages (requests, replay and its filters,
+validation requests) and the outstanding audits of Trust, ``GET /trust`` and /metrics.
+
 One summary line per attack (``make drills``; docs/drills.md). Runs on SQLite and on
 PostgreSQL (``DATABASE_URL``)."""
 
@@ -13,21 +19,37 @@ from __future__ import annotations
 import json
 import re
 import threading
+from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 from django.contrib.auth.models import Group
-from django.test import Client
+from django.test import Client, override_settings
+from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
 
-from evidence_app.models import Audit, AuditExposure, ClaimLabel
+from evidence_app.autoaccept.recompute import thresholds_recompute
+from evidence_app.models import (
+    Audit,
+    AuditExposure,
+    AutoAcceptThreshold,
+    ClaimLabel,
+    ThresholdState,
+    ValidationSnapshot,
+)
 from evidence_app.trust.audits import audit_judge
 from evidence_app.trust.rates import trust_report
+from evidence_app.trust.threshold_services import threshold_approve, threshold_shadow_start
+from evidence_app.validation.services import validation_run
+from evidence_app.validator.templates import get_template
 from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import Feedback, Task, ToolEvidence, WebhookDelivery
 from tasks_app.notifications.webhooks import webhook_endpoint_create
-from tests.audit_helpers import drawn_audit
+from tests.audit_helpers import ANSWER, drawn_audit, scripted_validator, two_claim_verdict
 from tests.drills.support import report
+from tests.evidence_app.trust_helpers import labelled_accepts
+from tests.evidence_app.validation_helpers import JUDGE, validating_task
 from tests.factories import TaskFactory, ToolEvidenceFactory, UserFactory
 
 pytestmark = [
@@ -50,6 +72,13 @@ TELLS = (
 def reviewer_named(name: str) -> Any:
     user = UserFactory(username=name, is_staff=True)
     user.groups.add(Group.objects.get_or_create(name="reviewers")[0])
+    return user
+
+
+def operator_reviewer(name: str) -> Any:
+    """A person in both groups, as the demo's ``operator``."""
+    user = reviewer_named(name)
+    user.groups.add(Group.objects.get_or_create(name="operators")[0])
     return user
 
 
@@ -85,6 +114,16 @@ def certified() -> list[tuple[Any, ...]]:
                     )
                 )
     return sorted(figures)
+
+
+def thresholds() -> list[tuple[Any, ...]]:
+    """Every judge's certified auto-accept thresholds after the job recertifies them:
+    (model, state, τ, labels, stopped)."""
+    thresholds_recompute()
+    return sorted(
+        (row.model_name, row.state, row.threshold, row.labelled, row.stopped)
+        for row in AutoAcceptThreshold.objects.exclude(state=ThresholdState.RETIRED)
+    )
 
 
 @pytest.fixture
@@ -134,7 +173,33 @@ PEEKS = [
     ("GET /tasks/active (counts)", "api", "/api/v1/tasks/active"),
     ("GET /audits", "api", "/api/v1/audits"),
     ("GET /audits/{id}", "api", "/api/v1/audits/{audit}"),
+    # Issue 43: the evidence ids of the audit page, and the operator pages of a person in
+    # both groups (kind "ops": mallory is an operator too).
+    ("GET /evidence/{id} (an id of the audit page)", "api", "/api/v1/evidence/{evidence}"),
+    ("GET /evidence/{id} as text", "api", "/api/v1/evidence/{evidence}?format=text"),
+    ("model requests", "ops", "/ops/requests/"),
+    ("model requests of the task", "ops", "/ops/requests/?task={task}"),
+    ("validation requests", "ops", "/ops/requests/validations/{validation}/"),
+    ("replay filtered by verdict", "ops", "/ops/replay/?validator_statuses=accepted"),
+    ("replay filtered by another verdict", "ops", "/ops/replay/?validator_statuses=rejected"),
+    ("validation and its replays", "ops", "/ops/validations/{validation}/"),
+    ("validator inputs of the task", "ops", "/ops/tasks/{task}/inputs/"),
+    ("Trust", "ops", "/ops/trust/"),
+    ("GET /trust", "opsapi", "/api/v1/trust"),
+    ("/metrics", "ops", "/metrics"),
 ]
+
+# Issue 43: these name the task or show its verdict beside it: the read must be recorded
+# (before, each showed the task, its later attempts or its verdict and recorded nothing).
+MUST_RECORD = {
+    "GET /evidence/{id} (an id of the audit page)",
+    "GET /evidence/{id} as text",
+    "model requests",
+    "model requests of the task",
+    "validation requests",
+    "replay filtered by verdict",
+    "replay filtered by another verdict",
+}
 
 
 @pytest.mark.parametrize(("channel", "kind", "url"), PEEKS, ids=[p[0] for p in PEEKS])
@@ -144,20 +209,27 @@ def test_peeking_through_a_channel_never_moves_the_figures(
     """Item 1: a channel either shows no verdict (withheld) or records the read, and the
     peeker's judgement is then counted apart: the certified figures do not move."""
     mallory = world["mallory"]
+    if kind.startswith("ops"):
+        mallory.groups.add(Group.objects.get_or_create(name="operators")[0])
     target = drawn_audit("accepted", owner=world["requester"], title="Peek target 7f3a")
     before = certified()
-    client = page(mallory) if kind == "page" else api(mallory)
+    client = page(mallory) if kind in ("page", "ops") else api(mallory)
+    # The audit page lists the audited attempt's evidence; its ids are all a peeker has.
+    shown = page(mallory).get(f"/review/audits/{target.pk}/").content.decode()
+    evidence = re.findall(r'id="ev-(\d+)"', shown)[0]
     response = client.get(
         url.format(
             task=target.task_id,
             validation=target.snapshot_id,
             audit=target.pk,
+            evidence=evidence,
             title="Peek target 7f3a",
         )
     )
     assert response.status_code == 200, (channel, response.status_code)
     body = response.content.decode()
     exposed = AuditExposure.objects.filter(audit=target, user=mallory).exists()
+    assert exposed or channel not in MUST_RECORD, channel
     if not exposed:
         told = leaks(body, target, "Peek target 7f3a")
         assert not told, (channel, told)
@@ -426,4 +498,119 @@ def test_racing_judgements_through_page_and_api_store_one(
         "audit tampering · racing page and API",
         f"10 parallel judgements (5 page, 5 API): 1 stored ({api_wins} API win, "
         f"{api_conflicts} API 409); counted once",
+    )
+
+
+def _approved_threshold(operator: Any, settings: Any) -> AutoAcceptThreshold:
+    """The drill judge's threshold certified on 200 right, blind, independent audits
+    scoring 0.95 to 0.99 (τ = 0.95) and approved after its shadow."""
+    labelled_accepts([0.95 + (i % 5) / 100 for i in range(200)], [False] * 200)
+    thresholds_recompute()
+    row = AutoAcceptThreshold.objects.get(model_name=JUDGE, state=ThresholdState.PROPOSED)
+    threshold_shadow_start(threshold_id=row.pk, user=operator)
+    settings.AUTOACCEPT_SHADOW_HOURS = 0
+    return threshold_approve(threshold_id=row.pk, user=operator)
+
+
+def test_a_second_model_does_not_skip_the_certified_threshold(
+    world: dict[str, Any], settings: Any
+) -> None:
+    """Issue 43, item 1: with τ = 0.95 approved for the judge, a requester's task that
+    asks for a second judge (the same model, agreeing) and scores 0.93 goes to a person,
+    as without it; before, the pair was an uncertified judge and kept its own word."""
+    row = _approved_threshold(operator_reviewer("op-gate"), settings)
+    before, gates = certified(), thresholds()
+    statuses = []
+    for second in ("", JUDGE):
+        with scripted_validator() as judge:
+            judge.replies = [two_claim_verdict("accepted"), two_claim_verdict("accepted")]
+            task = validating_task(answer=ANSWER, owner=world["requester"], second_model=second)
+            validation_run(task_id=task.pk, attempt_index=1)
+        task.refresh_from_db()
+        statuses.append(task.status)
+    assert statuses == ["needs_review", "needs_review"], statuses
+    row.refresh_from_db()
+    assert row.state == ThresholdState.APPROVED and row.threshold == pytest.approx(0.95)
+    assert certified() == before and thresholds() == gates
+    report(
+        "audit tampering · second model",
+        "score 0.93 under τ 0.95: to a person with and without a second judge; "
+        "figures and threshold unmoved",
+    )
+
+
+def test_a_requester_labelling_their_own_answers_certifies_nothing(
+    world: dict[str, Any],
+) -> None:
+    """Issue 43, item 2: a requester's external answers (invented sources) accepted by
+    the judge, each marked satisfied by the requester, three through the API and 160
+    more as rows: no label, no threshold; the judge stays uncertified."""
+    requester = world["requester"]
+    before, gates = certified(), thresholds()
+    client = api(requester)
+    for _ in range(3):
+        with (
+            scripted_validator() as judge,
+            override_settings(AUDIT_RATE=0, AUDIT_REJECT_RATE=0),
+        ):
+            judge.replies = [two_claim_verdict("accepted")]
+            task = validating_task(answer="Hotels cost up to 900 EUR a night.", owner=requester)
+            validation_run(task_id=task.pk, attempt_index=1)
+        marked = client.post(
+            f"/api/v1/tasks/{task.pk}/feedback",
+            data=json.dumps({"action": "satisfied"}),
+            content_type="application/json",
+        )
+        assert marked.status_code == 200, marked.content
+    for i in range(160):
+        task = TaskFactory(owner=requester, status="closed", agent="external")
+        ValidationSnapshot.objects.create(
+            task=task,
+            attempt_index=1,
+            status="accepted",
+            score=0.97,
+            route="auto_accepted",
+            template_version=get_template("default").version,
+            model_name=JUDGE,
+            audit_probability=0,
+            created_at=timezone.now() - timedelta(minutes=10, seconds=-i),
+        )
+        Feedback.objects.create(task=task, author=requester, action="satisfied", state="applied")
+    assert Feedback.objects.filter(author=requester, action="satisfied").count() == 163
+    assert thresholds() == gates and certified() == before
+    assert not AutoAcceptThreshold.objects.filter(threshold__isnull=False).exists()
+    report(
+        "audit tampering · self-labelling",
+        "163 answers self-marked satisfied: 0 labels, no threshold; figures unmoved",
+    )
+
+
+def test_outstanding_audits_are_shown_without_their_route(world: dict[str, Any]) -> None:
+    """Issue 43, item 3: an open audit of a rejected verdict: Trust, GET /trust and
+    /metrics count it outstanding without its route (per route, one open audit's count
+    said where its task went), and reading them records nothing."""
+    mallory = operator_reviewer("op-metrics")
+    target = drawn_audit("rejected", owner=world["requester"])
+    before = certified()
+    trust = api(mallory).get("/api/v1/trust").json()
+    window = trust["items"][0]["window"]
+    assert window["outstanding"] == 1
+    assert "outstanding" not in window["false_accepts"]
+    assert "outstanding" not in window["false_rejects"]
+    metrics = page(mallory).get("/metrics").content.decode()
+    outstanding = [
+        sample
+        for family in text_string_to_metric_families(metrics)
+        for sample in family.samples
+        if sample.name == "evidentia_audits_outstanding"
+    ]
+    assert outstanding and all("route" not in s.labels for s in outstanding)
+    assert sum(s.value for s in outstanding) == 1
+    html = page(mallory).get("/ops/trust/").content.decode()
+    assert "Outstanding: 1 audit drawn" in html
+    assert not AuditExposure.objects.filter(audit=target).exists()
+    assert Audit.objects.get(pk=target.pk).state == "open" and certified() == before
+    report(
+        "audit tampering · metrics",
+        "Trust, GET /trust and /metrics: 1 outstanding, no route; figures unmoved",
     )

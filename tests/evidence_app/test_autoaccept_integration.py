@@ -17,14 +17,13 @@ from evidence_app.jobs import certify_thresholds_job
 from evidence_app.models import (
     AutoAcceptThreshold,
     ThresholdState,
-    ValidationSnapshot,
 )
 from evidence_app.trust.threshold_services import threshold_approve, threshold_shadow_start
-from evidence_app.trust.thresholds import JudgeKey, labelled_verdicts
+from evidence_app.trust.thresholds import JudgeKey
 from evidence_app.validation.services import validation_run
 from evidence_app.validator.templates import get_template
 from project.errors import Forbidden, InvalidInput, StaleAction
-from tasks_app.models import Feedback, Task
+from tasks_app.models import Task
 from tasks_app.notifications.models import WebhookDelivery, WebhookEndpoint
 from tests.evidence_app.trust_helpers import labelled_accepts
 from tests.evidence_app.validation_helpers import JUDGE, ScriptedJudge, validating_task, verdict
@@ -34,7 +33,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _key() -> JudgeKey:
-    return JudgeKey(get_template("default").version, JUDGE, "")
+    return JudgeKey(get_template("default").version, JUDGE)
 
 
 def _strong_labels() -> None:
@@ -171,30 +170,6 @@ def test_drift_stops_auto_accept_and_operators_are_told(
     client.force_login(operator)
     page = client.get("/ops/trust/").content.decode()
     assert "Auto-accept stopped" in page
-
-
-def test_people_decisions_on_accepted_verdicts_are_labels_of_weight_one() -> None:
-    """Issue 38, item 2: satisfied is right, revise wrong, each weighing 1."""
-    task = TaskFactory(status="closed")
-    other = TaskFactory(status="closed")
-    snapshots = [
-        ValidationSnapshot.objects.create(
-            task=t,
-            attempt_index=1,
-            status="accepted",
-            score=0.8,
-            template_version=_key().template_version,
-            model_name=JUDGE,
-            created_at=timezone.now() - timedelta(hours=1),
-        )
-        for t in (task, other)
-    ]
-    Feedback.objects.create(task=task, action="satisfied", state="applied")
-    Feedback.objects.create(task=other, action="revise", comment="wrong figure", state="applied")
-    labels = {label.snapshot_id: label for label in labelled_verdicts()[_key()]}
-    assert labels[snapshots[0].pk].wrong is False
-    assert labels[snapshots[1].pk].wrong is True
-    assert {label.weight for label in labels.values()} == {1.0}
 
 
 def test_trust_page_shows_the_curve_the_guarantee_and_the_controls(

@@ -101,7 +101,10 @@ def test_demo_autoaccept_shows_a_threshold_an_accept_above_it_a_person_below_it_
     assert statuses == {
         "Auto-accept demo: hotel rate, stated by two documents": "awaiting_feedback",
         "Auto-accept demo: hotel rate, stated once": "needs_review",
+        # Issue 43, item 1: the task's second judge (agreeing) does not skip the threshold.
+        "Auto-accept demo: hotel rate, stated once, with a second judge": "needs_review",
     }
+    assert "AUTOACCEPT_UNCERTIFIED=auto-accept" in out.getvalue()
     again = io.StringIO()
     call_command("demo_autoaccept", stdout=again)
     assert "already shown" in again.getvalue()

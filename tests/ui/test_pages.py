@@ -340,3 +340,36 @@ def test_queue_row_shows_the_first_validator_issue(
     client.force_login(reviewer)
     page = client.get(reverse("review_queue")).content.decode()
     assert "The section number is not in the evidence." in page
+
+
+HUGE = "99999999999999999999999"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/tasks/{HUGE}/",
+        f"/tasks/{HUGE}/progress/",
+        f"/ops/validations/{HUGE}/",
+        f"/ops/requests/?task={HUGE}",
+        f"/ops/tasks/{HUGE}/inputs/",
+    ],
+)
+def test_an_id_too_large_for_the_database_is_a_404_not_a_500(
+    client: Any, reviewer: Any, operator: Any, path: str
+) -> None:
+    """Issue 43, item 4: an id longer than a bigint was a 500 (OverflowError) for a
+    reviewer on the task page and for an operator on the model requests; now a 404."""
+    reviewer.groups.add(*operator.groups.all())
+    client.force_login(reviewer)
+    assert client.get(path).status_code == 404
+
+
+def test_a_task_id_too_large_in_the_bulk_replay_filter_is_refused(
+    client: Any, operator: Any
+) -> None:
+    """Issue 43, item 4: the bulk replay's task ids filter says the id is not one."""
+    client.force_login(operator)
+    response = client.get("/ops/replay/", {"task_ids": HUGE})
+    assert response.status_code == 200
+    assert "is not a task id" in response.content.decode()

@@ -30,9 +30,11 @@ def test_trust_page_shows_estimate_interval_audits_and_the_way_to_the_target(
     assert response.status_code == 200
     page = text_of(response.content.decode())
     # 0 wrong of 100 judged: [0 %, 3.62 %]; 183 judged needed for 2 %: 83 more, 830 verdicts.
-    assert "False accepts 1,000 100 4 0.00 % 0.00 % – 3.62 % exact" in page
+    assert "False accepts 1,000 100 0.00 % 0.00 % – 3.62 % exact" in page
+    # Issue 43: outstanding audits without their route.
+    assert "Outstanding: 4 audits drawn and not yet judged" in page
     assert "83 more audits (≈ 830 verdicts at the audit rate 10.00 %)" in page
-    assert "False rejects 20 20 (2 wrong) 0 10.00 %" in page
+    assert "False rejects 20 20 (2 wrong) 10.00 %" in page
     assert "not reachable at the observed rate (target 2.00 %)" in page
     assert "Clopper–Pearson" in page and "Bonferroni" in page
     assert "Per week" in page

@@ -12,12 +12,18 @@
 2. The certification job certifies a threshold for each; each runs in shadow and is
    approved by the demo operator (the shadow period is skipped: its start is set back
    by AUTOACCEPT_SHADOW_HOURS).
-3. Two answers from an external agent are validated by the demo's judge through the
+3. Three answers from an external agent are validated by the demo's judge through the
    usual path: one whose fact two documents state (score 1.0: auto-accepted, above the
-   threshold) and one stated once (0.9: sent to a person, below the certified threshold).
+   threshold), one stated once (0.9: sent to a person, below the certified threshold),
+   and the same once more on a task that asks for a second judge (the same model): the
+   second judge agrees, and the answer still goes to a person: a task's own options
+   never skip its judge's threshold.
 4. Ten audits of the candidate's auto-accepts after its approval, all judged wrong
    (scripted), and the job runs again: the drift rule stops the candidate's auto-accept,
    and Trust, /metrics and the ``auto_accept.stopped`` webhook say so.
+5. The report names ``AUTOACCEPT_UNCERTIFIED``: with ``auto-accept`` (the default) the
+   demo's own tasks, judged before any threshold existed, were accepted by the judge's
+   word; run the demo with ``certified-only`` and each of their accepts goes to a person.
 
 Idempotent: it does nothing once the history exists."""
 
@@ -67,6 +73,8 @@ ANSWERS = (
         [("Travel policy", f"Hotels. {HOTEL_SENTENCE} Book close to the site.")],
     ),
 )
+# The answer stated once, on a task that asks for a second judge.
+SECOND_JUDGE_TITLE = "Auto-accept demo: hotel rate, stated once, with a second judge"
 
 
 def _history_scores() -> list[tuple[float, bool]]:
@@ -98,8 +106,8 @@ class Command(BaseCommand):
             self.stdout.write("demo auto-accept: the demo has not settled; nothing done")
             return
         template, model = current_judge()
-        judge = JudgeKey(get_template(template).version, model, "")
-        candidate = JudgeKey(get_template("terse").version, CORROBORATING_MODEL_NAME, "")
+        judge = JudgeKey(get_template(template).version, model)
+        candidate = JudgeKey(get_template("terse").version, CORROBORATING_MODEL_NAME)
         history = task_create(
             owner=operator,
             title=HISTORY_TITLE,
@@ -120,7 +128,7 @@ class Command(BaseCommand):
         AutoAcceptThreshold.objects.approved().filter(
             pk__in=[self._approved(key).pk for key in (judge, candidate)]
         ).update(approved_at=approved)
-        self._answers(requester)
+        self._answers(requester, second_model=model)
         later = approved + timedelta(minutes=1)
         self._labels(history, candidate, [(0.5, True)] * 10, later)
         thresholds_recompute()
@@ -128,7 +136,7 @@ class Command(BaseCommand):
 
     def _approved(self, key: JudgeKey) -> AutoAcceptThreshold:
         return AutoAcceptThreshold.objects.approved().for_judge(
-            key.template_version, key.model_name, key.second_model
+            key.template_version, key.model_name
         )[0]
 
     def _settled(self, requester: Any, wait: float) -> bool:
@@ -184,9 +192,9 @@ class Command(BaseCommand):
         )
 
     def _approve(self, key: JudgeKey, operator: Any) -> None:
-        row = AutoAcceptThreshold.objects.for_judge(
-            key.template_version, key.model_name, key.second_model
-        ).get(state=ThresholdState.PROPOSED)
+        row = AutoAcceptThreshold.objects.for_judge(key.template_version, key.model_name).get(
+            state=ThresholdState.PROPOSED
+        )
         threshold_shadow_start(threshold_id=row.pk, user=operator)
         # The demo skips the shadow period: its start is set back by its length.
         AutoAcceptThreshold.objects.filter(pk=row.pk).update(
@@ -195,8 +203,10 @@ class Command(BaseCommand):
         )
         threshold_approve(threshold_id=row.pk, user=operator)
 
-    def _answers(self, requester: Any) -> None:
-        for title, documents in ANSWERS:
+    def _answers(self, requester: Any, *, second_model: str) -> None:
+        answers = [(title, documents, "") for title, documents in ANSWERS]
+        answers.append((SECOND_JUDGE_TITLE, ANSWERS[1][1], second_model))
+        for title, documents, second in answers:
             # At the deployment's audit-rate floor, as any requester's task (a requester
             # may not lower it); an audit drawn here stays open for a person.
             task = task_create(
@@ -204,6 +214,7 @@ class Command(BaseCommand):
                 title=title,
                 request=REQUEST,
                 agent=TaskAgent.EXTERNAL,
+                second_model=second,
             )
             attempt = AttemptIn.model_validate(
                 {
@@ -223,7 +234,7 @@ class Command(BaseCommand):
             submit(task_id=task.pk, attempt=attempt, actor=requester)
 
     def _report(self, judge: JudgeKey, candidate: JudgeKey, requester: Any, wait: float) -> None:
-        titles = [title for title, _ in ANSWERS]
+        titles = [*(title for title, _ in ANSWERS), SECOND_JUDGE_TITLE]
         tasks = Task.objects.filter(owner=requester, title__in=titles)
         deadline = time.monotonic() + wait
         while tasks.exclude(status__in=SETTLED).exists() and time.monotonic() < deadline:
@@ -236,3 +247,13 @@ class Command(BaseCommand):
             )
         for task in tasks.order_by("pk"):
             self.stdout.write(f"demo auto-accept: task {task.pk} '{task.title}': {task.status}")
+        self.stdout.write(
+            "demo auto-accept: judges without an approved threshold: "
+            f"AUTOACCEPT_UNCERTIFIED={settings.AUTOACCEPT_UNCERTIFIED} ("
+            + (
+                "their accepts go to the requester, marked not certified; certified-only "
+                "sends them to a person)"
+                if settings.AUTOACCEPT_UNCERTIFIED == "auto-accept"
+                else "their accepts go to a person; auto-accept lets them through)"
+            )
+        )
