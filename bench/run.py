@@ -7,7 +7,8 @@ Environment (defaults in brackets):
   CELERY_BROKER_URL  [redis://127.0.0.1:6379/5]
   BENCH_WORKERS      [number of CPU cores] worker processes of the pipeline benchmark
 
-Options: ``--only pipeline,team,ui,long_lists,packets,otlp,intake,metrics,judge_model`` runs some; ``--quick``
+Options: ``--only pipeline,team,ui,long_lists,packets,otlp,intake,metrics,judge_model`` runs
+some; ``--quick``
 runs tiny sizes (a smoke run, seconds; results go to ``var/bench/results-quick.json``);
 ``--no-profile`` skips the profiles.
 """

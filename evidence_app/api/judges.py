@@ -312,7 +312,7 @@ def get_comparisons(request: HttpRequest) -> dict[str, Any]:
 
 @router.post(
     "/judges/comparisons",
-    response={202: ComparisonOut, **error_responses(403)},
+    response={202: ComparisonOut, **error_responses(403, 409)},
     summary="Compare a candidate template and model with the current judge on the "
     "held-out labelled cases, in the background (operators)",
     description="Follow it at `GET /judges/comparisons/{id}` (`state`, `done` of `total`, "

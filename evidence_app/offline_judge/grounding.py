@@ -129,18 +129,22 @@ def _objection(
         return False
     if any(b.startswith("the sentence qualifies it") for b in closest.blocked):
         return True  # a negation, hedge or qualifier around the claim's words
-    for at, mine, theirs in closest.swaps:
-        if len(mine) > SWAP_WORDS or len(theirs) > SWAP_WORDS:
-            continue  # the sentence says it otherwise: for the model to read
-        words = {t.lower for t in mine + theirs}
-        if any(t.name or t.figure for t in mine) and any(t.name or t.figure for t in theirs):
-            return True  # another name or figure in the claim's place
-        if words & _PRESENT and words & _PAST:
-            return True  # "is" for "was": what held is not what holds
-        after = claim[at + len(mine) : at + len(mine) + 2]
-        if len(after) == 2 and after[0].lower in _ROLE_LINKS and after[1].name:
-            return True  # another role before a name: "directed by" for "produced by"
-    return False
+    return any(_exact_swap(claim, at, mine, theirs) for at, mine, theirs in closest.swaps)
+
+
+def _exact_swap(claim: list[Token], at: int, mine: list[Token], theirs: list[Token]) -> bool:
+    """One word or name of the claim's put in another's place, as words show it."""
+    if len(mine) > SWAP_WORDS or len(theirs) > SWAP_WORDS:
+        return False  # the sentence says it otherwise: for the model to read
+    words = {t.lower for t in mine + theirs}
+    if any(t.name or t.figure for t in mine) and any(t.name or t.figure for t in theirs):
+        return True  # another name or figure in the claim's place
+    if words & _PRESENT and words & _PAST:
+        return True  # "is" for "was": what held is not what holds
+    if len(mine) == 1 and len(theirs) == 1 and not (mine[0].punct or theirs[0].punct):
+        return True  # one word for another, the rest the same: "raises" for "lowers"
+    after = claim[at + len(mine) : at + len(mine) + 2]
+    return len(after) == 2 and after[0].lower in _ROLE_LINKS and after[1].name
 
 
 # A swap of at most this many words a side is one word or name for another.

@@ -1,15 +1,17 @@
 """What the entailment model reads in the evidence for one claim: the premise that best
-entails it, and any sentence about the same subject that contradicts it.
+entails it, and any sentence about the same fact that contradicts it.
 
 Premises are the evidence sentences that share the most content words with the claim
-(``CANDIDATES``), each also read with the sentence before it in the same tool result
-(what "It" or "He" names), and every tool result short enough to read whole
-(``WHOLE_CHARS``). Only these pairs are scored, in one batch per claim: an answer is
-not compared with every sentence of every document.
+(``CANDIDATES``), and for the first of them its tool result whole when short
+(``WHOLE_CHARS``), else with the sentence before it (what "It" or "He" names). A claim
+the rules found stated word for word has only its support read. Only these pairs are
+scored: an answer is not compared with every sentence of every document.
 
-A sentence *contradicts* the claim when the model reads a contradiction either way
+A sentence *contradicts* the claim when the model reads a contradiction either way round
 (sentence then claim, claim then sentence) with at least ``CONTRADICTS`` probability,
-and it shares a content word with the claim (it is about the same thing).
+it states something (a heading does not), it speaks of the same fact (``SAME_FACT``),
+the rules do not read it as about another subject or kind, and it comes from another
+tool result than the claim's support.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, replace
 from django.conf import settings
 
 from evidence_app.offline_judge.answer_text import content_words
+from evidence_app.offline_judge.claim_words import sentence_words
 from evidence_app.offline_judge.disputes import about_something_else
 from evidence_app.offline_judge.entailment import EntailmentModel, shared_model
 from evidence_app.offline_judge.wording import Finding, Sentence, essential, tokens
@@ -34,6 +37,8 @@ CONTRADICTS = 0.4
 # A sentence speaks of the same fact as the claim when this share of its content words
 # are the claim's or its supporting sentence's.
 SAME_FACT = 0.5
+# A sentence that entails the claim with at least this probability states it too.
+AGREES = 0.5
 # The rules' disputes stand whatever the model reads (figures, dates, names, updates,
 # the opposite, another word in the claim's place: the model reads antonyms and numbers
 # worse than the rules), but for "another kind of thing", which stands only when the
@@ -88,6 +93,12 @@ def _premises(
     return list(premises.values()), [evidence[i] for i in chosen]
 
 
+def _states(sentence: Sentence) -> bool:
+    """The sentence states something: it ends as a sentence does (a heading or a title
+    line states nothing to contradict)."""
+    return sentence_words(sentence.toks, sentence.text).statement
+
+
 def _same_fact(other: Sentence, claim_text: str, support: Iterable[Sentence]) -> bool:
     """Most of the sentence's content words are the claim's or its support's: it speaks of
     the same fact (a sentence about something else shares a few words at most)."""
@@ -127,7 +138,9 @@ def read_claim(
     # Only a sentence about the same fact may dispute the claim: one about something
     # else is no dispute, whatever the model would read, and is not read.
     rivals = [
-        s for s in singles if s.text not in support_texts and _same_fact(s, claim_text, stated)
+        s
+        for s in singles
+        if s.text not in support_texts and _states(s) and _same_fact(s, claim_text, stated)
     ]
     pairs = [(p.text, claim_text) for p in premises]
     pairs += [(s.text, claim_text) for s in rivals] + [(claim_text, s.text) for s in rivals]
@@ -136,17 +149,23 @@ def read_claim(
     rival_scores = scores[len(premises) :]
     best = max(premises, key=lambda p: forward[p.text].entailment)
     contradiction, contradicting = 0.0, None
+    own_sources = {s.source for s in best.sentences}
     for k, s in enumerate(rivals):
-        # Read both ways: a negation may read as entailed one way round only.
+        # Read both ways: a negation may read as entailed one way round only. Only
+        # another tool result disputes by meaning: sentences of one document read as
+        # contradicting each other are the model's mistake far more often than the
+        # document's (the rules still read a document that disagrees with itself).
         p = max(rival_scores[k].contradiction, rival_scores[len(rivals) + k].contradiction)
-        if p > contradiction and s.text not in _texts(best.sentences):
+        if rival_scores[k].entailment >= AGREES:
+            continue  # another source stating it too: no rival
+        if p > contradiction and s.source not in own_sources:
             contradiction, contradicting = p, s
     return Reading(forward[best.text].entailment, best.sentences, contradiction, contradicting)
 
 
 # Entailment probability from which a claim the rules cannot verify word for word is
 # supported by its best premise.
-ENTAILS = 0.9
+ENTAILS = 0.95
 # Contradiction probability from which a claim nothing entails is contradicted (the
 # answer is rejected and retried); below it, but from ``CONTRADICTS``, a person decides.
 REJECTS = 0.95
