@@ -5,6 +5,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import include, path, re_path, register_converter
+from django.urls.converters import get_converters
 from django.views.defaults import page_not_found
 from django.views.generic import RedirectView
 
@@ -12,7 +13,10 @@ from project.api import api, api_not_found_view
 from project.url_ids import RowIdConverter
 
 # ``<id:...>``: a row id a bigint can hold; a longer run of digits is a 404, not a 500.
-register_converter(RowIdConverter, "id")
+# Registered once per process: a test that reloads the URL configuration imports this
+# module again, and Django refuses a second registration of a name.
+if "id" not in get_converters():
+    register_converter(RowIdConverter, "id")
 
 urlpatterns = [
     path("admin/", admin.site.urls),

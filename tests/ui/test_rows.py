@@ -45,7 +45,7 @@ QUEUE_LOOP = """{% load evidentia %}{% for t in tasks %}
 LIST_LOOP = """{% load evidentia %}{% for t in tasks %}
       <tr data-task-id="{{ t.pk }}"><td class="mono">{{ t.pk }}</td><td class="title"><a href="{% url 'task_detail' t.pk %}" hx-disable>{{ t.title }}</a></td>
         {% if scope == 'all' %}<td>{{ t.owner }}</td>{% endif %}
-        <td><span class="badge status-{{ t.status }}{% if t.is_execution_active %} pulse{% endif %}">{{ t.get_status_display }}</span>{% if t.requires_user_action and t.owner_id == user.pk and t.status != "needs_review" %} <span class="small muted">your turn</span>{% endif %}{% if t.status_reason %}<div class="small muted status-reason">{{ t.status_reason }}</div>{% endif %}</td>
+        <td><span class="badge status-{{ t.status }}{% if t.is_execution_active %} pulse{% endif %}">{{ t.get_status_display }}</span>{% if t.requires_user_action and t.owner_id == user.pk and t.status != "needs_review" %} <span class="small muted">your turn</span>{% endif %}{% if t.status_reason %}<div class="small muted status-reason" hx-disable>{{ t.status_reason }}</div>{% endif %}</td>
         <td class="attempts">{{ t.attempt_count }}/{{ t.max_attempts }}{% if t.requeue_count %}<div class="small muted rerun">{{ t.requeue_count|rerun_note }}</div>{% endif %}</td>
         <td>{% if t.validation_outcome %}{{ t.get_validation_outcome_display }}{% else %}<span class="faint">–</span>{% endif %}</td>
         <td class="nowrap" title="{{ t.created_at|date:'Y-m-d H:i' }}">{{ t.created_at|timesince }} ago</td></tr>

@@ -78,7 +78,7 @@ def test_the_lists_show_the_reason_under_each_status_but_not_while_it_is_withhel
     mine = client.get(reverse("my_tasks")).content.decode()
     row = re.search(rf'<tr data-task-id="{task.pk}">.*?</tr>', mine, re.S).group(0)
     assert (
-        '<div class="small muted status-reason">judges disagree: offline:judge says '
+        '<div class="small muted status-reason" hx-disable>judges disagree: offline:judge says '
         "accepted, offline:judge-corroborating says insufficient evidence</div>"
     ) in row
     client.force_login(reviewer)
