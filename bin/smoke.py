@@ -139,7 +139,7 @@ def trust_shown(client: httpx.Client) -> None:
         for group in client.get("/api/v1/trust").json()["items"]:
             rate = group["window"]["false_accepts"]
             if rate and rate["judged"] and rate["interval"]["estimate"] is not None:
-                return dict(rate)
+                return {**rate, "open": group["window"]["outstanding"]}
         return None
 
     rate = wait_for("an estimate of the false-accept rate on Trust", estimate, 90, 2)
@@ -147,7 +147,7 @@ def trust_shown(client: httpx.Client) -> None:
     step(
         f"trust: false accepts {interval['estimate']:.0%} "
         f"[{interval['low']:.0%}, {interval['high']:.0%}] from {rate['judged']} judged audits, "
-        f"{rate['outstanding']} open, {rate['audits_needed']} more for the target"
+        f"{rate['open']} open (both routes), {rate['audits_needed']} more for the target"
     )
     pairs = client.get("/api/v1/stats/agreement").json()["judge_pairs"]
     if not any(p["disagreements"] for p in pairs):

@@ -98,8 +98,9 @@ def test_detail_with_200_evidence_items_makes_a_bounded_number_of_queries(
     # assign to, permissions (the admin link), the cost figures, the trace tree's
     # attempts and their first runs, the person's decision in its undo window (the toast,
     # issue 26), a reviewer's first view of the attempt (one INSERT that skips an existing
-    # row, issue 27; 18 statements in all): the same for 2 or 2,000 evidence items.
-    with django_assert_max_num_queries(21):
+    # row, issue 27; 18 statements in all), the status's reason (issue 47) and the open
+    # audits a reader's view exposes (issue 43): the same for 2 or 2,000 evidence items.
+    with django_assert_max_num_queries(22):
         response = client.get(reverse("task_detail", args=[task.pk]))
     assert response.status_code == 200
     assert response.context["evidence_count"] == 202
