@@ -160,7 +160,8 @@ def trust_shown(client: httpx.Client) -> None:
 
     def auto_accept_shown() -> bool:
         trust = client.get("/ops/trust/").text
-        return "Approved threshold" in trust and "Auto-accept stopped" in trust
+        # One judge certified (its approved threshold applies), the candidate stopped.
+        return 'data-state="certified"' in trust and 'data-state="stopped"' in trust
 
     wait_for(
         "Trust showing an approved threshold and a judge stopped by drift",
