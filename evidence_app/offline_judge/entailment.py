@@ -64,7 +64,6 @@ class EntailmentModel:
         self.tokenizer.no_padding()
         self._cache: OrderedDict[tuple[str, str], Entailment] = OrderedDict()
         self._lock = threading.Lock()
-        self.pairs_scored = 0
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[Entailment]:
         """The probabilities for each (premise, hypothesis) pair, in order."""
@@ -93,7 +92,6 @@ class EntailmentModel:
             shifted = np.exp(logits - logits.max())
             c, n, entail = (float(x) for x in shifted / shifted.sum())
             out.append(Entailment(c, n, entail))
-        self.pairs_scored += len(pairs)
         return out
 
 
