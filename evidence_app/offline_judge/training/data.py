@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.judge_public_cases import detokenize, fever_bucket, fever_rows
+from evidence_app.offline_judge.training.mutations import contradictions
 
 ROOT = Path(__file__).resolve().parents[3]
 CASE_FILES = sorted((ROOT / "evidence_app" / "judge_bench").glob("*cases*.json"))
@@ -129,6 +130,11 @@ def _fever(repo: Path) -> Iterator[Row]:
             yield detokenize(row["evidence"]), row["claim"], row["label"], row["key"]
 
 
+def _fever_mutations(repo: Path) -> Iterator[Row]:
+    supported = [row for row in _fever(repo) if row[2] == "entailment"]
+    yield from contradictions(supported)
+
+
 SOURCES = (
     Source(
         "snli_dev",
@@ -197,6 +203,15 @@ SOURCES = (
         ("RTE-Fever/processed/dev.raw.input0", "dev.raw.input1", "dev.label"),
         "CC BY-SA 3.0 (FEVER, Wikipedia)",
         _fever,
+    ),
+    Source(
+        "fever_mutations",
+        "asaakyan/covidfact",
+        "ceeb613cde5a6c19dea4f2c165654e510ff52b10",
+        ("RTE-Fever/processed/dev.raw.input0", "dev.raw.input1", "dev.label"),
+        "CC BY-SA 3.0 (FEVER, Wikipedia); the train side's SUPPORTS claims mutated by rule"
+        " here (training/mutations.py), labelled contradiction",
+        _fever_mutations,
     ),
 )
 # The conflict category's source: never trained on.

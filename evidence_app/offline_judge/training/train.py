@@ -71,9 +71,28 @@ def tokenizer_for(base: Path) -> Tokenizer:
     return tok
 
 
-def load_rows(path: Path) -> list[dict]:
+def load_rows(path: Path, repeat: dict[str, int] | None = None) -> list[dict]:
+    """The training rows; a source named in ``repeat`` (``{"fever": 2}``) is there that
+    many times (more passes over the data closest to what the judge reads)."""
     with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        rows = [json.loads(line) for line in f if line.strip()]
+    extra = [
+        r
+        for name, times in (repeat or {}).items()
+        for r in rows * (times - 1)
+        if r["source"].split(":", 1)[0] == name
+    ]
+    return rows + extra
+
+
+def parse_repeat(values: list[str]) -> dict[str, int]:
+    out = {}
+    for value in values:
+        name, _, times = value.partition("=")
+        if not name or not times.isdigit() or int(times) < 1:
+            raise SystemExit(f"--repeat takes SOURCE=N (N >= 1), not {value!r}")
+        out[name] = int(times)
+    return out
 
 
 def encode(tok: Tokenizer, rows: list[dict]) -> list[tuple[list[int], list[int], int]]:
@@ -145,7 +164,7 @@ def train(args: argparse.Namespace) -> CrossEncoder:
         torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     tok = tokenizer_for(args.base)
-    data = encode(tok, load_rows(args.data))
+    data = encode(tok, load_rows(args.data, parse_repeat(args.repeat)))
     lengths = [len(ids) for ids, _t, _l in data]
     per_epoch = math.ceil(len(data) / args.batch)
     total = per_epoch * args.epochs
@@ -247,6 +266,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--save-every", type=int, default=100)
+    parser.add_argument(
+        "--repeat",
+        action="append",
+        default=[],
+        metavar="SOURCE=N",
+        help="train on a source's rows N times an epoch (e.g. fever=2)",
+    )
     parser.add_argument(
         "--export-checkpoint",
         action="store_true",
