@@ -128,6 +128,45 @@ def fenced_insert(
     return int(returned[0][0])
 
 
+def fenced_insert_parent(
+    fence: Fence,
+    parent: tuple[type[models.Model], dict[str, Any]],
+    children: tuple[type[models.Model], list[dict[str, Any]]],
+    *,
+    fk: str,
+) -> int:
+    """Insert one ``parent`` row and the ``children`` rows whose ``fk`` is that new row,
+    in one statement fenced like ``fenced_insert`` (a run and its first messages: one
+    statement, not two, issue 48); returns the parent's id. Raises LeaseLost (nothing
+    written) when the lease is gone or the task no longer runs."""
+    parent_model, parent_row = parent
+    child_model, child_rows = children
+    parent_sql, params = _insert_select(parent_model, [parent_row])
+    names = tuple(child_rows[0])
+    fields, columns, row_sql = _columns(child_model, names)
+    params = _held_params(fence) + params
+    params += [
+        f.get_db_prep_save(row[name], connection)
+        for row in child_rows
+        for name, f in zip(names, fields, strict=True)
+    ]
+    quote = connection.ops.quote_name
+    fk_column = quote(child_model._meta.get_field(fk).column)
+    sql = (
+        f"{_HELD}, parent AS ({parent_sql}) "
+        f"INSERT INTO {quote(child_model._meta.db_table)} ({fk_column}, {columns}) "
+        'SELECT parent."id", v.* FROM (VALUES '
+        + ", ".join([row_sql] * len(child_rows))
+        + f") AS v CROSS JOIN parent RETURNING {fk_column}"
+    )
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        returned = cur.fetchall()
+    if not returned:
+        raise LeaseLost(f"task {fence.task_id}: lease lost; write discarded")
+    return int(returned[0][0])
+
+
 def fenced_update(fence: Fence, model: type[models.Model], pk: int, values: dict[str, Any]) -> None:
     """``UPDATE`` one row in one statement, fenced by the lease like ``fenced_insert``."""
     quote = connection.ops.quote_name
