@@ -242,6 +242,13 @@ def run(n: int) -> str:
     out.append(f"\nEvery statement of one task ({len(one.statements)}):\n")
     for i, (phase, caller, sql) in enumerate(one.statements, 1):
         out.append(f"{i:3d} {phase:<32} {caller}\n      {sql}")
+    out.append(f"\nOur functions (cProfile, CPU time, {n} tasks), by cumulative time:\n")
+    stream = io.StringIO()
+    pstats.Stats(profiler, stream=stream).sort_stats("cumulative").print_stats(
+        r"/(evidence_app|tasks_app|project)/", 50
+    )
+    text = stream.getvalue().replace(str(Path(__file__).resolve().parent.parent) + os.sep, "")
+    out.append(_trim_pstats(text))
     for order, count in (("tottime", 40), ("cumulative", 60)):
         out.append(
             f"\ncProfile (CPU time, main thread) of {n} more tasks, top {count} by {order}:\n"
