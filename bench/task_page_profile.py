@@ -115,9 +115,9 @@ def run(requests: int, mb: float) -> str:
         out.append(f"\ncProfile (CPU time) of {requests} warm requests, top {count} by {order}:\n")
         stream = io.StringIO()
         pstats.Stats(profiler, stream=stream).strip_dirs().sort_stats(order).print_stats(count)
-        text = stream.getvalue().splitlines()
-        start = next((i for i, line in enumerate(text) if "ncalls" in line), 0)
-        out.append("\n".join(text[start:]).rstrip())
+        listing = stream.getvalue().splitlines()
+        start = next((i for i, line in enumerate(listing) if "ncalls" in line), 0)
+        out.append("\n".join(listing[start:]).rstrip())
     return "\n".join(out) + "\n"
 
 

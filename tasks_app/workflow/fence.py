@@ -155,7 +155,8 @@ def fenced_insert_parent(
         for name, f in zip(names, fields, strict=True)
     ]
     quote = connection.ops.quote_name
-    fk_column = quote(child_model._meta.get_field(fk).column)
+    fk_field: Any = child_model._meta.get_field(fk)
+    fk_column = quote(fk_field.column)
     sql = (
         f"{_HELD}, parent AS ({parent_sql}) "
         f"INSERT INTO {quote(child_model._meta.db_table)} ({fk_column}, {columns}) "
