@@ -4,7 +4,8 @@ full reload; with the day's progress and the neighbours of a task for complete-a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import functools
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -35,6 +36,7 @@ from evidence_app.models import FailureCategory, ValidationSnapshot, ValidationS
 from evidence_app.review.audit_page import open_audit_count
 from evidence_app.review.forms import QUEUE_FILTER_KEYS, QueueFilterForm
 from evidence_app.trust.blinding import audit_exposures_record
+from project.db import MARKER_ID, Prepared
 from project.errors import DomainError
 from project.pagination import CountedPaginator
 from project.roles import REVIEWERS, is_reviewer
@@ -158,10 +160,7 @@ def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str
             list(queue_queryset(user, filters).values_list("pk", flat=True)), task_id
         )
 
-    def queue() -> QuerySet[Task]:
-        return queue_queryset(user, filters)
-
-    row = _keyset_row(queue, task_id)
+    row = _keyset_row(task_id)
     if row is None or not row["in_queue"]:
         # Not in the queue (or no such task: callers pass a visible one): no position,
         # the queue's first task next.
@@ -171,7 +170,9 @@ def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str
                 row["total"] if row else status_counts().get(TaskStatus.NEEDS_REVIEW, 0)
             ),
             "prev_id": None,
-            "next_id": row["first_id"] if row else queue().values_list("pk", flat=True).first(),
+            "next_id": row["first_id"]
+            if row
+            else queue_queryset(user, filters).values_list("pk", flat=True).first(),
         }
     prev_id, next_id = row["prev_id"], row["next_id"]
     return {
@@ -184,10 +185,18 @@ def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str
     }
 
 
-def _keyset_row(queue: Callable[[], QuerySet[Task]], task_id: int) -> Mapping[str, Any] | None:
-    """In one query: whether ``task_id`` is in the whole queue, the queue's size (the
-    status counter), its first task, the task's neighbours (one indexed row each) and the
-    number of tasks before it."""
+_KEYSET_COLUMNS = ("in_queue", "total", "first_id", "prev_id", "next_id", "before_n")
+
+
+@functools.cache
+def _keyset_query() -> Prepared:
+    """The query of ``_keyset_row``, compiled once: the whole queue (no filter) reads
+    the same for every user, and building its five subqueries of the queue through the
+    ORM cost more CPU than PostgreSQL spends running them (issue 48: the task page)."""
+
+    def queue() -> QuerySet[Task]:
+        return queue_queryset(None, {})
+
     at, pk = OuterRef("created_at"), OuterRef("pk")
     before = queue().filter(Q(created_at__lt=at) | Q(created_at=at, pk__lt=pk))
     after = queue().filter(Q(created_at__gt=at) | Q(created_at=at, pk__gt=pk))
@@ -197,8 +206,8 @@ def _keyset_row(queue: Callable[[], QuerySet[Task]], task_id: int) -> Mapping[st
         .annotate(total=Sum("n"))
         .values("total")[:1]
     )
-    return (
-        Task.objects.filter(pk=task_id)
+    return Prepared(
+        Task.objects.filter(pk=MARKER_ID)
         .annotate(
             in_queue=Exists(queue().filter(pk=pk)),
             total=Coalesce(total, 0),
@@ -207,9 +216,17 @@ def _keyset_row(queue: Callable[[], QuerySet[Task]], task_id: int) -> Mapping[st
             next_id=Subquery(after.order_by("created_at", "id").values("pk")[:1]),
             before_n=_SubqueryCount(before.order_by().values("pk")),
         )
-        .values("in_queue", "total", "first_id", "prev_id", "next_id", "before_n")
-        .first()
+        .values_list(*_KEYSET_COLUMNS)[:1],
+        task_id=MARKER_ID,
     )
+
+
+def _keyset_row(task_id: int) -> Mapping[str, Any] | None:
+    """In one query: whether ``task_id`` is in the whole queue, the queue's size (the
+    status counter), its first task, the task's neighbours (one indexed row each) and the
+    number of tasks before it."""
+    rows = _keyset_query().rows(task_id=task_id)
+    return dict(zip(_KEYSET_COLUMNS, rows[0], strict=True)) if rows else None
 
 
 def unfiltered_queue_size(needs_review: int) -> int:

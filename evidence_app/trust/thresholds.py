@@ -29,6 +29,7 @@ own agent by marking its answers satisfied."""
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,6 +46,7 @@ from evidence_app.models import (
     ValidationStatus,
 )
 from evidence_app.trust.agreement import HUMAN_DECISIONS
+from project.db import MARKER_TEXT, Prepared
 from tasks_app.records import Feedback, FeedbackAction
 
 __all__ = [
@@ -235,24 +237,38 @@ def seen_verdict_labels() -> dict[JudgeKey, SeenVerdictLabels]:
     return dict(counts)
 
 
+# The second text marker of ``_approved_threshold`` (each marker needs its own value).
+_MARKER_MODEL = MARKER_TEXT + "model"
+
+
+@functools.cache
+def _approved_threshold() -> Prepared:
+    """A judge's approved threshold (id, threshold, stopped_at, stopped_by_id), compiled
+    once: ``approved_gate`` runs for every verdict (issue 48)."""
+    return Prepared(
+        AutoAcceptThreshold.objects.approved()
+        .for_judge(MARKER_TEXT, _MARKER_MODEL)
+        .filter(threshold__isnull=False)
+        .order_by("pk")
+        .values_list("pk", "threshold", "stopped_at", "stopped_by_id")[:1],
+        version=MARKER_TEXT,
+        model=_MARKER_MODEL,
+    )
+
+
 def approved_gate(key: JudgeKey) -> AutoAcceptGate | None:
     """What the judge may accept alone: its approved threshold; without one, None when
     the deployment lets an uncertified judge keep its word (``AUTOACCEPT_UNCERTIFIED=
     auto-accept``: its accepted verdicts go to the requester, not certified), else a
     gate that sends every accept to a person."""
-    row = (
-        AutoAcceptThreshold.objects.approved()
-        .for_judge(key.template_version, key.model_name)
-        .filter(threshold__isnull=False)
-        .only("pk", "threshold", "stopped_at", "stopped_by")
-        .first()
-    )
-    if row is not None and row.threshold is not None:
+    rows = _approved_threshold().rows(version=key.template_version, model=key.model_name)
+    if rows and rows[0][1] is not None:
+        pk, threshold, stopped_at, stopped_by_id = rows[0]
         return AutoAcceptGate(
-            threshold_id=row.pk,
-            threshold=row.threshold,
-            stopped=row.stopped,
-            stopped_by_operator=row.stopped and row.stopped_by_id is not None,
+            threshold_id=pk,
+            threshold=threshold,
+            stopped=stopped_at is not None,
+            stopped_by_operator=stopped_at is not None and stopped_by_id is not None,
         )
     if settings.AUTOACCEPT_UNCERTIFIED == UNCERTIFIED_TO_A_PERSON:
         return AutoAcceptGate(threshold_id=None, threshold=None, stopped=False)

@@ -9,10 +9,13 @@ read for each verdict, so a change applies to the verdicts made after it.
 
 from __future__ import annotations
 
+import functools
+
 from django.conf import settings
 
 from evidence_app.models import JudgeDefault, ShadowJudge, ShadowVerdict, ValidationSnapshot
 from evidence_app.validator.templates import DEFAULT_TEMPLATE
+from project.db import Prepared
 from tasks_app.actions import job_enqueue
 
 __all__ = ["SHADOW_JOB", "active_shadow", "current_judge", "shadow_enqueue"]
@@ -21,13 +24,27 @@ __all__ = ["SHADOW_JOB", "active_shadow", "current_judge", "shadow_enqueue"]
 SHADOW_JOB = "evidence_app.shadow_validation"
 
 
+@functools.cache
+def _latest_default() -> Prepared:
+    """The latest ``JudgeDefault`` (template, model), compiled once: it is read for
+    every verdict (issue 48)."""
+    return Prepared(
+        JudgeDefault.objects.order_by("-chosen_at", "-id").values_list("template", "model")[:1]
+    )
+
+
+@functools.cache
+def _active_shadow_id() -> Prepared:
+    """The id of the active shadow judge, compiled once: read for every verdict."""
+    return Prepared(ShadowJudge.objects.filter(active=True).values_list("pk", flat=True)[:1])
+
+
 def current_judge() -> tuple[str, str]:
     """(template name, model) of the team's current judge."""
-    latest = JudgeDefault.objects.order_by("-chosen_at", "-id").values_list("template", "model")
-    row = latest.first()
-    if row is None:
+    rows = _latest_default().rows()
+    if not rows:
         return DEFAULT_TEMPLATE, settings.VALIDATOR_MODEL
-    return row
+    return rows[0]
 
 
 def active_shadow() -> ShadowJudge | None:
@@ -38,9 +55,9 @@ def shadow_enqueue(original: ValidationSnapshot) -> ShadowVerdict | None:
     """While a shadow judge is active, queue its judgement of ``original`` (an original
     verdict just stored) through the outbox, in the caller's transaction: the shadow job
     exists exactly when the verdict does. None when no shadow judge is active."""
-    shadow = active_shadow()
-    if shadow is None:
+    rows = _active_shadow_id().rows()
+    if not rows:
         return None
-    pending = ShadowVerdict.objects.create(shadow=shadow, original=original)
+    pending = ShadowVerdict.objects.create(shadow_id=rows[0][0], original=original)
     job_enqueue(SHADOW_JOB, (pending.pk,), task_ref=original.task_id)
     return pending

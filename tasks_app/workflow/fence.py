@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection, models, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models, transaction
 from django.utils import timezone
 
 from project.dbturn import db_turn
@@ -90,8 +90,11 @@ def _insert_select(model: type[models.Model], rows: list[dict[str, Any]]) -> tup
     value cast to its column's type (parameters would otherwise arrive untyped)."""
     names = tuple(rows[0])
     fields, columns, row_sql = _columns(model, names)
+    # This thread's connection itself, not the ``connection`` proxy: every value's
+    # preparation reads it, a proxy lookup each time (issue 48).
+    conn = connections[DEFAULT_DB_ALIAS]
     params = [
-        f.get_db_prep_save(row[name], connection)
+        f.get_db_prep_save(row[name], conn)
         for row in rows
         for name, f in zip(names, fields, strict=True)
     ]
@@ -128,12 +131,54 @@ def fenced_insert(
     return int(returned[0][0])
 
 
+def fenced_insert_parent(
+    fence: Fence,
+    parent: tuple[type[models.Model], dict[str, Any]],
+    children: tuple[type[models.Model], list[dict[str, Any]]],
+    *,
+    fk: str,
+) -> int:
+    """Insert one ``parent`` row and the ``children`` rows whose ``fk`` is that new row,
+    in one statement fenced like ``fenced_insert`` (a run and its first messages: one
+    statement, not two, issue 48); returns the parent's id. Raises LeaseLost (nothing
+    written) when the lease is gone or the task no longer runs."""
+    parent_model, parent_row = parent
+    child_model, child_rows = children
+    parent_sql, params = _insert_select(parent_model, [parent_row])
+    names = tuple(child_rows[0])
+    fields, columns, row_sql = _columns(child_model, names)
+    params = _held_params(fence) + params
+    conn = connections[DEFAULT_DB_ALIAS]
+    params += [
+        f.get_db_prep_save(row[name], conn)
+        for row in child_rows
+        for name, f in zip(names, fields, strict=True)
+    ]
+    quote = connection.ops.quote_name
+    fk_field: Any = child_model._meta.get_field(fk)
+    fk_column = quote(fk_field.column)
+    sql = (
+        f"{_HELD}, parent AS ({parent_sql}) "
+        f"INSERT INTO {quote(child_model._meta.db_table)} ({fk_column}, {columns}) "
+        'SELECT parent."id", v.* FROM (VALUES '
+        + ", ".join([row_sql] * len(child_rows))
+        + f") AS v CROSS JOIN parent RETURNING {fk_column}"
+    )
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        returned = cur.fetchall()
+    if not returned:
+        raise LeaseLost(f"task {fence.task_id}: lease lost; write discarded")
+    return int(returned[0][0])
+
+
 def fenced_update(fence: Fence, model: type[models.Model], pk: int, values: dict[str, Any]) -> None:
     """``UPDATE`` one row in one statement, fenced by the lease like ``fenced_insert``."""
     quote = connection.ops.quote_name
     fields: list[Any] = [model._meta.get_field(name) for name in values]
     assignments = ", ".join(f"{quote(f.column)} = %s::{f.db_type(connection)}" for f in fields)
-    params = _held_params(fence) + [f.get_db_prep_save(values[f.name], connection) for f in fields]
+    conn = connections[DEFAULT_DB_ALIAS]
+    params = _held_params(fence) + [f.get_db_prep_save(values[f.name], conn) for f in fields]
     with connection.cursor() as cur:
         cur.execute(
             f"{_HELD} UPDATE {quote(model._meta.db_table)} SET {assignments} "

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
-from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.messages import ModelRequest, SystemPromptPart, ToolCallPart, UserPromptPart
 
-from tasks_app.models import RunMessage, Task, ToolEvidence, content_digest
+from tasks_app.models import Run, RunMessage, Task, ToolEvidence, content_digest
 from tasks_app.runtime.agents.recorder import RunRecorder
 from tasks_app.runtime.agents.tools import ToolOutput
 from tasks_app.workflow.fence import Fence, LeaseLost
@@ -84,3 +84,58 @@ def test_a_fenced_write_after_a_takeover_writes_nothing() -> None:
     assert recorder.message_index == 0
     task.refresh_from_db()
     assert task.heartbeat_at is None and task.lease_token == "new-owner"
+
+
+def _first_request() -> ModelRequest:
+    return ModelRequest(parts=[SystemPromptPart("Be brief."), UserPromptPart("What is 2+2?")])
+
+
+@pytest.mark.django_db
+def test_a_run_is_written_with_its_first_request_messages() -> None:
+    """Issue 48: the run and its first request's system and user rows are written
+    together (on PostgreSQL in one fenced statement that beats the heartbeat); the next
+    message follows their indexes."""
+    task = _running_task()
+    with CaptureQueriesContext(connection) as captured:
+        recorder = RunRecorder(
+            task_id=task.pk,
+            attempt_index=1,
+            kind="main",
+            model_name="test:model",
+            fence=Fence(task_id=task.pk, lease_token="held"),
+            first_request=_first_request(),
+        )
+    if connection.vendor == "postgresql":
+        assert len(captured) == 1
+        task.refresh_from_db()
+        assert task.heartbeat_at is not None
+    rows = list(
+        RunMessage.objects.filter(run=recorder.run)
+        .order_by("index")
+        .values_list("index", "role", "content", "payload")
+    )
+    assert rows == [
+        (0, "system", "Be brief.", {"part_kind": "system-prompt"}),
+        (1, "user", "What is 2+2?", {"part_kind": "user-prompt"}),
+    ]
+    recorder.add_message("assistant", "4", {})
+    assert RunMessage.objects.get(run=recorder.run, role="assistant").index == 2
+
+
+@pytest.mark.django_db
+def test_a_run_with_its_first_messages_after_a_takeover_writes_nothing() -> None:
+    """Issue 48, X1: once the lease token changed, neither the run nor its first
+    messages are written."""
+    task = _running_task()
+    Task.objects.filter(pk=task.pk).update(lease_token="new-owner", heartbeat_at=None)
+    with pytest.raises(LeaseLost):
+        RunRecorder(
+            task_id=task.pk,
+            attempt_index=1,
+            kind="main",
+            model_name="test:model",
+            fence=Fence(task_id=task.pk, lease_token="held"),
+            first_request=_first_request(),
+        )
+    assert not Run.objects.filter(task=task).exists()
+    assert RunMessage.objects.filter(run__task=task).count() == 0

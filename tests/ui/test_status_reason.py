@@ -8,6 +8,8 @@ import re
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from tasks_app.records import TaskEvent
@@ -99,3 +101,19 @@ def test_the_api_gives_status_reason_on_a_task_and_in_lists(requester: Any) -> N
     assert listed == {task.pk: BELOW, other.pk: "waiting for the agent to start"}
     schema = api.get("/api/v1/openapi.json").json()["components"]["schemas"]
     assert "status_reason" in schema["TaskListItemOut"]["required"]
+
+
+def test_the_task_page_reads_the_reason_with_the_task_not_in_a_query_of_its_own(
+    client: Any, reviewer: Any
+) -> None:
+    """Issue 48: the reason comes in the task's own query (the task page's statements
+    stay bounded); the page still shows it."""
+    task = TaskFactory()
+    moved(task, "validating", "attempt 1 submitted", from_status="running")
+    moved(task, "needs_review", BELOW)
+    client.force_login(reviewer)
+    with CaptureQueriesContext(connection) as captured:
+        html = client.get(reverse("task_detail", args=[task.pk])).content.decode()
+    assert f"Why needs review: {BELOW}" in text_of(html)
+    reason_alone = 'SELECT "tasks_app_taskevent"."reason"'
+    assert [q["sql"] for q in captured if q["sql"].startswith(reason_alone)] == []

@@ -136,7 +136,12 @@ class AgentLoop:
     ) -> AgentResult:
         """Run to an answer. Model and tool errors end the run as failed (evidence kept);
         ``LeaseLost`` is raised after marking the run, so the caller stops."""
+        first = ModelRequest(
+            parts=[SystemPromptPart(self.system_prompt), UserPromptPart(user_prompt)]
+        )
+        # The run and its first request's messages in one write.
         recorder = RunRecorder(
+            first_request=first,
             task_id=task_id,
             attempt_index=attempt_index,
             kind=kind,
@@ -150,7 +155,7 @@ class AgentLoop:
         self._model: Model | None = None
         self._tally = RunTally()
         try:
-            output, reason, success, warnings = self._loop(recorder, user_prompt)
+            output, reason, success, warnings = self._loop(recorder, user_prompt, first)
         except LeaseLost as exc:
             # Not a result: only the run's own bookkeeping, so the UI does not show it running.
             recorder.finish(
@@ -254,11 +259,9 @@ class AgentLoop:
         self._tally.output_tokens += response.usage.output_tokens
         return response
 
-    def _loop(self, recorder: RunRecorder, user_prompt: str) -> tuple[str, str, bool, list[str]]:
-        first = ModelRequest(
-            parts=[SystemPromptPart(self.system_prompt), UserPromptPart(user_prompt)]
-        )
-        recorder.add_request_messages(first)
+    def _loop(
+        self, recorder: RunRecorder, user_prompt: str, first: ModelRequest
+    ) -> tuple[str, str, bool, list[str]]:
         messages: list[ModelMessage] = [first]
         gathered: list[tuple[ToolCallPart, ToolOutput]] = []
         warnings: list[str] = []

@@ -44,7 +44,7 @@ from tasks_app.runtime.models import (
     RunStatus,
     ToolEvidence,
 )
-from tasks_app.workflow.fence import Fence, fenced_insert, unfenced_write
+from tasks_app.workflow.fence import Fence, fenced_insert, fenced_insert_parent, unfenced_write
 
 
 def message_text(message: ModelMessage) -> str:
@@ -80,7 +80,10 @@ class RunRecorder:
         node_id: str = "",
         node_role: str = "",
         graph_index: int = 0,
+        first_request: ModelRequest | None = None,
     ) -> None:
+        """Insert the run (with ``first_request``'s messages, when given, in the same
+        write: ``add_request_messages``)."""
         self.fence = fence
         self.message_index = 0
         self.evidence_sequence = 0
@@ -99,15 +102,25 @@ class RunRecorder:
             "status": RunStatus.RUNNING,
             "started_at": timezone.now(),
         }
+        first = [
+            self._message_row(role, content, payload, with_run=False)
+            for role, content, payload in _request_parts(first_request)
+        ]
         if self._one_statement:
             assert fence is not None
             full = _with_defaults(Run, row)
-            run_id = fenced_insert(fence, [(Run, [full])])
+            if first:
+                messages = [_with_defaults(RunMessage, m) for m in first]
+                run_id = fenced_insert_parent(fence, (Run, full), (RunMessage, messages), fk="run")
+            else:
+                run_id = fenced_insert(fence, [(Run, [full])])
             self._last_fenced = time.monotonic()
             self.run = Run(pk=run_id, **full)
         else:
             with self._write():
                 self.run = Run.objects.create(**row)
+                for message in first:
+                    RunMessage.objects.create(run=self.run, **message)
 
     @property
     def _one_statement(self) -> bool:
@@ -137,9 +150,11 @@ class RunRecorder:
         if self.fence and time.monotonic() - self._last_fenced > FRESH_SECONDS:
             self.fence.beat()
 
-    def _message_row(self, role: str, content: str, payload: dict[str, Any]) -> dict[str, Any]:
+    def _message_row(
+        self, role: str, content: str, payload: dict[str, Any], *, with_run: bool = True
+    ) -> dict[str, Any]:
         row = {
-            "run_id": self.run.pk,
+            **({"run_id": self.run.pk} if with_run else {}),
             "index": self.message_index,
             "role": role,
             "content": content,
@@ -160,15 +175,7 @@ class RunRecorder:
     def add_request_messages(self, request: ModelRequest) -> None:
         """System and user parts of a request, one transcript row each, written together."""
         start = self.message_index
-        rows = []
-        for part in request.parts:
-            if isinstance(part, SystemPromptPart):
-                rows.append(
-                    self._message_row("system", part.content, {"part_kind": part.part_kind})
-                )
-            elif isinstance(part, UserPromptPart):
-                text = part.content if isinstance(part.content, str) else str(part.content)
-                rows.append(self._message_row("user", text, {"part_kind": part.part_kind}))
+        rows = [self._message_row(*part) for part in _request_parts(request)]
         if not rows:
             return
         try:
@@ -360,6 +367,19 @@ class ModelCall:
 # A fenced write this recent has already checked the lease (and beaten): the step
 # before the next model call or tool run needs no separate check.
 FRESH_SECONDS = 1.0
+
+
+def _request_parts(request: ModelRequest | None) -> list[tuple[str, str, dict[str, Any]]]:
+    """(role, content, payload) of a request's system and user parts, one transcript
+    row each."""
+    parts: list[tuple[str, str, dict[str, Any]]] = []
+    for part in request.parts if request is not None else []:
+        if isinstance(part, SystemPromptPart):
+            parts.append(("system", part.content, {"part_kind": part.part_kind}))
+        elif isinstance(part, UserPromptPart):
+            text = part.content if isinstance(part.content, str) else str(part.content)
+            parts.append(("user", text, {"part_kind": part.part_kind}))
+    return parts
 
 
 def _with_defaults(model: type[models.Model], row: dict[str, Any]) -> dict[str, Any]:
