@@ -37,16 +37,18 @@ from typing import Any
 from celery import Celery
 from django.contrib.auth import get_user_model
 from django.db import close_old_connections, transaction
-from django.test import override_settings
+from django.utils import timezone
 
 from bench.common import Figure, Target, result, summary_ms
 from bench.pipeline import Worker
 from bench.procstat import cpu_seconds, descendants
 from evidence_app.judge_bench import CERTIFY_CASES_PATH
 from evidence_app.models import JudgeDefault, ShadowJudge, ValidationSnapshot
+from evidence_app.validation.services import VALIDATE_JOB
+from project.queues import VALIDATION
 from tasks_app.actions import AttemptIn, external_attempt_submit, task_create
 from tasks_app.models import Task, TaskEvent
-from tasks_app.workflow.models import TaskAgent
+from tasks_app.workflow.models import OutboxJob, TaskAgent
 from tasks_app.workflow.states import TaskStatus
 
 NAME = "judge_throughput"
@@ -152,17 +154,25 @@ def _submit(user: Any, answer: Answer) -> int:
     return task.pk
 
 
-def queue_validations(queue: str, batch: list[Answer]) -> tuple[list[int], float]:
-    """Store every attempt of ``batch`` in one transaction; its commit publishes their
-    validation jobs to ``queue``'s validation queue at once. Returns the task ids and the
-    wall clock just before the commit (the burst's start)."""
+def queue_validations(sender: Celery, queue: str, batch: list[Answer]) -> tuple[list[int], float]:
+    """Store every attempt of ``batch`` in one transaction, then send all their validation
+    jobs at once to ``queue``'s validation queue. Returns the task ids and the wall clock
+    just before the first send (the burst's start)."""
     user = owner()
-    # The outbox routes each job when it publishes (after the commit, in this thread):
-    # the workers' queue prefix sends the validations to them.
-    with override_settings(CELERY_QUEUE_PREFIX=f"{queue}."):
-        with transaction.atomic():
-            ids = [_submit(user, answer) for answer in batch]
-            started = time.time()
+    with transaction.atomic():
+        ids = [_submit(user, answer) for answer in batch]
+        # Each attempt recorded its validation job in the outbox. This benchmark publishes
+        # them itself, as the relay would (marked published in the same transaction, so
+        # the outbox's own after-commit publication leaves them alone): all at once to the
+        # workers' queue, not one row at a time through the project app's broker.
+        recorded = OutboxJob.objects.unpublished().filter(task_ref__in=ids, name=VALIDATE_JOB)
+        jobs = list(recorded.values_list("job_id", "args"))
+        recorded.update(published_at=timezone.now(), attempts=1)
+    if len(jobs) != len(ids):
+        raise RuntimeError(f"{len(ids)} attempts stored but {len(jobs)} validation jobs")
+    started = time.time()
+    for job_id, args in jobs:
+        sender.send_task(VALIDATE_JOB, args=args, task_id=job_id, queue=f"{queue}.{VALIDATION}")
     return ids, started
 
 
@@ -263,11 +273,11 @@ def measure(plan: Plan, *, reads_meaning: bool) -> dict[str, Any]:
             stack.enter_context(worker)
         _wait_ready(app, workers)
         # Warm: each process has judged (and, with the model, loaded it).
-        warm_ids, _ = queue_validations(queue, plan.warm)
+        warm_ids, _ = queue_validations(app, queue, plan.warm)
         _wait_validated(warm_ids, workers, timeout=300)
         pids = set().union(*(descendants(w.process.pid) for w in workers if w.process))
         before = cpu_seconds(pids)
-        ids, started = queue_validations(queue, plan.batch)
+        ids, started = queue_validations(app, queue, plan.batch)
         done = _wait_validated(ids, workers, timeout=max(300.0, 10.0 * len(ids)))
         after = cpu_seconds(pids)
         rss = _peak_rss_mb(pids)
@@ -277,7 +287,11 @@ def measure(plan: Plan, *, reads_meaning: bool) -> dict[str, Any]:
     for status in Task.objects.filter(pk__in=ids).values_list("status", flat=True):
         statuses[status] = statuses.get(status, 0) + 1
     # The judge call's own wall time, as each verdict recorded it.
-    judged = ValidationSnapshot.objects.filter(task_id__in=ids).values_list("latency_ms", flat=True)
+    judged = (
+        ValidationSnapshot.objects.originals()
+        .filter(task_id__in=ids)
+        .values_list("latency_ms", flat=True)
+    )
     settled = sorted(at.timestamp() - started for at in done.values())
     return {
         "validations": len(ids),

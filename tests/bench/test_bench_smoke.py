@@ -185,6 +185,9 @@ def test_judge_throughput_answers_never_repeat_a_claim() -> None:
 
 
 @pytest.mark.celery_worker
+# Four worker processes start, two at a time: seconds on a quiet machine, over two
+# minutes each on this shared 2-core one under load.
+@pytest.mark.timeout(900)
 @pytest.mark.django_db(transaction=True)
 def test_judge_throughput_benchmark_runs_small(tmp_path: Path) -> None:
     """Issue 44 item 5, issue 48 item 3: validations by ``offline:judge`` through 2 real
