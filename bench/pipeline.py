@@ -96,7 +96,8 @@ POOL_ENV = {
 
 class Worker:
     """One Celery worker process (``pool``: threads or prefork, ``concurrency`` threads
-    or children) on its own queue."""
+    or children) on its own queue, or on ``queue`` shared with other processes (each
+    then needs its own ``hostname``); ``env`` adds to or overrides its environment."""
 
     def __init__(
         self,
@@ -106,8 +107,13 @@ class Worker:
         concurrency: int,
         log_path: Path,
         pool: str = PRODUCTION,
+        queue: str = "",
+        hostname: str = "",
+        env: dict[str, str] | None = None,
     ) -> None:
-        self.queue = f"bench-{uuid.uuid4().hex[:10]}"
+        self.queue = queue or f"bench-{uuid.uuid4().hex[:10]}"
+        self.hostname = hostname
+        self.env = env or {}
         self.broker_url = broker_url
         self.database_url = database_url
         self.concurrency = concurrency
@@ -130,6 +136,7 @@ class Worker:
             "LOG_LEVEL": "WARNING",
             "PYTHONUNBUFFERED": "1",
             **POOL_ENV[self.pool],
+            **self.env,
         }
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("w")
@@ -147,6 +154,7 @@ class Worker:
                 "--without-gossip",
                 "--without-mingle",
                 "--without-heartbeat",
+                *([f"--hostname={self.hostname}"] if self.hostname else []),
             ],
             cwd=settings.BASE_DIR,
             env=env,

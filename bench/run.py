@@ -7,8 +7,8 @@ Environment (defaults in brackets):
   CELERY_BROKER_URL  [redis://127.0.0.1:6379/5]
   BENCH_WORKERS      [number of CPU cores] worker processes of the pipeline benchmark
 
-Options: ``--only pipeline,team,ui,long_lists,packets,otlp,intake,metrics,judge_model`` runs
-some; ``--quick``
+Options: ``--only pipeline,team,ui,long_lists,packets,otlp,intake,metrics,judge_model,
+judge_throughput`` runs some; ``--quick``
 runs tiny sizes (a smoke run, seconds; results go to ``var/bench/results-quick.json``);
 ``--no-profile`` skips the profiles.
 """
@@ -41,6 +41,7 @@ ORDER = (
     "intake",
     "metrics",
     "judge_model",
+    "judge_throughput",
 )
 
 
@@ -81,6 +82,7 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
             },
             "metrics": {"tasks": 2_000},
             "judge_model": {"pairs": 20, "repeats": 1},
+            "judge_throughput": {"validations": 4, "processes": 2, "threads": 1},
             "ui": {
                 "tasks": (200, 400),
                 "needs_review_share": 0.1,
@@ -125,6 +127,11 @@ def sizes(quick: bool) -> dict[str, dict[str, Any]]:
         },
         "metrics": {"tasks": 1_000_000},
         "judge_model": {"pairs": 200, "repeats": 5},
+        "judge_throughput": {
+            "validations": int(os.environ.get("BENCH_JUDGE_VALIDATIONS", "40")),
+            "processes": int(os.environ.get("BENCH_JUDGE_PROCESSES", "2")),
+            "threads": int(os.environ.get("BENCH_JUDGE_THREADS", "2")),
+        },
         "ui": {
             "tasks": tuple(
                 int(x) for x in os.environ.get("BENCH_UI_TASKS", "10000,100000,1000000").split(",")
@@ -202,6 +209,15 @@ def run_one(name: str, params: dict[str, Any]) -> dict[str, Any]:
         from bench import judge_model
 
         return judge_model.run(**params)
+    if name == "judge_throughput":
+        from bench import judge_throughput
+
+        return judge_throughput.run(
+            **params,
+            broker_url=settings.CELERY_BROKER_URL,
+            database_url=os.environ["DATABASE_URL"],
+            log_dir=settings.VAR_DIR,
+        )
     raise ValueError(name)
 
 

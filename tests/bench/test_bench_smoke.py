@@ -17,7 +17,17 @@ from urllib.parse import quote
 import pytest
 from django.db import connection
 
-from bench import intake, latency, long_lists, packets, pipeline, run, team, ui
+from bench import (
+    intake,
+    judge_throughput,
+    latency,
+    long_lists,
+    packets,
+    pipeline,
+    run,
+    team,
+    ui,
+)
 from bench.models import AGENT, JUDGE, SLEEPY, register_bench_models
 from project.llm.registry import unregister_model
 
@@ -150,6 +160,61 @@ def test_pipeline_benchmark_runs_small(tmp_path: Path) -> None:
     assert details["worker_configuration"].startswith("threads pool")
     assert details["prefork"]["worker_cpu_ms_per_task"] > 0
     assert {"pipeline", "noop"} == set(details["latency"])
+
+
+def test_judge_throughput_is_a_bench_section_on_two_workers() -> None:
+    """Issue 48 item 3: ``make bench`` and ``--quick`` run the judge throughput section,
+    on 2 worker processes."""
+    assert "judge_throughput" in run.ORDER
+    for quick in (True, False):
+        assert run.sizes(quick)["judge_throughput"]["processes"] == 2
+
+
+def test_judge_throughput_answers_never_repeat_a_claim() -> None:
+    """Issue 44 item 5: each validation the throughput benchmark sends claims 5 things no
+    other one claims (the model's per-process cache would make a repeated pair free),
+    against 20 tool results; the warm-up answers share no claim with them."""
+    count = judge_throughput.distinct_answers(10_000)
+    batch = judge_throughput.answers(count)
+    claims = [claim for answer in batch for claim in answer.claims]
+    assert count >= 200 and len(batch) == count
+    assert all(len(a.claims) == 5 and len(a.results) == 20 for a in batch)
+    assert len(set(claims)) == len(claims)
+    warm = judge_throughput.answers(8, kind="wrong")
+    assert not {c for a in warm for c in a.claims} & set(claims)
+
+
+@pytest.mark.celery_worker
+# Four worker processes start, two at a time: seconds on a quiet machine, over two
+# minutes each on this shared 2-core one under load.
+@pytest.mark.timeout(900)
+@pytest.mark.django_db(transaction=True)
+def test_judge_throughput_benchmark_runs_small(tmp_path: Path) -> None:
+    """Issue 44 item 5, issue 48 item 3: validations by ``offline:judge`` through 2 real
+    worker processes, with the entailment model and words only, each run's validations/s,
+    worker CPU and memory reported; the bench's tasks deleted afterwards."""
+    from tasks_app.models import Task
+
+    db_url, redis = _database_url(), _redis_url()
+    if db_url is None or redis is None:
+        pytest.skip("needs PostgreSQL and a Redis broker (REDIS_URL or CELERY_BROKER_URL)")
+    result = judge_throughput.run(
+        validations=2,
+        processes=2,
+        threads=1,
+        broker_url=redis,
+        database_url=db_url,
+        log_dir=tmp_path,
+    )
+    check_shape(result, targets=2)
+    details = result["details"]
+    for name in ("with_model", "words_only"):
+        measured = details[name]
+        assert measured["validations"] == sum(measured["statuses"].values()) == 2
+        assert measured["validations_per_s"] > 0 and measured["worker_cpu_ms_per_validation"] > 0
+        assert measured["worker_peak_rss_mb"] > 0 and measured["judge_call"]["n"] == 2
+    assert details["judge"] == "offline:judge" and details["distinct_answers"] == 2
+    assert not Task.objects.filter(owner__username=judge_throughput.OWNER).exists()
 
 
 @pytest.mark.celery_worker
