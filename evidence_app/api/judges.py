@@ -29,6 +29,12 @@ from evidence_app.api.judge_schemas import (
     ThresholdOut,
     ThresholdStopIn,
 )
+from evidence_app.autoaccept.services import (
+    threshold_approve,
+    threshold_certify_request,
+    threshold_shadow_start,
+    threshold_stop,
+)
 from evidence_app.judges.figures import BETTER, latest_shadow, recent_comparisons, shadow_figures
 from evidence_app.judges.gate import (
     MIN_COMPARED_CASES,
@@ -47,12 +53,6 @@ from evidence_app.judges.judge_list import (
 )
 from evidence_app.judges.labelled_cases import CaseExport, labelled_case_lines
 from evidence_app.models import AutoAcceptThreshold, JudgeComparison, ShadowJudge
-from evidence_app.trust.threshold_services import (
-    threshold_approve,
-    threshold_certify_request,
-    threshold_shadow_start,
-    threshold_stop,
-)
 from evidence_app.validation.current_judge import current_judge
 from evidence_app.validator.templates import get_template
 from project.errors import DomainError
