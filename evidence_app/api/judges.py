@@ -15,6 +15,7 @@ from django.utils import timezone
 from ninja import Query, Router, Status
 from ninja.errors import ValidationError
 
+from evidence_app.api.http import run_idempotent
 from evidence_app.api.judge_schemas import (
     CertifyQueuedOut,
     ComparisonIn,
@@ -56,10 +57,10 @@ from evidence_app.models import AutoAcceptThreshold, JudgeComparison, ShadowJudg
 from evidence_app.validation.current_judge import current_judge
 from evidence_app.validator.templates import get_template
 from project.errors import DomainError
+from project.idempotency import idempotency_header
 from project.llm.registry import resolve_model
 from project.roles import require_operator
 from project.schemas import error_responses
-from tasks_app.actions import idempotency_header, run_idempotent
 
 router = Router(tags=["judges"])
 
