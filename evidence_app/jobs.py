@@ -15,8 +15,8 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
 
+from evidence_app.autoaccept.services import CERTIFY_JOB
 from evidence_app.judges.gate import COMPARISON_JOB, comparison_run, shadow_verdict_run
-from evidence_app.trust.threshold_services import CERTIFY_JOB
 from evidence_app.validation.current_judge import SHADOW_JOB
 from evidence_app.validation.replay import REPLAY_JOB, replay_request_run
 from evidence_app.validation.services import VALIDATE_JOB, validation_attempt

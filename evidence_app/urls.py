@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from evidence_app.autoaccept import views as autoaccept_views
 from evidence_app.judges import views as judge_views
 from evidence_app.operator import charts, team_views, trust_views, validation_views
 from evidence_app.operator import views as ops_views
@@ -43,7 +44,7 @@ ops_pages = [
     path("ops/trust/", trust_views.ops_trust, name="ops_trust"),
     path(
         "ops/trust/thresholds/<id:threshold_id>/",
-        trust_views.ops_threshold,
+        autoaccept_views.ops_threshold,
         name="ops_threshold",
     ),
     # Changing the judge: the gate and shadow mode.

@@ -117,3 +117,49 @@ def test_where_to_look_first_names_functions_that_exist() -> None:
             source = (ROOT / path).read_text(encoding="utf-8")
             for name in re.findall(r"`([\w.]+)`", names):
                 assert re.search(rf"(def|class) {name.split('.')[-1]}\b", source), (path, name)
+
+
+def _product_modules() -> set[str]:
+    """Every module of the product: .py files of project/, tasks_app/ and evidence_app/,
+    migrations and ``__init__.py`` aside."""
+    return {
+        path.relative_to(ROOT).as_posix()
+        for app in ("project", "tasks_app", "evidence_app")
+        for path in (ROOT / app).rglob("*.py")
+        if "migrations" not in path.parts and path.name != "__init__.py"
+    }
+
+
+def _listed_modules(section: str) -> list[str]:
+    return re.findall(r"^- `([\w/]+\.py)`: \S", section, re.M)
+
+
+def test_every_product_module_has_one_line_in_the_module_list() -> None:
+    """Issue 45: "Every module" lists each product module once, with what it holds, and
+    names no module that does not exist."""
+    listed = _listed_modules(_section("Every module"))
+    assert sorted(p for p in set(listed) if listed.count(p) > 1) == []
+    assert sorted(_product_modules() - set(listed)) == []
+    assert sorted(set(listed) - _product_modules()) == []
+
+
+def test_the_check_sees_a_module_missing_from_the_list() -> None:
+    """The check itself: a list without one module misses it."""
+    section = _section("Every module")
+    line = next(line for line in section.splitlines() if line.startswith("- `project/"))
+    missing = _product_modules() - set(_listed_modules(section.replace(line + "\n", "")))
+    assert missing == {line.split("`")[1]}
+
+
+def _file_roles(text: str) -> list[str]:
+    start = text.index("## File roles")
+    end = text.find("\n## ", start + 1)
+    return re.findall(r"^- `([\w/.]+)`", text[start:end], re.M)
+
+
+def test_contributing_and_the_architecture_name_the_same_file_roles() -> None:
+    """Issue 45: the file roles are named alike in CONTRIBUTING.md and here."""
+    contributing = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    roles = _file_roles(DOC)
+    assert {"models.py", "selectors.py", "services.py", "views.py", "forms.py"} <= set(roles)
+    assert _file_roles(contributing) == roles

@@ -15,6 +15,7 @@ from django.utils import timezone
 from ninja import Query, Router, Status
 from ninja.errors import ValidationError
 
+from evidence_app.api.http import run_idempotent
 from evidence_app.api.judge_schemas import (
     CertifyQueuedOut,
     ComparisonIn,
@@ -28,6 +29,12 @@ from evidence_app.api.judge_schemas import (
     ShadowStateOut,
     ThresholdOut,
     ThresholdStopIn,
+)
+from evidence_app.autoaccept.services import (
+    threshold_approve,
+    threshold_certify_request,
+    threshold_shadow_start,
+    threshold_stop,
 )
 from evidence_app.judges.figures import BETTER, latest_shadow, recent_comparisons, shadow_figures
 from evidence_app.judges.gate import (
@@ -47,19 +54,13 @@ from evidence_app.judges.judge_list import (
 )
 from evidence_app.judges.labelled_cases import CaseExport, labelled_case_lines
 from evidence_app.models import AutoAcceptThreshold, JudgeComparison, ShadowJudge
-from evidence_app.trust.threshold_services import (
-    threshold_approve,
-    threshold_certify_request,
-    threshold_shadow_start,
-    threshold_stop,
-)
 from evidence_app.validation.current_judge import current_judge
 from evidence_app.validator.templates import get_template
 from project.errors import DomainError
+from project.idempotency import idempotency_header
 from project.llm.registry import resolve_model
 from project.roles import require_operator
 from project.schemas import error_responses
-from tasks_app.actions import idempotency_header, run_idempotent
 
 router = Router(tags=["judges"])
 

@@ -1,36 +1,22 @@
-"""Auto-accept at a certified risk: the threshold on the judge's score above which it may
-accept alone, certified on labelled verdicts (``certify``), and the rule that stops it
-when the live audits show it drifting (``drift``); ``simulate`` checks both on
-synthetic judges. Pure functions of arrays, no database; ``recompute`` is the background
-job's work on top of them (it reads the labels and writes the proposals through
-``evidence_app.trust``). numpy and scipy load with this package: only that job and
-judge_bench import it, never a module loaded at start-up."""
+"""Auto-accept at a certified risk, the whole capability (issue 45): the threshold on a
+judge's score above which it may accept alone, certified on labelled verdicts, and
+everything around it.
 
-from __future__ import annotations
+- ``certify``: the statistics of a certified threshold (Learn then Test) and its
+  coverage–risk curve; ``drift``: the CUSUM rule that stops a judge whose audits show it
+  drifting; ``simulate``: both on synthetic judges (the tables of docs/validator.md).
+- ``selectors``: the labelled verdicts each judge is certified on, and what a proposal
+  would have done in shadow (database reads); ``gate``: the approved threshold the
+  routing follows and why an accept goes to a person under it.
+- ``services``: the writes: proposals, shadow, approval, stop, the drift record.
+- ``recompute``: the background job's work (certify every judge, run the drift rule).
+- ``overview`` and ``standing``: what the Trust page shows of each judge (threshold,
+  curve, guarantee, state and next step); ``views``: the shadow, approve and stop
+  controls of that page.
+- ``bench``: judge_bench's figures at a certified threshold; ``demo``: the scripted
+  history ``manage.py demo_autoaccept`` shows.
 
-from evidence_app.autoaccept.certify import (
-    DELTA,
-    Certification,
-    CurvePoint,
-    certify,
-    certify_batch,
-    coverage_risk_curve,
-    guarantee_sentence,
-    min_accepts_needed,
-)
-from evidence_app.autoaccept.drift import DriftRule, DriftStatus, drift_status, drift_stops
-
-__all__ = [
-    "DELTA",
-    "Certification",
-    "CurvePoint",
-    "DriftRule",
-    "DriftStatus",
-    "certify",
-    "certify_batch",
-    "coverage_risk_curve",
-    "drift_status",
-    "drift_stops",
-    "guarantee_sentence",
-    "min_accepts_needed",
-]
+numpy and scipy load with ``certify``, ``drift``, ``simulate``, ``recompute`` and
+``bench`` only: the job, the judge comparison and judge_bench import them, never a
+module loaded at start-up. This file imports nothing, so that reading the gate does not
+load them either."""

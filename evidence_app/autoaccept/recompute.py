@@ -12,14 +12,14 @@ from django.conf import settings
 
 from evidence_app.autoaccept.certify import DELTA, Certification, certify
 from evidence_app.autoaccept.drift import DriftRule, drift_status
-from evidence_app.models import AutoAcceptThreshold
-from evidence_app.trust.threshold_services import (
+from evidence_app.autoaccept.selectors import JudgeKey, judge_audits_since, labelled_verdicts
+from evidence_app.autoaccept.services import (
     DriftFigures,
     Proposal,
     threshold_drift_record,
     threshold_propose,
 )
-from evidence_app.trust.thresholds import JudgeKey, judge_audits_since, labelled_verdicts
+from evidence_app.models import AutoAcceptThreshold
 
 log = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from typing import Any
 from django.db.models import Q
 from django.utils import timezone
 
+from evidence_app.autoaccept.selectors import certifying_audits
 from evidence_app.models import ClaimLabel
 from evidence_app.packets.task_packet import build_packet
-from evidence_app.trust.thresholds import certifying_audits
 from tasks_app.records import Feedback, FeedbackAction, Task
 
 __all__ = ["DATASET", "QUEUES", "iter_labelled_cases", "labelled_cases", "team_split"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evidence_app.autoaccept import DELTA, certify
+from evidence_app.autoaccept.certify import DELTA, certify
 from evidence_app.judges.figures import gate_verdict, share
 
 __all__ = ["at_target_figures"]

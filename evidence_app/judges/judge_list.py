@@ -2,7 +2,7 @@
 candidate in shadow, and each judge (template version × model) with a
 certified threshold or an accepted verdict in the last 30 days, with its certification,
 approved threshold and drift state. Stored figures only, as the Trust page reads them
-(``evidence_app.trust.autoaccept_overview``); nothing here writes."""
+(``evidence_app.autoaccept.overview``); nothing here writes."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
+from evidence_app.autoaccept.overview import JudgeAutoAccept, autoaccept_overview
+from evidence_app.autoaccept.selectors import JudgeKey, ShadowReport, shadow_report
 from evidence_app.models import AutoAcceptThreshold, ThresholdState
-from evidence_app.trust.autoaccept_overview import JudgeAutoAccept, autoaccept_overview
-from evidence_app.trust.thresholds import JudgeKey, ShadowReport, shadow_report
 from evidence_app.validation.current_judge import active_shadow, current_judge
 from evidence_app.validator.templates import get_template
 from project.errors import DomainError

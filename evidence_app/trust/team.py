@@ -24,14 +24,12 @@ from django.db.models import (
     Case,
     Count,
     Exists,
-    F,
     OuterRef,
     Q,
     Subquery,
     Value,
     When,
 )
-from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from evidence_app.models import Audit, AuditState
@@ -41,9 +39,10 @@ from tasks_app.records import (
     Feedback,
     FeedbackAction,
     ReviewVisit,
-    Task,
     TaskEvent,
     TaskStatus,
+    review_queue_age_summary,
+    review_queue_entries,
 )
 
 __all__ = [
@@ -303,17 +302,7 @@ def queue_age(now: datetime | None = None) -> QueueAge:
     now = now or timezone.now()
     if connection.vendor == "postgresql":
         return _queue_age_sql(now)
-    entered = (
-        TaskEvent.objects.filter(task_id=OuterRef("pk"), to_status=TaskStatus.NEEDS_REVIEW)
-        .order_by("-at", "-id")
-        .values("at")[:1]
-    )
-    rows = list(
-        Task.objects.needs_review()
-        .annotate(entered=Coalesce(Subquery(entered), F("created_at")))
-        .order_by("entered", "id")
-        .values_list("pk", "entered")
-    )
+    rows = list(review_queue_entries())
     if not rows:
         return QueueAge()
     ages = [max(0.0, (now - at).total_seconds()) for _, at in rows]
@@ -321,30 +310,8 @@ def queue_age(now: datetime | None = None) -> QueueAge:
     return QueueAge(len(rows), p50, p95, ages[0], rows[0][0])
 
 
-_QUEUE_AGE_SQL = """
-    WITH entered AS (
-        SELECT t.id, COALESCE(MAX(e.at), t.created_at) AS at
-        FROM tasks_app_task t
-        LEFT JOIN tasks_app_taskevent e ON e.task_id = t.id AND e.to_status = %(status)s
-        WHERE t.status = %(status)s
-        GROUP BY t.id
-    ), aged AS (
-        SELECT id, at, GREATEST(0, EXTRACT(EPOCH FROM (%(now)s - at)))::float8 AS age
-        FROM entered
-    )
-    SELECT count(*),
-           percentile_disc(0.5) WITHIN GROUP (ORDER BY age),
-           percentile_disc(0.95) WITHIN GROUP (ORDER BY age),
-           max(age),
-           (SELECT id FROM aged ORDER BY at, id LIMIT 1)
-    FROM aged
-"""
-
-
 def _queue_age_sql(now: datetime) -> QueueAge:
-    with connection.cursor() as cursor:
-        cursor.execute(_QUEUE_AGE_SQL, {"status": str(TaskStatus.NEEDS_REVIEW), "now": now})
-        count, p50, p95, oldest, oldest_id = cursor.fetchone()
+    count, p50, p95, oldest, oldest_id = review_queue_age_summary(now)
     if not count:
         return QueueAge()
     return QueueAge(int(count), float(p50), float(p95), float(oldest), int(oldest_id))

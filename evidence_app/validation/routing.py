@@ -2,7 +2,7 @@
 revision or a person, and a person when the two judges disagree on accepted versus not.
 
 Auto-accept at a certified risk: when the judge has an approved threshold
-(``evidence_app.trust.thresholds.approved_gate``), an accepted verdict goes to the
+(``evidence_app.autoaccept.gate``), an accepted verdict goes to the
 requester only when its score is at or above it, else to a person ("below the certified
 threshold"); once the drift rule stopped the judge's auto-accept, every accepted verdict
 goes to a person. A judge without an approved threshold keeps the judge's word (its
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from evidence_app.autoaccept.gate import AutoAcceptGate, below_threshold_reason
 from evidence_app.models import ValidationStatus
 from evidence_app.trust.agreement import judges_disagree
-from evidence_app.trust.thresholds import AutoAcceptGate
 from evidence_app.validation.claims import disagreement_reason
 from evidence_app.validation.judge_calls import JudgePair
 from evidence_app.validator.schema import ValidationResult
@@ -53,28 +53,6 @@ def _answer_is_usable(answer: str, result: ValidationResult) -> bool:
     if not answer.strip() or result.failure_category == "refusal":
         return False
     return answer.strip() != NO_USABLE_ANSWER.strip()
-
-
-def below_threshold_reason(summary: str, score: float | None, gate: AutoAcceptGate) -> str | None:
-    """Why an accepted verdict goes to a person under the judge's gate, or None when it
-    may go to the requester."""
-    threshold = gate.threshold
-    if threshold is None:
-        return (
-            f"{summary}; this judge has no certified threshold and only certified judges "
-            "auto-accept here: a person decides"
-        )
-    if gate.stopped:
-        why = (
-            "an operator stopped it" if gate.stopped_by_operator else "its audits show it drifting"
-        )
-        return f"{summary}; auto-accept is stopped for this judge ({why}): a person decides"
-    if score is None or score < threshold:
-        shown = "no score" if score is None else f"score {score:.2f}"
-        return (
-            f"{summary} ({shown}), below the certified threshold {threshold:.2f}: a person decides"
-        )
-    return None
 
 
 def verdict_target(

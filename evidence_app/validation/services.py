@@ -18,10 +18,11 @@ from typing import Any
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 
+from evidence_app.autoaccept.gate import approved_gate
+from evidence_app.autoaccept.selectors import JudgeKey
 from evidence_app.models import SnapshotKind, ValidationFailure, ValidationSnapshot
 from evidence_app.packets.task_packet import build_packet
 from evidence_app.trust.audits import audit_draw, verdict_route
-from evidence_app.trust.thresholds import JudgeKey, approved_gate
 from evidence_app.validation.judge_calls import (
     JudgePair,
     JudgePlan,

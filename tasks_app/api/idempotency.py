@@ -1,4 +1,7 @@
-"""``Idempotency-Key`` for creating endpoints (reusable by any POST).
+"""``Idempotency-Key`` for creating endpoints (reusable by any POST): the stored responses
+(``idempotent_call``, which other apps reach through ``tasks_app.actions``) and this
+app's API wrapper (``run_idempotent``); the header and the replayed response are
+``project.idempotency``'s.
 
 A request sent with the header runs once: its successful response is stored with the
 key in the same transaction as the work, and a retry with the same key (same user, same
@@ -29,13 +32,10 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, OperationalError, connection, transaction
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
-from ninja import Header
-from ninja.responses import NinjaJSONEncoder
 
 from project.errors import DomainError
+from project.idempotency import MAX_KEY_LENGTH, idempotency_header, replayable_response
 from tasks_app.api.models import IdempotencyKey
-
-MAX_KEY_LENGTH = 255
 
 
 class IdempotencyKeyReused(DomainError):
@@ -168,24 +168,6 @@ def idempotency_purge(*, now: Any = None) -> int:
     return deleted
 
 
-IDEMPOTENCY_HELP = (
-    "Any unique string (a UUID). A retry with the same key and body within 24 h returns "
-    "the first response (header Idempotent-Replayed: true) instead of doing it twice."
-)
-
-
-def idempotency_header() -> Any:
-    """The optional ``Idempotency-Key`` header of a creating endpoint, with its length
-    limits stated in the OpenAPI document."""
-    return Header(
-        None,
-        alias="Idempotency-Key",
-        description=IDEMPOTENCY_HELP,
-        min_length=1,
-        max_length=MAX_KEY_LENGTH,
-    )
-
-
 def run_idempotent(
     request: HttpRequest,
     *,
@@ -204,7 +186,12 @@ def run_idempotent(
         body=request.body,
         produce=work,
     )
-    response = JsonResponse(body, status=code, safe=False, encoder=NinjaJSONEncoder)
-    if replayed:
-        response["Idempotent-Replayed"] = "true"
-    return response
+    return replayable_response(code, body, replayed=replayed)
+
+
+__all__ = [
+    "idempotency_header",
+    "idempotency_purge",
+    "idempotent_call",
+    "run_idempotent",
+]

@@ -38,6 +38,7 @@ from tasks_app.workflow.models import Feedback, Task, TaskQuerySet
 from tasks_app.workflow.selectors import (
     count_of,
     get_visible_task,
+    may_decide,
     require_visible_task,
     status_counts,
     task_history,
@@ -51,7 +52,7 @@ router = Router(tags=["tasks"])
 
 def require_can_decide(user: Any, task_id: int) -> None:
     """Decisions on a task belong to its requester and to reviewers, as in the UI."""
-    if not roles.is_reviewer(user) and not Task.objects.filter(pk=task_id, owner=user).exists():
+    if not may_decide(user, task_id):
         raise AuthorizationError(
             message="Only the requester or a reviewer can decide on this task."
         )

@@ -3,10 +3,12 @@ tasks only (anyone else's is a 404, so ids do not leak); reviewers and operators
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Count, Sum
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 
@@ -20,6 +22,7 @@ from tasks_app.workflow.models import (
     TaskStatusCount,
 )
 from tasks_app.workflow.signals import task_seen_by
+from tasks_app.workflow.states import TaskStatus
 
 
 def pending_decision_by(user: Any) -> Feedback | None:
@@ -108,6 +111,12 @@ def can_act(user: Any, task: Task) -> bool:
     return task.owner_id == user.pk or roles.is_reviewer(user)
 
 
+def may_decide(user: Any, task_id: int) -> bool:
+    """``can_act`` by the task's id, without reading the task: decisions on a task belong
+    to its requester and to reviewers, as in the UI."""
+    return roles.is_reviewer(user) or Task.objects.filter(pk=task_id, owner=user).exists()
+
+
 def tasks_for_list(tasks: TaskQuerySet, *, ordering: str) -> TaskQuerySet:
     """Tasks for a list page: the rows without their big columns, in ``ordering`` (ties
     broken by id)."""
@@ -132,3 +141,49 @@ def count_of(counts: dict[str, int], statuses: list[str] | None = None) -> int:
     if statuses is None:
         return sum(counts.values())
     return sum(counts.get(s, 0) for s in statuses)
+
+
+def review_queue_entries() -> QuerySet[Task, tuple[int, datetime]]:
+    """The tasks in ``needs_review``, oldest first, each with when it entered the queue:
+    the latest event that moved it there, or its creation without one: ``(id, entered)``."""
+    entered = (
+        TaskEvent.objects.filter(task_id=OuterRef("pk"), to_status=TaskStatus.NEEDS_REVIEW)
+        .order_by("-at", "-id")
+        .values("at")[:1]
+    )
+    return (
+        Task.objects.needs_review()
+        .annotate(entered=Coalesce(Subquery(entered), F("created_at")))
+        .order_by("entered", "id")
+        .values_list("pk", "entered")
+    )
+
+
+_QUEUE_AGE_SQL = """
+    WITH entered AS (
+        SELECT t.id, COALESCE(MAX(e.at), t.created_at) AS at
+        FROM tasks_app_task t
+        LEFT JOIN tasks_app_taskevent e ON e.task_id = t.id AND e.to_status = %(status)s
+        WHERE t.status = %(status)s
+        GROUP BY t.id
+    ), aged AS (
+        SELECT id, at, GREATEST(0, EXTRACT(EPOCH FROM (%(now)s - at)))::float8 AS age
+        FROM entered
+    )
+    SELECT count(*),
+           percentile_disc(0.5) WITHIN GROUP (ORDER BY age),
+           percentile_disc(0.95) WITHIN GROUP (ORDER BY age),
+           max(age),
+           (SELECT id FROM aged ORDER BY at, id LIMIT 1)
+    FROM aged
+"""
+
+
+def review_queue_age_summary(now: datetime) -> tuple[Any, Any, Any, Any, Any]:
+    """PostgreSQL only: the review queue's ages at ``now`` in one query (the entry times
+    of ``review_queue_entries`` in one join and grouping rather than a subquery per task,
+    and ``percentile_disc``): (count, median, 95th percentile, oldest, the oldest task's
+    id); count 0 and the rest None when the queue is empty."""
+    with connection.cursor() as cursor:
+        cursor.execute(_QUEUE_AGE_SQL, {"status": str(TaskStatus.NEEDS_REVIEW), "now": now})
+        return cursor.fetchone()

@@ -15,9 +15,9 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
+from evidence_app.autoaccept.selectors import certifying_audits
 from evidence_app.models import Audit, AuditExposure, ValidationSnapshot
 from evidence_app.trust.claim_labels import claim_labels_record, task_decide_with_claim_labels
-from evidence_app.trust.thresholds import certifying_audits
 from evidence_app.validation.services import validation_run
 from tasks_app.models import Task
 from tests.api.conftest import bearer_client

@@ -30,6 +30,7 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from evidence_app.autoaccept.recompute import thresholds_recompute
+from evidence_app.autoaccept.services import threshold_approve, threshold_shadow_start
 from evidence_app.models import (
     Audit,
     AuditExposure,
@@ -40,7 +41,6 @@ from evidence_app.models import (
 )
 from evidence_app.trust.audits import audit_judge
 from evidence_app.trust.rates import trust_report
-from evidence_app.trust.threshold_services import threshold_approve, threshold_shadow_start
 from evidence_app.validation.services import validation_run
 from evidence_app.validator.templates import get_template
 from tasks_app.accounts.auth import api_token_create

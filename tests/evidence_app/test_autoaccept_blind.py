@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from evidence_app.autoaccept.selectors import shadow_report
+from evidence_app.autoaccept.services import threshold_approve, threshold_shadow_start
 from evidence_app.jobs import certify_thresholds_job
 from evidence_app.judge_bench.from_reviews import labelled_cases
 from evidence_app.models import (
@@ -22,8 +24,6 @@ from evidence_app.models import (
 from evidence_app.trust.audits import audit_judge
 from evidence_app.trust.blinding import audit_exposures_record
 from evidence_app.trust.claim_agreement import claim_agreement_stats
-from evidence_app.trust.threshold_services import threshold_approve, threshold_shadow_start
-from evidence_app.trust.thresholds import shadow_report
 from tests.audit_helpers import drawn_audit
 from tests.evidence_app.trust_helpers import labelled_accepts
 

@@ -6,13 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evidence_app.autoaccept import (
-    DriftRule,
-    certify,
-    certify_batch,
-    drift_status,
-    min_accepts_needed,
-)
+from evidence_app.autoaccept.certify import certify, certify_batch, min_accepts_needed
+from evidence_app.autoaccept.drift import DriftRule, drift_status
 from evidence_app.trust.stats import clopper_pearson
 
 

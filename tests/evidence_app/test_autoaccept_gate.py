@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from evidence_app.autoaccept.services import threshold_approve, threshold_shadow_start
 from evidence_app.jobs import certify_thresholds_job
 from evidence_app.models import AutoAcceptThreshold, ThresholdState, ValidationSnapshot
-from evidence_app.trust.threshold_services import threshold_approve, threshold_shadow_start
 from evidence_app.validation.services import validation_run
 from tasks_app.models import Task
 from tests.evidence_app.trust_helpers import labelled_accepts

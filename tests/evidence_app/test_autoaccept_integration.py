@@ -13,13 +13,13 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from evidence_app.autoaccept.selectors import JudgeKey
+from evidence_app.autoaccept.services import threshold_approve, threshold_shadow_start
 from evidence_app.jobs import certify_thresholds_job
 from evidence_app.models import (
     AutoAcceptThreshold,
     ThresholdState,
 )
-from evidence_app.trust.threshold_services import threshold_approve, threshold_shadow_start
-from evidence_app.trust.thresholds import JudgeKey
 from evidence_app.validation.services import validation_run
 from evidence_app.validator.templates import get_template
 from project.errors import Forbidden, InvalidInput, StaleAction

@@ -12,15 +12,15 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from evidence_app.jobs import certify_thresholds_job
-from evidence_app.models import Audit, AutoAcceptThreshold, ValidationSnapshot
-from evidence_app.trust.thresholds import (
+from evidence_app.autoaccept.selectors import (
     JudgeKey,
     SeenVerdictLabels,
     judge_audits_since,
     labelled_verdicts,
     seen_verdict_labels,
 )
+from evidence_app.jobs import certify_thresholds_job
+from evidence_app.models import Audit, AutoAcceptThreshold, ValidationSnapshot
 from evidence_app.validator.templates import get_template
 from tasks_app.models import Feedback
 from tests.evidence_app.trust_helpers import labelled_accepts

@@ -11,7 +11,7 @@ from functools import cache
 import numpy as np
 import pytest
 
-from evidence_app.autoaccept import certify
+from evidence_app.autoaccept.certify import certify
 from evidence_app.autoaccept.drift import DriftRule
 from evidence_app.autoaccept.simulate import (
     JUDGES,

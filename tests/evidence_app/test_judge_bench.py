@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from evidence_app.autoaccept.bench import certified_figures, format_certified_table
 from evidence_app.judge_bench import (
     BENCH_CASE_FILES,
     CERTIFY_CASES_PATH,
@@ -21,7 +22,6 @@ from evidence_app.judge_bench import (
     CaseResult,
     load_cases,
 )
-from evidence_app.judge_bench.certified import certified_figures, format_certified_table
 from evidence_app.judge_bench.conflict import conflict_targets
 from evidence_app.models import ValidationSnapshot
 from project.llm.registry import register_model, unregister_model

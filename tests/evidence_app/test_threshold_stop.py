@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evidence_app.jobs import certify_thresholds_job
-from evidence_app.models import AutoAcceptThreshold, ThresholdState
-from evidence_app.trust.threshold_services import (
+from evidence_app.autoaccept.services import (
     threshold_approve,
     threshold_shadow_start,
     threshold_stop,
 )
+from evidence_app.jobs import certify_thresholds_job
+from evidence_app.models import AutoAcceptThreshold, ThresholdState
 from evidence_app.validation.services import validation_run
 from project.errors import Forbidden, InvalidInput
 from tests.evidence_app.trust_helpers import labelled_accepts

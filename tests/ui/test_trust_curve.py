@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from evidence_app.trust.autoaccept_overview import curve_chart
+from evidence_app.autoaccept.overview import curve_chart
 from tests.ui.test_trust_plain_words import CURVE, threshold
 
 pytestmark = pytest.mark.django_db

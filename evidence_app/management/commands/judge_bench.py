@@ -37,6 +37,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from evidence_app.autoaccept.bench import certified_figures, format_certified_table
 from evidence_app.judge_bench import (
     BENCH_CASE_FILES,
     SPLITS,
@@ -46,7 +47,6 @@ from evidence_app.judge_bench import (
     load_cases,
     run_case,
 )
-from evidence_app.judge_bench.certified import certified_figures, format_certified_table
 from evidence_app.judge_bench.from_reviews import QUEUES, labelled_cases
 from evidence_app.judge_bench.report import format_report, summarise
 from evidence_app.validation.current_judge import current_judge

@@ -1,7 +1,7 @@
 """The certified auto-accept thresholds as the rest of the app reads them: the
-labelled verdicts each judge is certified on, the approved threshold the routing
-follows, and what a proposed threshold would have done in shadow. Database reads only:
-the statistics (numpy and scipy) live in ``evidence_app.autoaccept`` and run in the
+labelled verdicts each judge is certified on and what a proposed threshold would have
+done in shadow (the approved threshold the routing follows: ``gate``). Database reads
+only: the statistics (numpy and scipy) live in ``certify`` and ``drift`` and run in the
 background job, so routing, pages and /metrics never load them.
 
 A judge is a template version × model: the one that gives the accepted verdict. A
@@ -29,12 +29,10 @@ own agent by marking its answers satisfied."""
 
 from __future__ import annotations
 
-import functools
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.conf import settings
 from django.db.models import F, Q, QuerySet
 
 from evidence_app.models import (
@@ -46,18 +44,13 @@ from evidence_app.models import (
     ValidationStatus,
 )
 from evidence_app.trust.agreement import HUMAN_DECISIONS
-from project.db import MARKER_TEXT, Prepared
 from tasks_app.records import Feedback, FeedbackAction
 
 __all__ = [
-    "UNCERTIFIED_AUTO_ACCEPT",
-    "UNCERTIFIED_TO_A_PERSON",
-    "AutoAcceptGate",
     "JudgeKey",
     "Label",
     "ShadowReport",
     "SeenVerdictLabels",
-    "approved_gate",
     "certifying_audits",
     "judge_audits_since",
     "judge_verdicts",
@@ -65,10 +58,6 @@ __all__ = [
     "seen_verdict_labels",
     "shadow_report",
 ]
-
-# AUTOACCEPT_UNCERTIFIED: what a judge without an approved, unstopped threshold may do.
-UNCERTIFIED_AUTO_ACCEPT = "auto-accept"
-UNCERTIFIED_TO_A_PERSON = "certified-only"
 
 
 @dataclass(frozen=True, order=True)
@@ -92,26 +81,6 @@ class Label:
     wrong: bool
     weight: float
     source: str  # "audit": only blind, independent audits label
-
-
-@dataclass(frozen=True)
-class AutoAcceptGate:
-    """What the routing lets one judge accept alone: an accepted verdict scoring at or
-    above ``threshold`` goes to the requester, one below to a person; ``stopped``: the
-    drift rule fired, or an operator stopped it, and every accepted verdict goes to a
-    person. ``threshold`` None: the judge has no approved threshold and the deployment
-    auto-accepts certified judges only (``AUTOACCEPT_UNCERTIFIED=certified-only``):
-    every accept goes to a person."""
-
-    threshold_id: int | None
-    threshold: float | None
-    stopped: bool
-    # Stopped by an operator's switch rather than by the drift rule.
-    stopped_by_operator: bool = False
-
-    @property
-    def certified(self) -> bool:
-        return self.threshold is not None
 
 
 def judge_verdicts(key: JudgeKey | None = None) -> QuerySet[ValidationSnapshot]:
@@ -235,44 +204,6 @@ def seen_verdict_labels() -> dict[JudgeKey, SeenVerdictLabels]:
         c = counts[key]
         counts[key] = SeenVerdictLabels(c.decisions, c.wrong, c.by_requester, c.not_blind + 1)
     return dict(counts)
-
-
-# The second text marker of ``_approved_threshold`` (each marker needs its own value).
-_MARKER_MODEL = MARKER_TEXT + "model"
-
-
-@functools.cache
-def _approved_threshold() -> Prepared:
-    """A judge's approved threshold (id, threshold, stopped_at, stopped_by_id), compiled
-    once: ``approved_gate`` runs for every verdict (issue 48)."""
-    return Prepared(
-        AutoAcceptThreshold.objects.approved()
-        .for_judge(MARKER_TEXT, _MARKER_MODEL)
-        .filter(threshold__isnull=False)
-        .order_by("pk")
-        .values_list("pk", "threshold", "stopped_at", "stopped_by_id")[:1],
-        version=MARKER_TEXT,
-        model=_MARKER_MODEL,
-    )
-
-
-def approved_gate(key: JudgeKey) -> AutoAcceptGate | None:
-    """What the judge may accept alone: its approved threshold; without one, None when
-    the deployment lets an uncertified judge keep its word (``AUTOACCEPT_UNCERTIFIED=
-    auto-accept``: its accepted verdicts go to the requester, not certified), else a
-    gate that sends every accept to a person."""
-    rows = _approved_threshold().rows(version=key.template_version, model=key.model_name)
-    if rows and rows[0][1] is not None:
-        pk, threshold, stopped_at, stopped_by_id = rows[0]
-        return AutoAcceptGate(
-            threshold_id=pk,
-            threshold=threshold,
-            stopped=stopped_at is not None,
-            stopped_by_operator=stopped_at is not None and stopped_by_id is not None,
-        )
-    if settings.AUTOACCEPT_UNCERTIFIED == UNCERTIFIED_TO_A_PERSON:
-        return AutoAcceptGate(threshold_id=None, threshold=None, stopped=False)
-    return None
 
 
 def judge_audits_since(key: JudgeKey, since: datetime) -> list[tuple[bool, int]]:

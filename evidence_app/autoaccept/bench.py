@@ -2,19 +2,32 @@
 development half's accepted verdicts (their scores, labelled by the cases), and what it
 does on the held-out half: the share of correct answers auto-accepted at it and the wrong
 ones auto-accepted, beside what the judge's own accept does (today's route without a
-threshold). Loads scipy (``evidence_app.autoaccept``): only the command imports it."""
+threshold). Loads scipy (``evidence_app.autoaccept.certify``): only the command imports
+it. It reads judge_bench's case results through ``CaseResult``, the fields it uses: the
+package sits below judge_bench, which reads the labels it certifies on."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from evidence_app.autoaccept import DELTA, certify
-from evidence_app.judge_bench import CaseResult
+from evidence_app.autoaccept.certify import DELTA, certify
 
 __all__ = ["certified_figures", "format_certified_table"]
 
 ALL = "(all)"
+
+
+class CaseResult(Protocol):
+    """What this module reads of a judged case (``evidence_app.judge_bench.CaseResult``)."""
+
+    id: str
+    dataset: str
+    split: str
+    kind: str
+    got: str
+    score: float | None
 
 
 def _auto_accepted(result: CaseResult, threshold: float | None) -> bool:
@@ -53,7 +66,7 @@ def _one(dev: list[CaseResult], held: list[CaseResult], target: float) -> dict[s
     }
 
 
-def certified_figures(results: list[CaseResult], *, target: float) -> dict[str, Any]:
+def certified_figures(results: Sequence[CaseResult], *, target: float) -> dict[str, Any]:
     """Per dataset (and all together): the threshold certified at ``target`` on the dev
     half and its effect on the held-out half."""
     dev: dict[str, list[CaseResult]] = defaultdict(list)

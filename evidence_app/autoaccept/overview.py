@@ -14,9 +14,7 @@ from django.conf import settings
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from evidence_app.models import AutoAcceptThreshold, ThresholdState, VerdictRoute
-from evidence_app.trust.team import team_figures
-from evidence_app.trust.thresholds import (
+from evidence_app.autoaccept.selectors import (
     JudgeKey,
     SeenVerdictLabels,
     ShadowReport,
@@ -24,6 +22,8 @@ from evidence_app.trust.thresholds import (
     seen_verdict_labels,
     shadow_report,
 )
+from evidence_app.models import AutoAcceptThreshold, ThresholdState, VerdictRoute
+from evidence_app.trust.team import team_figures
 
 __all__ = ["Chart", "ChartPoint", "JudgeAutoAccept", "autoaccept_overview", "curve_chart"]
 

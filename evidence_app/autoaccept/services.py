@@ -23,8 +23,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from evidence_app.autoaccept.selectors import JudgeKey
 from evidence_app.models import AutoAcceptThreshold, ThresholdState
-from evidence_app.trust.thresholds import JudgeKey
 from project.errors import Forbidden, InvalidInput, StaleAction
 from project.roles import is_operator
 from tasks_app.actions import job_enqueue, webhook_events_for_audit, webhook_events_for_judge

@@ -3,7 +3,7 @@ guarantee, or why there is none and the number that is missing), its state (cert
 not certified, stopped: since when and why), the next step, and the figures, each group
 of figures naming the answers it counts so that no figure counts another population than
 the sentence beside it. Built from the stored certifications
-(``evidence_app.trust.autoaccept_overview``) and counts of the judge's verdicts."""
+(``evidence_app.autoaccept.overview``) and counts of the judge's verdicts."""
 
 from __future__ import annotations
 
@@ -15,10 +15,11 @@ from django.conf import settings
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from evidence_app.autoaccept.gate import UNCERTIFIED_TO_A_PERSON
+from evidence_app.autoaccept.overview import WINDOW_DAYS, JudgeAutoAccept
+from evidence_app.autoaccept.selectors import judge_verdicts
 from evidence_app.models import AutoAcceptThreshold, ThresholdState, VerdictRoute
-from evidence_app.trust.autoaccept_overview import WINDOW_DAYS, JudgeAutoAccept
 from evidence_app.trust.stats import Stratum, audits_needed
-from evidence_app.trust.thresholds import UNCERTIFIED_TO_A_PERSON, judge_verdicts
 
 __all__ = ["CERTIFIED", "NOT_CERTIFIED", "STOPPED", "Figure", "FigureGroup", "Standing", "standing"]
 
