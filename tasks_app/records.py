@@ -39,6 +39,7 @@ from tasks_app.workflow.selectors import (
 )
 from tasks_app.workflow.signals import task_seen
 from tasks_app.workflow.states import EXECUTION_ACTIVE_STATUSES, RUNNABLE_STATUSES, TaskStatus
+from tasks_app.workflow.status_reasons import codes_in_words, status_reason_words
 
 __all__ = [
     "task_seen",
@@ -67,9 +68,11 @@ __all__ = [
     "ValidationPolicy",
     "WebhookEvent",
     "can_act",
+    "codes_in_words",
     "count_of",
     "get_visible_run",
     "require_visible_task",
     "status_counts",
+    "status_reason_words",
     "visible_task",
 ]
