@@ -478,7 +478,8 @@
     if (label) return label;
     var section = table.closest("section, .panel");
     var heading = section && section.querySelector("h1, h2, h3");
-    return heading ? heading.textContent.trim() : "Table";
+    // "(table)": the box must not share its name with the section it sits in (axe landmark-unique).
+    return heading ? heading.textContent.trim() + " (table)" : "Table";
   }
 
   function wrapWideTables(root) {
