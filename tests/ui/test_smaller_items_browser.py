@@ -84,7 +84,8 @@ def test_no_page_repeats_a_landmark_name_or_leaves_a_table_header_empty(
 def test_count_chips_and_input_tabs_read_as_separate_words(
     page: Any, live_server: Any, requester: Any, operator: Any
 ) -> None:
-    """Issue 47, item 5: a count chip reads "Needs review: 1" (not "Needs review1"), and a validator-input tab's is "Attempt 1 · judge · offline:judge"
+    """Issue 47, item 5: a count chip reads "Needs review: 1" (not "Needs review1"), and a
+    validator-input tab's is "Attempt 1 · judge · offline:judge"
     (not "judgeoffline:judge")."""
     task = make_reviewable_task(requester)
     ValidationSnapshotFactory(
