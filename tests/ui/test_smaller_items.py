@@ -1,7 +1,7 @@
 """Issue 47, item 5 (the smaller items), as view tests: the timeline names a shadow or
 second judge's verdict; the judge page keeps a refused "make default" reason, offers
 another judge than the current one for shadow mode and refuses the current one, and
-asks before it stops shadow mode."""
+asks before it stops shadow mode; the Audits list names the tasks of judged audits."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from evidence_app.models import JudgeDefault, ShadowJudge
 from evidence_app.validation.current_judge import current_judge
+from tests.audit_helpers import drawn_audit
 from tests.factories import ValidationSnapshotFactory
 from tests.ui.conftest import make_reviewable_task
 from tests.ui.test_judge_page import _comparison, _figures
@@ -113,3 +114,24 @@ def test_stopping_shadow_mode_asks_first_and_keeps_the_figures(
     page = stopped.content.decode()
     assert not ShadowJudge.objects.get().active
     assert "Last shadow:" in page and 'id="shadow-counts"' in page
+
+
+def test_the_audits_list_names_judged_audits_tasks_and_hides_open_ones(
+    client: Any, reviewer: Any
+) -> None:
+    """Issue 47, item 5 (and issue 43): an open audit is listed without its task's title
+    (the auditor could look the task up); the audits this person judged are listed below
+    with the task's title, linked, and their call."""
+    judged = drawn_audit("accepted", title="Budget question judged")
+    still_open = drawn_audit("accepted", title="Travel question open")
+    client.force_login(reviewer)
+    client.post(
+        reverse("audit_detail", args=[judged.pk]),
+        {"correct": "not_correct", "comment": "It is 1,800 EUR."},
+    )
+    html = client.get(reverse("audit_queue")).content.decode()
+    assert f'id="audit-row-{still_open.pk}"' in html
+    assert "Travel question open" not in html
+    row = html.split(f'id="judged-row-{judged.pk}"')[1].split("</tr>")[0]
+    assert "Budget question judged" in row and "not correct" in row
+    assert reverse("task_detail", args=[judged.task.pk]) in row
