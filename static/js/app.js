@@ -382,7 +382,13 @@
   document.addEventListener("htmx:configRequest", function (event) {
     var elt = event.detail && event.detail.elt;
     var toast = elt && elt.closest && elt.closest("#undo-toast");
-    if (!toast || !document.getElementById("queue-list")) return;
+    if (!toast) return;
+    if (!document.getElementById("queue-list")) {
+      // Undone from a task page, maybe the next task's (issue 47): the undone task's page
+      // comes back, and the address bar must say so too.
+      undoPage = { path: event.detail.path, url: toast.getAttribute("data-undo-url") };
+      return;
+    }
     event.detail.parameters["return_to"] = "queue";
     event.detail.parameters["filters"] = window.location.search.replace(/^\?/, "");
     // Selected when this request's answer settles: the decision's own settle may come
@@ -390,6 +396,17 @@
     undoSelect = { path: event.detail.path, taskId: toast.getAttribute("data-undo-task") };
   });
   var undoSelect = null;
+  var undoPage = null;
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var config = event.detail && event.detail.requestConfig;
+    if (!undoPage || !config || config.path !== undoPage.path) return;
+    var url = undoPage.url;
+    undoPage = null;
+    // Replaced, not pushed: Back still leads to the page before the decision.
+    if (url && event.detail.successful !== false && window.location.pathname !== url) {
+      history.replaceState(history.state, "", url);
+    }
+  });
 
   var lastQueueCount = null;
   document.addEventListener("htmx:afterSettle", function (event) {

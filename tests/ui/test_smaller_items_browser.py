@@ -106,3 +106,24 @@ def test_count_chips_and_input_tabs_read_as_separate_words(
         "Attempt 1 · judge · offline:judge"
     )
     assert page.errors == []
+
+
+def test_undo_on_the_next_task_s_page_brings_back_the_undone_task_s_address(
+    page: Any, live_server: Any, reviewer: Any, requester: Any, settings: Any
+) -> None:
+    """Issue 47, item 5: ``s`` on a task page opens the next task; Undo there shows the
+    undone task again, and the address bar says so (it kept the next task's address)."""
+    from playwright.sync_api import expect
+
+    settings.DECISION_UNDO_SECONDS = 30
+    first = make_reviewable_task(requester, title="First to decide")
+    make_reviewable_task(requester, title="Next in the queue")
+    login(page, live_server, "rita", f"/tasks/{first.pk}/")
+    page.keyboard.press("s")
+    expect(page.locator("#undo-toast")).to_be_visible()
+    expect(page.locator("h1")).to_contain_text("Next in the queue")
+    page.locator("#undo-button").click()
+    expect(page.locator("#undo-toast")).to_have_count(0)
+    expect(page.locator("h1")).to_contain_text("First to decide")
+    assert page.url.split("?")[0].endswith(f"/tasks/{first.pk}/")
+    assert page.errors == []
