@@ -98,7 +98,7 @@
     return Array.prototype.slice.call(document.querySelectorAll("#queue-list tr[data-task-id]"));
   }
 
-  function selectRow(row, focus) {
+  function selectRow(row, focus, byPointer) {
     queueRows().forEach(function (r) {
       r.classList.remove("selected");
       r.setAttribute("aria-selected", "false");
@@ -110,7 +110,9 @@
     row.setAttribute("tabindex", "0");
     selectedTaskId = row.getAttribute("data-task-id");
     if (focus) row.focus();
-    row.scrollIntoView({ block: "nearest" });
+    // Not for a click (issue 47): scrolling on the mousedown's focus moved a row that was
+    // partly below the fold from under the pointer, and the click landed elsewhere.
+    if (!byPointer) row.scrollIntoView({ block: "nearest" });
   }
 
   function selectedRow() {
@@ -335,12 +337,14 @@
 
   document.addEventListener("click", function (event) {
     var row = event.target.closest && event.target.closest("#queue-list tr[data-task-id]");
-    if (row) selectRow(row, false);
+    if (row) selectRow(row, false, true);
   });
 
+  // The focus a click gives (mousedown) selects the row without scrolling it; a focus
+  // moved by Tab is scrolled into view by the browser itself.
   document.addEventListener("focusin", function (event) {
     var row = event.target.closest && event.target.closest("#queue-list tr[data-task-id]");
-    if (row && row.getAttribute("data-task-id") !== selectedTaskId) selectRow(row, false);
+    if (row && row.getAttribute("data-task-id") !== selectedTaskId) selectRow(row, false, true);
   });
 
   /* The 10-second refresh replaces the list: the element that had the focus in it (a row,

@@ -127,3 +127,30 @@ def test_undo_on_the_next_task_s_page_brings_back_the_undone_task_s_address(
     expect(page.locator("h1")).to_contain_text("First to decide")
     assert page.url.split("?")[0].endswith(f"/tasks/{first.pk}/")
     assert page.errors == []
+
+
+def test_the_first_click_on_a_queue_row_partly_below_the_fold_opens_it(
+    page: Any, live_server: Any, reviewer: Any, requester: Any
+) -> None:
+    """Issue 47, item 5: a click on the title of a row whose lower part is below the fold
+    opens that task (the focus of the mousedown used to scroll the row up, so the click
+    landed on something else)."""
+    tasks = [make_reviewable_task(requester, title=f"Question {i:02d}") for i in range(14)]
+    page.set_viewport_size({"width": 1280, "height": 600})
+    login(page, live_server, "rita", "/review/")
+    height = page.evaluate("innerHeight")
+    target = None
+    for task in tasks:
+        link = page.locator(f'#queue-list tr[data-task-id="{task.pk}"] a').first
+        box = link.bounding_box()
+        if box and box["y"] > height:
+            target, target_box = task, box
+            break
+    assert target is not None, "every row fits the screen: no row to test"
+    # Scroll so that the link's top few pixels show at the bottom edge.
+    page.evaluate(f"window.scrollBy(0, {target_box['y'] - height + 5})")
+    box = page.locator(f'#queue-list tr[data-task-id="{target.pk}"] a').first.bounding_box()
+    assert box is not None and box["y"] < height < box["y"] + box["height"] + 8
+    page.mouse.click(box["x"] + min(20, box["width"] / 2), height - 2)
+    page.wait_for_url(f"**/tasks/{target.pk}/**")
+    assert page.errors == []
