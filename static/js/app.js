@@ -698,7 +698,16 @@
      the undo button goes (the server refuses a late undo anyway). */
   var undoStarted = new WeakMap();
   var undoReloads = 0;
+  // The room the toast takes at the bottom of the screen (issue 47): the page keeps it
+  // free (padding) and the queue's sticky form sits above it, so the toast covers
+  // neither the form's heading nor the end of the page.
+  function keepToastRoom() {
+    var toast = document.getElementById("undo-toast");
+    var room = toast && !toast.hidden ? toast.offsetHeight + 24 : 0;
+    document.documentElement.style.setProperty("--toast-room", room + "px");
+  }
   function tickUndo() {
+    keepToastRoom();
     document.querySelectorAll("[data-seconds-left]").forEach(function (box) {
       if (!undoStarted.has(box)) undoStarted.set(box, Date.now());
       var total = parseInt(box.getAttribute("data-seconds-left"), 10) || 0;

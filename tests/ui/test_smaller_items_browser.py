@@ -154,3 +154,53 @@ def test_the_first_click_on_a_queue_row_partly_below_the_fold_opens_it(
     page.mouse.click(box["x"] + min(20, box["width"] / 2), height - 2)
     page.wait_for_url(f"**/tasks/{target.pk}/**")
     assert page.errors == []
+
+
+def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        a["x"] < b["x"] + b["width"]
+        and b["x"] < a["x"] + a["width"]
+        and a["y"] < b["y"] + b["height"]
+        and b["y"] < a["y"] + a["height"]
+    )
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_the_undo_toast_covers_neither_the_abandon_form_nor_the_page_s_end(
+    page: Any, live_server: Any, reviewer: Any, requester: Any, settings: Any, width: int
+) -> None:
+    """Issue 47, item 5: with the undo toast showing, the queue's abandon form (sticky at
+    the bottom) sits above it, heading and all; on the next task's page, scrolled to the
+    end, the last of the page is above the toast."""
+    from playwright.sync_api import expect
+
+    settings.DECISION_UNDO_SECONDS = 30
+    first = make_reviewable_task(requester, title="First to decide")
+    for i in range(12):
+        make_reviewable_task(requester, title=f"Waiting {i:02d}")
+    page.set_viewport_size({"width": width, "height": 700})
+    login(page, live_server, "rita", "/review/")
+    page.locator(f'#queue-list tr[data-task-id="{first.pk}"]').click()
+    page.keyboard.press("s")
+    toast = page.locator("#undo-toast")
+    expect(toast).to_be_visible()
+    page.wait_for_timeout(700)  # the toast's room is kept on its next tick
+    page.locator("#queue-list tr[data-task-id]").first.click()
+    page.keyboard.press("a")
+    form = page.locator("#queue-inline")
+    expect(form).to_be_visible()
+    page.evaluate("window.scrollTo(0, 0)")
+    page.wait_for_timeout(200)
+    toast_box = toast.bounding_box()
+    assert not overlap(page.locator("#queue-inline-title").bounding_box(), toast_box)
+    assert not overlap(form.bounding_box(), toast_box)
+    page.keyboard.press("Escape")
+
+    page.goto(f"{live_server.url}/tasks/{first.pk}/")
+    expect(toast).to_be_visible()
+    page.wait_for_timeout(700)
+    page.evaluate("window.scrollTo(0, document.scrollingElement.scrollHeight)")
+    page.wait_for_timeout(200)
+    last = page.locator("#main > *").last.bounding_box()
+    assert last["y"] + last["height"] <= toast.bounding_box()["y"]
+    assert page.errors == []
