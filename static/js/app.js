@@ -517,14 +517,42 @@
     });
   }
 
+  /* A table wider than the screen says so (issue 47): on a phone its last columns (the
+     queue's Claims, Trust's estimate, the judge comparison's candidate) sit off-screen
+     in their scroll box, so a visible line above the box says to scroll sideways. */
+  function markScrollableTables() {
+    document.querySelectorAll("#main .table-scroll-x").forEach(function (box) {
+      var wide = box.scrollWidth > box.clientWidth + 1;
+      var hint = box.previousElementSibling;
+      var has = hint && hint.classList.contains("scroll-hint");
+      box.classList.toggle("is-scrollable", wide);
+      if (wide && !has) {
+        hint = document.createElement("p");
+        hint.className = "scroll-hint";
+        hint.setAttribute("aria-hidden", "true");  // the box itself is a named, focusable region
+        hint.textContent = "More columns: scroll the table sideways →";
+        box.parentNode.insertBefore(hint, box);
+      } else if (!wide && has) {
+        hint.remove();
+      }
+    });
+  }
+  var hintTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(hintTimer);
+    hintTimer = setTimeout(markScrollableTables, 150);
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     var toggle = document.getElementById("nav-toggle");
     if (toggle) toggle.hidden = false;
     wrapWideTables(document.getElementById("main"));
+    markScrollableTables();
   });
   document.addEventListener("htmx:afterSwap", function (event) {
     var target = event.detail && event.detail.target;
     wrapWideTables(target && target.isConnected ? target : document.getElementById("main"));
+    markScrollableTables();
   });
 
   /* ---- No stale flash after Back ------------------------------------------------------ */

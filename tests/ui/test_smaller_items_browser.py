@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
+from tests.evidence_app.trust_helpers import verdicts
 from tests.factories import ValidationSnapshotFactory
 from tests.ui.conftest import make_reviewable_task
 from tests.ui.test_browser import CHROMIUM, browser, login  # noqa: F401
+from tests.ui.test_judge_page import _comparison, _figures
 from tests.ui.test_review_flow_browser import AXE
 
 pytestmark = [
@@ -203,4 +205,37 @@ def test_the_undo_toast_covers_neither_the_abandon_form_nor_the_page_s_end(
     page.wait_for_timeout(200)
     last = page.locator("#main > *").last.bounding_box()
     assert last["y"] + last["height"] <= toast.bounding_box()["y"]
+    assert page.errors == []
+
+
+def test_on_a_phone_wide_tables_say_they_scroll_and_their_last_columns_are_reachable(
+    page: Any, live_server: Any, requester: Any, operator: Any
+) -> None:
+    """Issue 47, item 5: at 390 px the queue's Claims column, Trust's Estimate and the
+    judge comparison's Candidate column are off-screen in their table's box; a visible
+    line above the box says to scroll sideways, and scrolling the box brings the column
+    into view (the page itself does not scroll sideways)."""
+    make_reviewable_task(requester)
+    verdicts(50, probability=1.0, audits=[True] * 50)
+    _comparison("succeeded", figures=_figures(12, 2))
+    page.set_viewport_size({"width": 390, "height": 800})
+    login(page, live_server, "otto", "/review/")
+    for path, header in (
+        ("/review/", "Claims"),
+        ("/ops/trust/", "Estimate"),
+        ("/ops/judge/", "Candidate"),
+    ):
+        page.goto(live_server.url + path)
+        page.wait_for_timeout(300)
+        th = page.locator("th", has_text=header).first
+        box = th.locator("xpath=ancestor::div[contains(@class, 'table-scroll-x')][1]")
+        start = th.bounding_box()
+        assert start["x"] + start["width"] > 391, f"{path}: {header} already on screen"
+        hint = box.locator("xpath=preceding-sibling::*[1]")
+        assert hint.get_attribute("class") == "scroll-hint", path
+        assert hint.is_visible() and "scroll the table sideways" in hint.inner_text()
+        box.evaluate("b => { b.scrollLeft = b.scrollWidth; }")
+        place = th.bounding_box()
+        assert place["x"] < 390 and place["x"] + place["width"] <= 391, f"{path}: {place}"
+        assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth"), path
     assert page.errors == []
