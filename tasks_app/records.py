@@ -83,6 +83,7 @@ from tasks_app.workflow.selectors import (
 )
 from tasks_app.workflow.signals import task_seen
 from tasks_app.workflow.states import EXECUTION_ACTIVE_STATUSES, RUNNABLE_STATUSES, TaskStatus
+from tasks_app.workflow.status_reasons import codes_in_words, status_reason_words
 
 __all__ = [
     "task_seen",
@@ -111,6 +112,7 @@ __all__ = [
     "ValidationPolicy",
     "WebhookEvent",
     "can_act",
+    "codes_in_words",
     "count_of",
     "get_visible_run",
     "may_decide",
@@ -118,5 +120,6 @@ __all__ = [
     "review_queue_age_summary",
     "review_queue_entries",
     "status_counts",
+    "status_reason_words",
     "visible_task",
 ]

@@ -299,8 +299,14 @@ def _shadow_after_change(default: JudgeDefault, chosen_by: Any) -> DefaultChange
 
 def shadow_start(*, template: str, model: str, started_by: Any) -> ShadowJudge:
     """Start ``template`` on ``model`` judging every new attempt in shadow. Refused
-    while another candidate is in shadow (stop it first)."""
+    while another candidate is in shadow (stop it first), and for the current judge
+    itself (it would only be compared with itself)."""
     get_template(template)
+    if active_shadow() is None and (template, model) == current_judge():
+        raise InvalidInput(
+            f"{template} on {model} is the current judge: in shadow it would only be compared "
+            "with itself. Choose another prompt template or validator model."
+        )
     try:
         with transaction.atomic():
             return ShadowJudge.objects.create(

@@ -32,7 +32,7 @@ from evidence_app.judges.gate import (
 from evidence_app.models import JudgeComparison
 from evidence_app.validation.current_judge import current_judge
 from evidence_app.validator.templates import list_templates
-from project.errors import DomainError
+from project.errors import DomainError, InvalidInput
 from project.views import operator_required, render_fragment, render_page, wants_fragment
 
 # The figures of a comparison, in the order of the table: (key, label).
@@ -92,10 +92,16 @@ def _comparison_items(
 
 
 def _context(
-    *, compare_form: JudgeCandidateForm | None = None, shadow_form: JudgeCandidateForm | None = None
+    *,
+    compare_form: JudgeCandidateForm | None = None,
+    shadow_form: JudgeCandidateForm | None = None,
+    default_refusal: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     names = [t.name for t in list_templates()]
     template, model = current_judge()
+    # The shadow form offers another judge than the current one (issue 47): another
+    # template with the current model, so it never proposes shadowing the judge itself.
+    others = [n for n in names if n != template]
     comparisons = recent_comparisons()
     shadow = latest_shadow()
     return {
@@ -105,7 +111,13 @@ def _context(
         "compare_form": compare_form
         or JudgeCandidateForm(template_names=names, initial_model=model),
         "shadow_form": shadow_form
-        or JudgeCandidateForm(template_names=names, initial_model=model, prefix="shadow"),
+        or JudgeCandidateForm(
+            template_names=names,
+            initial_model=model,
+            initial={"template": others[0] if others else template},
+            prefix="shadow",
+        ),
+        "default_refusal": default_refusal or {},
         "comparisons": _comparison_items(comparisons, (template, model)),
         "min_cases": MIN_COMPARED_CASES,
         "min_reason": MIN_REASON_CHARS,
@@ -166,16 +178,24 @@ def ops_judge_default(request: HttpRequest, comparison_id: int) -> HttpResponse:
     if request.POST.get("confirm") != "yes":
         messages.error(request, "Nothing changed: confirm to make the candidate the default.")
         return redirect("ops_judge")
+    note = request.POST.get("note", "").strip()[:2000]
     try:
         change = judge_default_make(
             comparison_id=comparison_id,
             chosen_by=request.user,
-            note=request.POST.get("note", "").strip()[:2000],
+            note=note,
             override=request.POST.get("override") == "yes",
         )
     except DomainError as exc:
+        # The page again with the form open and the typed reason kept (issue 47).
         messages.error(request, f"Nothing changed: {exc.message}")
-        return redirect("ops_judge")
+        refusal = {"comparison": comparison_id, "note": note}
+        return render_page(
+            request,
+            "evidence_app/ops_judge.html",
+            _context(default_refusal=refusal),
+            status=exc.http_status,
+        )
     chosen = change.default
     messages.success(
         request,
@@ -205,6 +225,9 @@ def ops_judge_default(request: HttpRequest, comparison_id: int) -> HttpResponse:
 def ops_judge_shadow(request: HttpRequest) -> HttpResponse:
     """Start a candidate in shadow (``op=start`` with the form) or stop it (``op=stop``)."""
     if request.POST.get("op") == "stop":
+        if request.POST.get("confirm") != "yes":
+            messages.error(request, "Nothing changed: confirm to stop shadow mode.")
+            return redirect("ops_judge")
         try:
             stopped = shadow_stop(stopped_by=request.user)
         except DomainError as exc:
@@ -225,6 +248,15 @@ def ops_judge_shadow(request: HttpRequest) -> HttpResponse:
             template=form.cleaned_data["template"],
             model=form.cleaned_data["model"],
             started_by=request.user,
+        )
+    except InvalidInput as exc:
+        # The current judge itself (issue 47): said beside the form, the choice kept.
+        form.add_error(None, exc.message)
+        return render_page(
+            request,
+            "evidence_app/ops_judge.html",
+            _context(shadow_form=form),
+            status=exc.http_status,
         )
     except DomainError as exc:
         messages.error(request, exc.message)

@@ -31,6 +31,21 @@ def audits(user: Any) -> QuerySet[Audit]:
     )
 
 
+# The audits a person judged, newest first, listed under the open ones with their task.
+JUDGED_LISTED = 20
+
+
+def judged_by(user: Any) -> list[Audit]:
+    """The last audits ``user`` judged, newest first, with their task's title: judged,
+    they hide nothing (the verdict is revealed to their judge too)."""
+    return list(
+        Audit.objects.filter(reviewer=user, state=AuditState.DONE)
+        .select_related("task")
+        .only("id", "attempt_index", "correct", "decided_at", "task__id", "task__title")
+        .order_by("-decided_at", "-id")[:JUDGED_LISTED]
+    )
+
+
 def open_audit_count(user: Any) -> int:
     return audits_open_to(user).count()
 

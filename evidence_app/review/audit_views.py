@@ -32,12 +32,17 @@ AUDITS_PAGE_SIZE = 50
 @require_GET
 def audit_queue(request: HttpRequest) -> HttpResponse:
     """The open audits this person may judge, oldest first: audit id, attempt and age
-    only (blind: no task title or id)."""
+    only (blind: no task title or id); then the audits they judged, with their task."""
     count = audit_page.open_audit_count(request.user)
     page = CountedPaginator(
         audit_page.audits(request.user), AUDITS_PAGE_SIZE, count=count
     ).get_page(request.GET.get("page"))
-    context = {"page": page, "audits": page.object_list, "now": timezone.now()}
+    context = {
+        "page": page,
+        "audits": page.object_list,
+        "judged": audit_page.judged_by(request.user),
+        "now": timezone.now(),
+    }
     return render_page(request, "evidence_app/audit_queue.html", context)
 
 

@@ -28,7 +28,7 @@ from django.utils.text import Truncator
 from django.utils.timesince import TIME_STRINGS, timesince
 
 from evidence_app.validation.claims import CLAIM_STATES
-from tasks_app.records import TaskStatus
+from tasks_app.records import TaskStatus, status_reason_words
 
 TEMPLATES = jinja2.Environment(
     loader=jinja2.FileSystemLoader(Path(__file__).resolve().parent / "jinja2"),
@@ -219,7 +219,7 @@ def _queue_row(
         "verdict": t.v_status,
         # Why it is here, where the verdict alone does not say (an accepted one, or none).
         "why": (
-            _truncate(t.v_why, 110)
+            _truncate(status_reason_words(TaskStatus.NEEDS_REVIEW, t.v_why), 110)
             if t.v_why and (t.v_status == "accepted" or not t.v_issue)
             else ""
         ),

@@ -12,12 +12,12 @@ from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from evidence_app.models import FailureCategory, SnapshotKind, ValidationStatus
+from evidence_app.models import FailureCategory, SnapshotKind, ValidationStatus, VerdictRoute
 from evidence_app.review import rows
 from evidence_app.validation.claims import CLAIM_STATES
 from project.costs import CostTotal, format_cost
 from project.llm.registry import display_model_name
-from tasks_app.records import FeedbackAction, RunKind, RunStatus, TaskStatus
+from tasks_app.records import FeedbackAction, RunKind, RunStatus, TaskStatus, codes_in_words
 
 register = template.Library()
 
@@ -173,10 +173,31 @@ def status_label(value: str | None) -> str:
             FailureCategory,
             FeedbackAction,
             ValidationStatus,
+            VerdictRoute,
             TaskStatus,
         ):
             _STATUS_LABELS.update({value: str(label) for value, label in choices.choices})
     return _STATUS_LABELS.get(value, value.replace("_", " ").capitalize())
+
+
+@register.filter
+def code_words(text: str | None) -> str:
+    """A stored reason with its codes in words: "validator: insufficient_evidence
+    (unsupported_claim)" reads "validator: insufficient evidence (unsupported claim)"."""
+    return codes_in_words(text or "")
+
+
+@register.filter
+def reconciliation_words(reason: str | None) -> str:
+    """One reason of the application's check of a verdict, in words: "accepted: kept"
+    reads "Accepted: the application's checks left the model's verdict as it was"."""
+    text = (reason or "").strip()
+    status, _, rest = text.partition(": ")
+    if rest == "kept":
+        return (
+            f"{status_label(status)}: the application's checks left the model's verdict as it was"
+        )
+    return codes_in_words(text)
 
 
 @register.filter

@@ -98,7 +98,7 @@
     return Array.prototype.slice.call(document.querySelectorAll("#queue-list tr[data-task-id]"));
   }
 
-  function selectRow(row, focus) {
+  function selectRow(row, focus, byPointer) {
     queueRows().forEach(function (r) {
       r.classList.remove("selected");
       r.setAttribute("aria-selected", "false");
@@ -110,7 +110,9 @@
     row.setAttribute("tabindex", "0");
     selectedTaskId = row.getAttribute("data-task-id");
     if (focus) row.focus();
-    row.scrollIntoView({ block: "nearest" });
+    // Not for a click (issue 47): scrolling on the mousedown's focus moved a row that was
+    // partly below the fold from under the pointer, and the click landed elsewhere.
+    if (!byPointer) row.scrollIntoView({ block: "nearest" });
   }
 
   function selectedRow() {
@@ -335,12 +337,14 @@
 
   document.addEventListener("click", function (event) {
     var row = event.target.closest && event.target.closest("#queue-list tr[data-task-id]");
-    if (row) selectRow(row, false);
+    if (row) selectRow(row, false, true);
   });
 
+  // The focus a click gives (mousedown) selects the row without scrolling it; a focus
+  // moved by Tab is scrolled into view by the browser itself.
   document.addEventListener("focusin", function (event) {
     var row = event.target.closest && event.target.closest("#queue-list tr[data-task-id]");
-    if (row && row.getAttribute("data-task-id") !== selectedTaskId) selectRow(row, false);
+    if (row && row.getAttribute("data-task-id") !== selectedTaskId) selectRow(row, false, true);
   });
 
   /* The 10-second refresh replaces the list: the element that had the focus in it (a row,
@@ -382,7 +386,13 @@
   document.addEventListener("htmx:configRequest", function (event) {
     var elt = event.detail && event.detail.elt;
     var toast = elt && elt.closest && elt.closest("#undo-toast");
-    if (!toast || !document.getElementById("queue-list")) return;
+    if (!toast) return;
+    if (!document.getElementById("queue-list")) {
+      // Undone from a task page, maybe the next task's (issue 47): the undone task's page
+      // comes back, and the address bar must say so too.
+      undoPage = { path: event.detail.path, url: toast.getAttribute("data-undo-url") };
+      return;
+    }
     event.detail.parameters["return_to"] = "queue";
     event.detail.parameters["filters"] = window.location.search.replace(/^\?/, "");
     // Selected when this request's answer settles: the decision's own settle may come
@@ -390,6 +400,17 @@
     undoSelect = { path: event.detail.path, taskId: toast.getAttribute("data-undo-task") };
   });
   var undoSelect = null;
+  var undoPage = null;
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var config = event.detail && event.detail.requestConfig;
+    if (!undoPage || !config || config.path !== undoPage.path) return;
+    var url = undoPage.url;
+    undoPage = null;
+    // Replaced, not pushed: Back still leads to the page before the decision.
+    if (url && event.detail.successful !== false && window.location.pathname !== url) {
+      history.replaceState(history.state, "", url);
+    }
+  });
 
   var lastQueueCount = null;
   document.addEventListener("htmx:afterSettle", function (event) {
@@ -478,7 +499,8 @@
     if (label) return label;
     var section = table.closest("section, .panel");
     var heading = section && section.querySelector("h1, h2, h3");
-    return heading ? heading.textContent.trim() : "Table";
+    // "(table)": the box must not share its name with the section it sits in (axe landmark-unique).
+    return heading ? heading.textContent.trim() + " (table)" : "Table";
   }
 
   function wrapWideTables(root) {
@@ -495,14 +517,42 @@
     });
   }
 
+  /* A table wider than the screen says so (issue 47): on a phone its last columns (the
+     queue's Claims, Trust's estimate, the judge comparison's candidate) sit off-screen
+     in their scroll box, so a visible line above the box says to scroll sideways. */
+  function markScrollableTables() {
+    document.querySelectorAll("#main .table-scroll-x").forEach(function (box) {
+      var wide = box.scrollWidth > box.clientWidth + 1;
+      var hint = box.previousElementSibling;
+      var has = hint && hint.classList.contains("scroll-hint");
+      box.classList.toggle("is-scrollable", wide);
+      if (wide && !has) {
+        hint = document.createElement("p");
+        hint.className = "scroll-hint";
+        hint.setAttribute("aria-hidden", "true");  // the box itself is a named, focusable region
+        hint.textContent = "More columns: scroll the table sideways →";
+        box.parentNode.insertBefore(hint, box);
+      } else if (!wide && has) {
+        hint.remove();
+      }
+    });
+  }
+  var hintTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(hintTimer);
+    hintTimer = setTimeout(markScrollableTables, 150);
+  });
+
   document.addEventListener("DOMContentLoaded", function () {
     var toggle = document.getElementById("nav-toggle");
     if (toggle) toggle.hidden = false;
     wrapWideTables(document.getElementById("main"));
+    markScrollableTables();
   });
   document.addEventListener("htmx:afterSwap", function (event) {
     var target = event.detail && event.detail.target;
     wrapWideTables(target && target.isConnected ? target : document.getElementById("main"));
+    markScrollableTables();
   });
 
   /* ---- No stale flash after Back ------------------------------------------------------ */
@@ -676,7 +726,16 @@
      the undo button goes (the server refuses a late undo anyway). */
   var undoStarted = new WeakMap();
   var undoReloads = 0;
+  // The room the toast takes at the bottom of the screen (issue 47): the page keeps it
+  // free (padding) and the queue's sticky form sits above it, so the toast covers
+  // neither the form's heading nor the end of the page.
+  function keepToastRoom() {
+    var toast = document.getElementById("undo-toast");
+    var room = toast && !toast.hidden ? toast.offsetHeight + 24 : 0;
+    document.documentElement.style.setProperty("--toast-room", room + "px");
+  }
   function tickUndo() {
+    keepToastRoom();
     document.querySelectorAll("[data-seconds-left]").forEach(function (box) {
       if (!undoStarted.has(box)) undoStarted.set(box, Date.now());
       var total = parseInt(box.getAttribute("data-seconds-left"), 10) || 0;

@@ -9,7 +9,7 @@ import re
 
 from tasks_app.workflow.states import TaskStatus
 
-__all__ = ["status_reason_words"]
+__all__ = ["codes_in_words", "status_reason_words"]
 
 MEANING: dict[str, str] = {
     TaskStatus.OPEN: "waiting for the agent to start",
@@ -34,5 +34,11 @@ def status_reason_words(status: str, reason: str) -> str:
     line = reason.strip().splitlines()[0].strip() if reason.strip() else ""
     if not line:
         return MEANING.get(status, "")
-    line = _CODE.sub(lambda m: m.group(1).replace("_", " "), line)
+    line = codes_in_words(line)
     return line if len(line) <= LONGEST else line[: LONGEST - 1].rstrip() + "…"
+
+
+def codes_in_words(text: str) -> str:
+    """``text`` with each stored code in it (``insufficient_evidence``,
+    ``unsupported_claim``) written as words; names of models and templates kept."""
+    return _CODE.sub(lambda m: m.group(1).replace("_", " "), text)

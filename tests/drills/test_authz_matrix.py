@@ -223,7 +223,9 @@ PAGE_MATRIX: dict[str, dict[str, int]] = {
     # Changing the judge (issue 27): the gate's page and its forms are the operators'.
     "GET ops_judge": OPERATOR_PAGE,
     "POST ops_judge": row(LOGIN, 403, 403, 403, DONE),
-    "POST ops_judge_default": row(LOGIN, 403, 403, 403, DONE),
+    # The drill's comparison is not finished: the operator passes the role check and the
+    # gate refuses, the page coming back with the form and the reason kept (issue 47).
+    "POST ops_judge_default": row(LOGIN, 403, 403, 403, 422),
     "POST ops_judge_shadow": row(LOGIN, 403, 403, 403, DONE),
     # Audits (issue 27): the review queue's roles; only reviewers judge.
     "GET audit_queue": STAFF_PAGE,

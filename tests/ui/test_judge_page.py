@@ -187,7 +187,12 @@ def test_shadow_mode_starts_and_stops_from_the_page_with_its_figures(
     assert '<tr><th scope="row">Decisions</th><td class="num">1</td>' in html
     assert "100 %, κ –" in html and "0 %, κ –" in html
 
-    stopped = client.post(shadow_url, {"op": "stop"}, follow=True).content.decode()
+    # Issue 47: one click does not stop it; the confirmation does.
+    unconfirmed = client.post(shadow_url, {"op": "stop"}, follow=True).content.decode()
+    assert "Nothing changed: confirm to stop shadow mode." in unconfirmed
+    assert ShadowJudge.objects.filter(active=True).count() == 1
+    stopped = client.post(shadow_url, {"op": "stop", "confirm": "yes"}, follow=True)
+    stopped = stopped.content.decode()
     assert "Shadow mode stopped" in stopped and "Start in shadow" in stopped
     assert "Last shadow:" in stopped and "Attempts judged: <strong>1</strong>" in stopped
     shadow.refresh_from_db()

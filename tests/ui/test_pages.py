@@ -99,7 +99,7 @@ def test_queue_lists_needs_review_oldest_first_with_counts(
     page = client.get(reverse("review_queue")).content.decode()
     assert page.index("Older one") < page.index("Newer one")
     assert "Still running" not in page
-    assert "Needs review <b>2</b>" in page and "Running <b>1</b>" in page
+    assert "Needs review: <b>2</b>" in page and "Running: <b>1</b>" in page
     assert f'data-task-id="{older.pk}"' in page and f'data-task-id="{newer.pk}"' in page
 
 

@@ -65,8 +65,9 @@ def test_the_undo_flash_and_toast_give_the_same_time_and_help_lists_u(
 def test_validator_input_tabs_name_the_judge_and_its_model(
     client: Any, reviewer: Any, requester: Any
 ) -> None:
-    """Issue 39: with a second judge the tabs read "Attempt 1 · judge offline:judge" and
-    "Attempt 1 · second judge offline:second", not "Attempt 1 Attempt 1"."""
+    """Issue 39: with a second judge the tabs read "Attempt 1 · judge · offline:judge" and
+    "Attempt 1 · second judge · offline:second", not "Attempt 1 Attempt 1" (issue 47: a
+    separator between the judge and its model)."""
     task = make_reviewable_task(requester)
     first = task.validations.get()
     ValidationSnapshotFactory(
@@ -84,8 +85,8 @@ def test_validator_input_tabs_name_the_judge_and_its_model(
         for t in re.findall(r'<a class="badge input-tab.*?</a>', html, re.S)
     ]
     assert tabs == [
-        "Attempt 1 · judge offline:judge",
-        "Attempt 1 · second judge offline:second",
+        "Attempt 1 · judge · offline:judge",
+        "Attempt 1 · second judge · offline:second",
     ]
 
 
