@@ -77,7 +77,9 @@ def claim_confidence(signal: ClaimSignal) -> float:
     tight = TIGHT_BONUS * min(1.0, max(0.0, signal.tightness))
     corroborated = SOURCES_BONUS if signal.sources >= 2 else 0.0
     stated = STATED + tight + corroborated
-    return max(stated, signal.entailment or 0.0) * undisputed
+    # Stated word for word: the rules' grade (corroboration, how much of the sentence it
+    # covers) orders these; the model's reading only lowers it by a contradiction.
+    return stated * undisputed
 
 
 def answer_confidence(claims: Iterable[ClaimSignal], requirements_met: Iterable[str]) -> float:

@@ -29,6 +29,9 @@ from evidence_app.offline_judge.disputes import disputing_sentence
 from evidence_app.offline_judge.relations import compute_relation
 from evidence_app.offline_judge.wording import (
     FILLERS,
+    HEDGES,
+    LIMITERS,
+    NEGATIONS,
     Finding,
     Sentence,
     Token,
@@ -129,7 +132,14 @@ def _objection(
         return False
     if any(b.startswith("the sentence qualifies it") for b in closest.blocked):
         return True  # a negation, hedge or qualifier around the claim's words
+    if any(_hedged_between(b) for b in closest.blocked):
+        return True  # "usually" or "not" between the claim's words
     return any(_exact_swap(claim, at, mine, theirs) for at, mine, theirs in closest.swaps)
+
+
+def _hedged_between(blocked: str) -> bool:
+    said = re.match(r'the sentence has "([^"]+)" between', blocked)
+    return said is not None and said.group(1).lower() in NEGATIONS | HEDGES | LIMITERS
 
 
 def _exact_swap(claim: list[Token], at: int, mine: list[Token], theirs: list[Token]) -> bool:
