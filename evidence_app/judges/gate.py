@@ -45,6 +45,7 @@ __all__ = [
     "COMPARISON_JOB",
     "MIN_COMPARED_CASES",
     "MIN_REASON_CHARS",
+    "ShadowOfCurrentJudge",
     "DefaultChange",
     "comparison_is_stale",
     "comparison_request",
@@ -297,13 +298,18 @@ def _shadow_after_change(default: JudgeDefault, chosen_by: Any) -> DefaultChange
     return DefaultChange(default=default, shadow_stopped=stopped, shadow_restarted=restarted)
 
 
+class ShadowOfCurrentJudge(StaleAction):
+    """A shadow of the current judge itself: a conflict with which judge is current (409),
+    as another candidate in shadow is."""
+
+
 def shadow_start(*, template: str, model: str, started_by: Any) -> ShadowJudge:
     """Start ``template`` on ``model`` judging every new attempt in shadow. Refused
     while another candidate is in shadow (stop it first), and for the current judge
     itself (it would only be compared with itself)."""
     get_template(template)
     if active_shadow() is None and (template, model) == current_judge():
-        raise InvalidInput(
+        raise ShadowOfCurrentJudge(
             f"{template} on {model} is the current judge: in shadow it would only be compared "
             "with itself. Choose another prompt template or validator model."
         )

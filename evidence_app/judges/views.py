@@ -23,6 +23,7 @@ from evidence_app.judges.forms import JudgeCandidateForm
 from evidence_app.judges.gate import (
     MIN_COMPARED_CASES,
     MIN_REASON_CHARS,
+    ShadowOfCurrentJudge,
     comparison_is_stale,
     comparison_request,
     judge_default_make,
@@ -32,7 +33,7 @@ from evidence_app.judges.gate import (
 from evidence_app.models import JudgeComparison
 from evidence_app.validation.current_judge import current_judge
 from evidence_app.validator.templates import list_templates
-from project.errors import DomainError, InvalidInput
+from project.errors import DomainError
 from project.views import operator_required, render_fragment, render_page, wants_fragment
 
 # The figures of a comparison, in the order of the table: (key, label).
@@ -249,8 +250,8 @@ def ops_judge_shadow(request: HttpRequest) -> HttpResponse:
             model=form.cleaned_data["model"],
             started_by=request.user,
         )
-    except InvalidInput as exc:
-        # The current judge itself (issue 47): said beside the form, the choice kept.
+    except ShadowOfCurrentJudge as exc:
+        # The current judge itself: said beside the form, the choice kept.
         form.add_error(None, exc.message)
         return render_page(
             request,

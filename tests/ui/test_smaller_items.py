@@ -87,7 +87,7 @@ def test_the_shadow_form_offers_another_judge_and_refuses_the_current_one(
         reverse("ops_judge_shadow"),
         {"op": "start", "shadow-template": template, "shadow-model": model},
     )
-    assert refused.status_code == 422
+    assert refused.status_code == 409
     assert f"{template} on {model} is the current judge" in refused.content.decode()
     assert not ShadowJudge.objects.exists()
 
