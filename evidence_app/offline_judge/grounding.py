@@ -27,6 +27,7 @@ import re
 from evidence_app.offline_judge.alignment import Alignment, align, contradicts
 from evidence_app.offline_judge.disputes import disputing_sentence
 from evidence_app.offline_judge.relations import compute_relation
+from evidence_app.offline_judge.roles import role_objection
 from evidence_app.offline_judge.wording import (
     FILLERS,
     HEDGES,
@@ -113,6 +114,9 @@ def check(
     computed = compute_relation(claim_text, evidence)
     if computed is not None:
         return computed
+    role = role_objection(claim_text, evidence)
+    if role is not None:
+        return Finding("unsupported", note=f"Not stated as claimed: {role}.", objection=True)
     return Finding(
         "unsupported",
         note=_why_not(claim, closest, evidence_text, vocabulary),

@@ -1,0 +1,165 @@
+"""Who is what of whom, as words show it: three readings the entailment model gets wrong
+and words settle, each an objection (no reading of meaning may then support the claim;
+a person decides):
+
+- **a relation the other way round**: the claim says "A is a N of B" where the evidence
+  says "N of A" ("Action films are a subgenre of martial arts films" against "a subgenre
+  of the action film, martial arts films"), or "A is a N" where the evidence gives "N of
+  A" ("... of which Daimler AG is a division" against "a division of ... Daimler AG");
+- **another name in a role**: the claim says "A created B" where the evidence says B was
+  "created by C", C sharing no word with A;
+- **a date in another month**: the claim dates something "May 4, 1935" where the
+  evidence gives the same year with another month ("4 April 1935").
+"""
+
+from __future__ import annotations
+
+from evidence_app.offline_judge.claim_words import is_content
+from evidence_app.offline_judge.quantities import CALENDAR
+from evidence_app.offline_judge.wording import FILLERS, Sentence, Token, tokens
+
+__all__ = ["role_objection"]
+
+_BE = frozenset({"is", "are", "was", "were"})
+_CLAUSE_STARTS = frozenset({"which", "that", "who", "whom", "whose"})
+# How far after "N of" the evidence may name the other side of the relation.
+WINDOW = 6
+# Past forms whose agent the evidence names with "by": who did it.
+AGENT_VERBS = frozenset(
+    """created directed wrote written founded produced composed designed invented
+    discovered developed painted built co-created co-founded""".split()
+)
+# Between the verb and "by": other participles and the list's punctuation ("directed,
+# produced, and written by").
+_BEFORE_BY = 8
+_LIST_WORDS = AGENT_VERBS | {"and", "co-written", "co-produced", "also"}
+
+
+def _subject(toks: list[Token], at: int) -> set[str]:
+    """The content words of the subject ending before position ``at`` (back to the
+    clause's start)."""
+    words: set[str] = set()
+    i = at - 1
+    while i >= 0 and not toks[i].punct and toks[i].lower not in _CLAUSE_STARTS:
+        if is_content(toks[i]) or toks[i].name:
+            words.add(toks[i].norm)
+        i -= 1
+    return words
+
+
+def _clause(toks: list[Token], start: int) -> list[Token]:
+    """The words from ``start`` to the clause's end (at most ``WINDOW``), articles aside."""
+    out = []
+    for t in toks[start : start + WINDOW]:
+        if t.punct or t.lower in _CLAUSE_STARTS:
+            break
+        if t.lower not in FILLERS:
+            out.append(t)
+    return out
+
+
+def _relations(claim: list[Token]) -> list[tuple[set[str], str, set[str]]]:
+    """(A, N, B) for each "A is a N of B" of the claim (B empty for "A is a N")."""
+    found = []
+    for v, t in enumerate(claim):
+        if t.lower not in _BE:
+            continue
+        n = v + 1
+        while n < len(claim) and claim[n].lower in FILLERS:
+            n += 1
+        if n >= len(claim) or claim[n].name or not is_content(claim[n]):
+            continue
+        subject = _subject(claim, v)
+        if not subject:
+            continue
+        follows = claim[n + 1] if n + 1 < len(claim) else None
+        if follows is not None and follows.lower == "of":
+            other = {x.norm for x in _clause(claim, n + 2) if is_content(x) or x.name}
+            if other:
+                found.append((subject, claim[n].norm, other))
+        elif follows is None or follows.punct:
+            found.append((subject, claim[n].norm, set()))
+    return found
+
+
+def _reversed(claim: list[Token], evidence: list[Sentence]) -> str | None:
+    for subject, noun, other in _relations(claim):
+        for s in evidence:
+            toks = s.toks
+            for k in range(len(toks) - 1):
+                if toks[k].norm != noun or toks[k + 1].lower != "of":
+                    continue
+                after = {t.norm for t in _clause(toks, k + 2)}
+                if (subject - other) & after and not ((other - subject) & after):
+                    return f'the evidence has "{toks[k].text} of" the claim\'s subject: the relation the other way round'
+    return None
+
+
+def _name_run(toks: list[Token], start: int) -> set[str]:
+    words: set[str] = set()
+    for t in toks[start : start + 5]:
+        if t.name:
+            words.add(t.norm)
+        elif words or t.punct:
+            break
+    return words
+
+
+def _agent_swapped(claim: list[Token], evidence: list[Sentence]) -> str | None:
+    for v, t in enumerate(claim):
+        if t.lower not in AGENT_VERBS or (v and claim[v - 1].lower in _BE | {"been"}):
+            continue
+        if v + 1 < len(claim) and claim[v + 1].lower == "by":
+            continue  # "a song written by ...": the claim names the agent itself
+        subject = {x.norm for x in claim[:v] if x.name or (x is claim[0] and x.text[:1].isupper())}
+        if not subject:
+            continue
+        for s in evidence:
+            toks = s.toks
+            for k, e in enumerate(toks):
+                if e.norm != t.norm:
+                    continue
+                for j in range(k + 1, min(len(toks), k + _BEFORE_BY)):
+                    if toks[j].lower == "by":
+                        agent = _name_run(toks, j + 1)
+                        if agent and not (agent & subject):
+                            return f'the evidence names another as the one who {t.lower} it ("{t.lower} by")'
+                        break
+                    if not (toks[j].punct or toks[j].lower in _LIST_WORDS):
+                        break
+    return None
+
+
+def _dates(toks: list[Token]) -> list[tuple[str, str]]:
+    """(month, year) of each date written with a month name."""
+    out = []
+    for i, t in enumerate(toks):
+        if t.lower not in CALENDAR or not t.text[:1].isupper():
+            continue
+        near = [x for x in toks[max(0, i - 2) : i + 4] if x.figure and len(x.norm) == 4]
+        if near:
+            out.append((t.lower, near[0].norm))
+    return out
+
+
+def _other_month(claim: list[Token], evidence: list[Sentence]) -> str | None:
+    mine = _dates(claim)
+    if not mine:
+        return None
+    theirs = [d for s in evidence for d in _dates(s.toks)]
+    for month, year in mine:
+        same_year = {m for m, y in theirs if y == year}
+        if same_year and month not in same_year:
+            return f"the evidence dates it in {year} in another month"
+    return None
+
+
+def role_objection(claim_text: str, evidence: list[Sentence]) -> str | None:
+    """Why the evidence's words keep the claim from being read as stated: a relation the
+    other way round, another name in its role, a date in another month; None when none."""
+    claim = tokens(claim_text)
+    return (
+        _reversed(claim, evidence)
+        or _agent_swapped(claim, evidence)
+        or _other_month(claim, evidence)
+    )

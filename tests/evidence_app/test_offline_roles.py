@@ -1,0 +1,89 @@
+"""Issue 44: readings the entailment model got wrong at the top of its scores, which
+words settle: a relation the other way round, another name in a role, a date in
+another month. Each is an objection (no reading of meaning supports the claim), and a
+claim the evidence states the right way round is untouched."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from evidence_app.offline_judge.grounding import check, sentence
+from evidence_app.offline_judge.roles import role_objection
+
+
+def _evidence(text: str) -> list:
+    return [sentence(s, "1") for s in re.split(r"(?<=[.])\s+", text)]
+
+
+def _vocabulary(text: str) -> set[str]:
+    return {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z'\-]*", text)}
+
+
+CASES = [
+    # (claim, evidence): the model read each as entailed.
+    (
+        "Action films are a subgenre of martial arts films.",
+        "A subgenre of the action film, martial arts films contain numerous fights.",
+    ),
+    (
+        "Mercedes-Benz is a company of which Daimler AG is a division.",
+        "Mercedes-Benz is a global automobile manufacturer and a division of the German"
+        " company Daimler AG.",
+    ),
+    (
+        "Issa Rae created Arrested Development.",
+        "Arrested Development is an American television sitcom created by Mitchell Hurwitz."
+        " Jo-Issa Rae Diop is an American actress and web series creator.",
+    ),
+    (
+        "Jerry Bruckheimer directed the 1998 film The Man in the Iron Mask.",
+        "The Man in the Iron Mask is a 1998 American action drama film directed, produced,"
+        " and written by Randall Wallace.",
+    ),
+    (
+        "Trevor Griffiths was born on May 4, 1935.",
+        "Trevor Griffiths (born 4 April 1935, Ancoats, Manchester), is an English dramatist.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("claim", "evidence"), CASES)
+def test_the_rules_object_where_words_show_it_is_not_so(claim: str, evidence: str) -> None:
+    finding = check(claim, _evidence(evidence), _vocabulary(evidence), evidence)
+    assert finding.verdict == "unsupported"
+    assert finding.objection
+    assert finding.note.startswith("Not stated as claimed:")
+
+
+CONTROLS = [
+    # The right way round, the agent named by the claim itself, the same month.
+    (
+        "Martial arts films are a subgenre of action films.",
+        "A subgenre of the action film, martial arts films contain numerous fights.",
+    ),
+    (
+        "The English Wikipedia is an edition of a free online encyclopedia.",
+        "The English Wikipedia is the English-language edition of the free online"
+        " encyclopedia Wikipedia.",
+    ),
+    (
+        "Mitchell Hurwitz created Arrested Development.",
+        "Arrested Development is an American television sitcom created by Mitchell Hurwitz.",
+    ),
+    (
+        "Al Jardine sang lead vocals on a song written by a songwriter.",
+        "Jardine sang lead on Then I Kissed Her, a song written by Phil Spector.",
+    ),
+    (
+        "Trevor Griffiths was born on April 4, 1935.",
+        "Trevor Griffiths (born 4 April 1935, Ancoats, Manchester), is an English dramatist.",
+    ),
+    ("Dark matter is a type of matter.", "Dark matter is a hypothetical type of matter."),
+]
+
+
+@pytest.mark.parametrize(("claim", "evidence"), CONTROLS)
+def test_no_objection_where_the_evidence_says_it_the_same_way(claim: str, evidence: str) -> None:
+    assert role_objection(claim, _evidence(evidence)) is None
