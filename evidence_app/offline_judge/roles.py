@@ -91,7 +91,10 @@ def _reversed(claim: list[Token], evidence: list[Sentence]) -> str | None:
                     continue
                 after = {t.norm for t in _clause(toks, k + 2)}
                 if (subject - other) & after and not ((other - subject) & after):
-                    return f'the evidence has "{toks[k].text} of" the claim\'s subject: the relation the other way round'
+                    return (
+                        f'the evidence has "{toks[k].text} of" the claim\'s subject: the'
+                        " relation the other way round"
+                    )
     return None
 
 
@@ -105,28 +108,35 @@ def _name_run(toks: list[Token], start: int) -> set[str]:
     return words
 
 
+def _agent_after(toks: list[Token], k: int) -> set[str]:
+    """The name after "by" that follows the verb at ``k`` ("directed, produced, and
+    written by Randall Wallace"), empty when none follows."""
+    for j in range(k + 1, min(len(toks), k + _BEFORE_BY)):
+        if toks[j].lower == "by":
+            return _name_run(toks, j + 1)
+        if not (toks[j].punct or toks[j].lower in _LIST_WORDS):
+            break
+    return set()
+
+
 def _agent_swapped(claim: list[Token], evidence: list[Sentence]) -> str | None:
     for v, t in enumerate(claim):
         if t.lower not in AGENT_VERBS or (v and claim[v - 1].lower in _BE | {"been"}):
             continue
         if v + 1 < len(claim) and claim[v + 1].lower == "by":
             continue  # "a song written by ...": the claim names the agent itself
-        subject = {x.norm for x in claim[:v] if x.name or (x is claim[0] and x.text[:1].isupper())}
+        subject = {
+            x.norm for i, x in enumerate(claim[:v]) if x.name or (i == 0 and x.text[:1].isupper())
+        }
         if not subject:
             continue
         for s in evidence:
-            toks = s.toks
-            for k, e in enumerate(toks):
-                if e.norm != t.norm:
-                    continue
-                for j in range(k + 1, min(len(toks), k + _BEFORE_BY)):
-                    if toks[j].lower == "by":
-                        agent = _name_run(toks, j + 1)
-                        if agent and not (agent & subject):
-                            return f'the evidence names another as the one who {t.lower} it ("{t.lower} by")'
-                        break
-                    if not (toks[j].punct or toks[j].lower in _LIST_WORDS):
-                        break
+            for k, e in enumerate(s.toks):
+                agent = _agent_after(s.toks, k) if e.norm == t.norm else set()
+                if agent and not (agent & subject):
+                    return (
+                        f'the evidence names another as the one who {t.lower} it ("{t.lower} by")'
+                    )
     return None
 
 
