@@ -17,7 +17,6 @@ from django.views.decorators.http import require_POST
 from evidence_app.review.forms import FeedbackForm, NoteForm, claim_labels_from_post
 from evidence_app.review.queue_views import queue_filters, queue_position, queue_response
 from evidence_app.review.task_detail import detail_context
-from evidence_app.trust.claim_labels import task_decide_with_claim_labels
 from project.errors import DomainError, Forbidden
 from project.roles import is_reviewer, is_staff_role
 from project.views import HtmxHttpRequest, render_page
@@ -70,14 +69,14 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
             # Claim verdicts go with the decision, in its transaction (a refused label
             # refuses the decision: nothing half written).
             snapshot_id, labels = claim_labels_from_post(request.POST)
-            decision = task_decide_with_claim_labels(
+            decision = actions.task_decide(
                 task_id=task.pk,
                 actor=request.user,
                 action=data["action"],
                 comment=data["comment"],
                 expected_version=data["version"],
-                labels=labels,
-                snapshot_id=snapshot_id,
+                claim_labels=labels,
+                validation_id=snapshot_id,
             )
         except DomainError as exc:
             messages.error(request, f"Not applied: {exc.message}")
