@@ -17,10 +17,10 @@ from ninja import Query, Router
 from ninja.errors import AuthorizationError, ValidationError
 
 from project import roles
+from project.idempotency import idempotency_header, run_idempotent
 from project.pagination import LimitOffsetCursor, paginate
 from project.roles import require_reviewer
 from project.schemas import error_responses
-from tasks_app.api.idempotency import idempotency_header, run_idempotent
 from tasks_app.api.schemas import (
     EventListOut,
     FeedbackIn,
