@@ -55,7 +55,7 @@ class StoredVerdicts:
             by_attempt[attempt_index] = (snap_id, status)  # the latest one wins
         return by_attempt
 
-    def claim_labels_record(
+    def decision_claim_labels_record(
         self,
         decision: Feedback,
         labels: Sequence[Mapping[str, Any]],

@@ -349,7 +349,7 @@ def task_decide(
         applies_at=now + timedelta(seconds=seconds) if pending else None,
     )
     if claim_labels:
-        validator().claim_labels_record(
+        validator().decision_claim_labels_record(
             feedback, claim_labels, actor=actor, validation_id=validation_id
         )
     if pending:

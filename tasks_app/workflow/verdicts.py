@@ -63,7 +63,7 @@ class Validator(Protocol):
         """(id, status) of the latest original verdict of each attempt that has one."""
         ...
 
-    def claim_labels_record(
+    def decision_claim_labels_record(
         self,
         decision: Feedback,
         labels: Sequence[Mapping[str, Any]],
