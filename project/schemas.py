@@ -1,6 +1,7 @@
 """API schemas shared by every router: the one error shape, the claim-level verdict
-shapes both apps return (docs/validator.md) and the text rules the
-OpenAPI document states for every string a client sends.
+shapes both apps return (docs/validator.md), the claim labels both apps accept (with a
+decision and after it) and the text rules the OpenAPI document states for every string a
+client sends.
 
 The patterns use only syntax JSON Schema (ECMA), pydantic (Rust) and Python agree on.
 """
@@ -12,7 +13,7 @@ from typing import Annotated, Any, Literal
 from django.http import HttpRequest
 from ninja import Schema
 from ninja.errors import ValidationError
-from pydantic import Field, Strict
+from pydantic import ConfigDict, Field, Strict, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
 # PostgreSQL text cannot hold NUL; project.api.guard_request refuses it with a 422.
@@ -133,6 +134,42 @@ class ClaimSummaryOut(Schema):
     total: int = 0
     unverified_citations: int = 0
     first_problem: FirstProblemOut | None = None
+
+
+# --- Claim labels: a person's verdict on each claim, given with a decision (the tasks API's
+# feedback) or after it (evidence_app's claim-labels) -----------------------------------------
+
+# Ids are database keys (64-bit); anything larger can name no row.
+MAX_ID = 2**63 - 1
+
+
+class CorrectedCitationIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    evidence_id: int = Field(
+        ge=1, le=MAX_ID, description="A tool result of this task (GET /runs/{id}/evidence)"
+    )
+    quote: str = Field(
+        min_length=1,
+        max_length=2000,
+        description="The words it says",
+        json_schema_extra={"pattern": NOT_BLANK},
+    )
+
+    _json_integers = field_validator("evidence_id", mode="before")(json_integer)
+    _not_blank = field_validator("quote")(not_blank)
+
+
+class ClaimLabelIn(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+    claim_index: int = Field(
+        ge=0, le=100_000, description="The claim's 0-based position in the validation"
+    )
+    label: Literal["supported", "unsupported", "contradicted"]
+    corrected_citation: CorrectedCitationIn | None = None
+
+    _json_integers = field_validator("claim_index", mode="before")(json_integer)
 
 
 def query_parameters(model: type[Schema]) -> dict[str, Any]:

@@ -1,17 +1,14 @@
 """What other apps may do to a task, and the hand-offs they register: transitions,
 decisions, claims and notes; jobs queued through the outbox; the validation claim; the
 validator hand-off (``register_validator``, ``Verdict``) and the tasks API's verdict
-fields (``register_verdict_fields``); webhook events of an audit; a write's response
-stored once per ``Idempotency-Key`` (``idempotent_call``: the HTTP side is each app's
-API layer's, with ``project.idempotency``); a team plan's check; the knowledge base's
-import; an external agent's attempt (the demo submits one).
+fields (``register_verdict_fields``); webhook events of an audit; a team plan's check;
+the knowledge base's import; an external agent's attempt (the demo submits one).
 
 evidence_app imports tasks_app only through this module and ``tasks_app.records`` (an
 import contract in pyproject.toml holds it)."""
 
 from __future__ import annotations
 
-from tasks_app.api.idempotency import idempotent_call
 from tasks_app.api.verdict_fields import register_verdict_fields
 from tasks_app.intake.external import external_attempt_submit
 from tasks_app.intake.external_input import AttemptIn
@@ -54,7 +51,6 @@ __all__ = [
     "attempt_enqueue",
     "decision_undo",
     "external_attempt_submit",
-    "idempotent_call",
     "import_folder",
     "job_enqueue",
     "job_send_on_commit",

@@ -2,7 +2,8 @@
 queues they go to (``jobs.JOB_ROUTES``), its periodic jobs (``jobs.PERIODIC_JOBS``), the
 webhook events that follow a status change, and what it registers into the project's
 operations infrastructure: its families on /metrics, the worker and beat checks of
-/ready, where heartbeats are written, and the recovery a worker runs when it starts.
+/ready, where heartbeats are written, where the responses of idempotent writes are kept
+(``project.idempotency``), and the recovery a worker runs when it starts.
 ``project/`` reads none of this app's tables itself."""
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from project import health, heartbeats
+from project import health, heartbeats, idempotency
 from project.celery import register_periodic
 from project.metrics import (
     PREFIX,
@@ -43,6 +44,7 @@ from project.queues import (
     register_routes,
     worker_queues,
 )
+from tasks_app.api.idempotency import idempotent_call
 from tasks_app.intake.signals import trace_unusable
 from tasks_app.jobs import JOB_ROUTES, PERIODIC_JOBS
 from tasks_app.notifications.models import DeliveryStatus, WebhookDelivery, WebhookDeliveryAttempt
@@ -329,4 +331,5 @@ def register() -> None:
     health.register_check("workers", check_workers)
     health.register_check("beat", check_beat, when=lambda: settings.OPS_REQUIRE_BEAT)
     heartbeats.register_store(record=heartbeat_record, forget=heartbeat_forget)
+    idempotency.register_store(idempotent_call)
     signals.worker_ready.connect(recover_at_start, dispatch_uid="evidentia-recover-at-start")

@@ -15,7 +15,6 @@ from django.utils import timezone
 from ninja import Query, Router, Status
 from ninja.errors import ValidationError
 
-from evidence_app.api.http import run_idempotent
 from evidence_app.api.judge_schemas import (
     CertifyQueuedOut,
     ComparisonIn,
@@ -57,7 +56,7 @@ from evidence_app.models import AutoAcceptThreshold, JudgeComparison, ShadowJudg
 from evidence_app.validation.current_judge import current_judge
 from evidence_app.validator.templates import get_template
 from project.errors import DomainError
-from project.idempotency import idempotency_header
+from project.idempotency import idempotency_header, run_idempotent
 from project.llm.registry import resolve_model
 from project.roles import require_operator
 from project.schemas import error_responses

@@ -15,7 +15,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import Query, Router
 from ninja.errors import AuthorizationError, ValidationError
 
-from evidence_app.api.http import require_can_decide, run_idempotent
+from evidence_app.api.http import require_can_decide
 from evidence_app.api.schemas import (
     AgreementOut,
     ClaimLabelsIn,
@@ -57,7 +57,7 @@ from evidence_app.validator.templates import get_template
 from project import roles
 from project.downloads import set_attachment
 from project.errors import DomainError
-from project.idempotency import idempotency_header
+from project.idempotency import idempotency_header, run_idempotent
 from project.llm.registry import resolve_model
 from project.pagination import LimitOffset100, LimitOffsetCursor, paginate
 from project.roles import require_operator

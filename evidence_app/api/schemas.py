@@ -14,15 +14,15 @@ from evidence_app.validation.selectors import verdict
 from evidence_app.validator.schema import stored_result
 from evidence_app.validator.templates import list_templates
 from project.schemas import (
+    MAX_ID,
     MODEL_NAME,
-    NOT_BLANK,
     WHITESPACE,
+    ClaimLabelIn,
     ClaimSummaryOut,
     ClaimVerdictOut,
     RequirementOut,
     as_list,
     json_integer,
-    not_blank,
 )
 from tasks_app.records import ToolEvidence
 
@@ -287,40 +287,7 @@ class ReplayRequestOut(Schema):
         return obj.result_id
 
 
-# --- Claim labels given with a decision ------------------------------------------------------
-
-
-# Ids are database keys (64-bit); anything larger can name no row.
-MAX_ID = 2**63 - 1
-
-
-class CorrectedCitationIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
-    evidence_id: int = Field(
-        ge=1, le=MAX_ID, description="A tool result of this task (GET /runs/{id}/evidence)"
-    )
-    quote: str = Field(
-        min_length=1,
-        max_length=2000,
-        description="The words it says",
-        json_schema_extra={"pattern": NOT_BLANK},
-    )
-
-    _json_integers = field_validator("evidence_id", mode="before")(json_integer)
-    _not_blank = field_validator("quote")(not_blank)
-
-
-class ClaimLabelIn(Schema):
-    model_config = ConfigDict(extra="forbid")
-
-    claim_index: int = Field(
-        ge=0, le=100_000, description="The claim's 0-based position in the validation"
-    )
-    label: Literal["supported", "unsupported", "contradicted"]
-    corrected_citation: CorrectedCitationIn | None = None
-
-    _json_integers = field_validator("claim_index", mode="before")(json_integer)
+# --- Claim labels given after a decision ----------------------------------------------------
 
 
 class ClaimLabelsIn(Schema):

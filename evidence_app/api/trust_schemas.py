@@ -9,9 +9,8 @@ from typing import Any, Literal
 from ninja import Schema
 from pydantic import ConfigDict, Field, field_validator
 
-from evidence_app.api.schemas import CorrectedCitationIn
 from evidence_app.review.audit_page import audited_claims as audit_claims
-from project.schemas import NOT_BLANK, JsonBool, Text, json_integer
+from project.schemas import NOT_BLANK, CorrectedCitationIn, JsonBool, Text, json_integer
 
 
 class TeamQuery(Schema):

@@ -15,12 +15,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from evidence_app.review.forms import FeedbackForm, NoteForm, claim_labels_from_post
-from evidence_app.review.queue_views import queue_filters, queue_position, queue_response
+from evidence_app.review.queue_selectors import queue_context, queue_filters, queue_position
 from evidence_app.review.task_detail import detail_context
-from evidence_app.trust.claim_labels import task_decide_with_claim_labels
 from project.errors import DomainError, Forbidden
 from project.roles import is_reviewer, is_staff_role
-from project.views import HtmxHttpRequest, render_page
+from project.views import HtmxHttpRequest, render_fragment, render_page
 from tasks_app import actions
 from tasks_app.records import Feedback, FeedbackAction, TaskStatus, can_act, visible_task
 
@@ -70,14 +69,14 @@ def task_feedback(request: HtmxHttpRequest, task_id: int) -> HttpResponse:
             # Claim verdicts go with the decision, in its transaction (a refused label
             # refuses the decision: nothing half written).
             snapshot_id, labels = claim_labels_from_post(request.POST)
-            decision = task_decide_with_claim_labels(
+            decision = actions.task_decide(
                 task_id=task.pk,
                 actor=request.user,
                 action=data["action"],
                 comment=data["comment"],
                 expected_version=data["version"],
-                labels=labels,
-                snapshot_id=snapshot_id,
+                claim_labels=labels,
+                validation_id=snapshot_id,
             )
         except DomainError as exc:
             messages.error(request, f"Not applied: {exc.message}")
@@ -133,7 +132,9 @@ def decision_undo(request: HtmxHttpRequest, task_id: int, feedback_id: int) -> H
         # Undone from the queue: back to the queue as it was (filters, page), not the task.
         filters = QueryDict(request.POST.get("filters", ""))
         if request.htmx:
-            return queue_response(request, filters, status=status)
+            return render_page(
+                request, "evidence_app/queue.html", queue_context(request, filters), status=status
+            )
         return redirect(reverse("review_queue") + ("?" + filters.urlencode() if filters else ""))
     if request.htmx:
         return render_page(
@@ -172,7 +173,12 @@ def _after_action(
     if return_to == "queue" and is_staff_role(request.user):
         filters = QueryDict(request.POST.get("filters", ""))
         if request.htmx:
-            return queue_response(request, filters, fragment="queue_list", status=status)
+            return render_fragment(
+                request,
+                "evidence_app/queue.html#queue_list",
+                queue_context(request, filters, whole_page=False),
+                status=status,
+            )
         return redirect(reverse("review_queue") + ("?" + filters.urlencode() if filters else ""))
     if ok and return_to == "next" and is_staff_role(request.user):
         # Complete-and-next: the next task of the same filtered queue, or the

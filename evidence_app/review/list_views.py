@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
 from evidence_app.review import lists, task_page
-from evidence_app.review.trace_views import offset_of
+from evidence_app.review.trace_tree import offset_of
 from project.roles import is_staff_role
 from project.views import render_fragment
 from tasks_app.records import Run, visible_task
@@ -26,7 +26,7 @@ def evidence_list(request: HttpRequest, task_id: int) -> HttpResponse:
     task = visible_task(request, task_id)
     query = lists.search_words(request.GET.get("q"))
     page, labels = lists.evidence_page(
-        task, task_page.evidence_runs(task), offset=offset_of(request), query=query
+        task, task_page.evidence_runs(task), offset=offset_of(request.GET), query=query
     )
     return render_fragment(
         request,
@@ -51,7 +51,7 @@ def run_transcript(request: HttpRequest, task_id: int, run_id: int) -> HttpRespo
         raise PermissionDenied("The validator's internals are for reviewers and operators.")
     run = get_object_or_404(Run.objects.defer("payload", "usage", "warnings"), pk=run_id, task=task)
     query = lists.search_words(request.GET.get("q"))
-    page = lists.transcript_page(run, offset=offset_of(request), query=query)
+    page = lists.transcript_page(run, offset=offset_of(request.GET), query=query)
     searched = "q" in request.GET
     prefix = f"transcript-{run.pk}"
     return render_fragment(

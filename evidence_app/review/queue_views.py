@@ -1,300 +1,34 @@
-"""The reviewer's triage queue: needs_review tasks, oldest first,
-filtered by the latest verdict, claim, assignment and title; refreshed by htmx without a
-full reload; with the day's progress and the neighbours of a task for complete-and-next."""
+"""The reviewer's triage queue: its page, refreshed by htmx without a full reload, and
+the assignment of a queue item. What it reads is ``queue_selectors``'s."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping
-from datetime import timedelta
-from typing import Any
-
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db import connection
-from django.db.models import (
-    Count,
-    Exists,
-    IntegerField,
-    JSONField,
-    OuterRef,
-    Q,
-    QuerySet,
-    Subquery,
-    Sum,
-)
-from django.db.models.functions import Coalesce
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from evidence_app.models import FailureCategory, ValidationSnapshot, ValidationStatus
-from evidence_app.review.audit_page import open_audit_count
-from evidence_app.review.forms import QUEUE_FILTER_KEYS, QueueFilterForm
-from evidence_app.trust.blinding import audit_exposures_record
-from project.db import MARKER_ID, Prepared
+from evidence_app.review.queue_selectors import queue_context
 from project.errors import DomainError
-from project.pagination import CountedPaginator
-from project.roles import REVIEWERS, is_reviewer
+from project.roles import is_reviewer
 from project.views import render_fragment, render_page, reviewer_required, wants_fragment
 from tasks_app import actions
-from tasks_app.records import (
-    Feedback,
-    Task,
-    TaskEvent,
-    TaskStatus,
-    TaskStatusCount,
-    status_counts,
-    visible_task,
-)
+from tasks_app.records import visible_task
 
-QUEUE_PAGE_SIZE = 50
-
-
-def queue_queryset(user: Any, filters: dict[str, Any]) -> QuerySet[Task]:
-    """needs_review tasks, oldest first, annotated with their latest original verdict.
-
-    The verdict comes from correlated subqueries so the whole page is one query however
-    many tasks and snapshots there are.
-    """
-    latest = (
-        ValidationSnapshot.objects.originals()
-        .filter(task=OuterRef("pk"))
-        .order_by("-created_at", "-id")
-    )
-    qs = (
-        Task.objects.needs_review()
-        .for_list()
-        .annotate(
-            v_status=Subquery(latest.values("status")[:1]),
-            v_category=Subquery(latest.values("failure_category")[:1]),
-            # The first issue the validator named: enough to triage without opening.
-            v_issue=Subquery(latest.values("result__issues__0")[:1]),
-            v_claims=Subquery(latest.values("claim_summary")[:1], output_field=JSONField()),
-            # Why the task waits for a person: the reason of its move into the queue
-            # ("judges disagree …" on an accepted verdict).
-            v_why=Subquery(
-                TaskEvent.objects.filter(task=OuterRef("pk"), to_status=TaskStatus.NEEDS_REVIEW)
-                .order_by("-at", "-id")
-                .values("reason")[:1]
-            ),
-        )
-        # A task whose decision waits in its undo window is decided: it leaves
-        # the queue now, and comes back if the decision is undone.
-        .exclude(Exists(Feedback.objects.pending().filter(task=OuterRef("pk"))))
-        .order_by("created_at", "id")
-    )
-    if filters.get("q"):
-        qs = qs.filter(title__icontains=filters["q"])
-    if filters.get("category"):
-        qs = qs.filter(v_category=filters["category"])
-    vstatus = filters.get("vstatus")
-    if vstatus == "none":
-        qs = qs.filter(v_status__isnull=True)
-    elif vstatus:
-        qs = qs.filter(v_status=vstatus)
-    claim = filters.get("claimed")
-    live_since = timezone.now() - timedelta(seconds=settings.REVIEW_CLAIM_TIMEOUT_SECONDS)
-    live_claim = Q(claimed_by__isnull=False, claimed_at__gte=live_since)
-    if claim == "claimed":
-        qs = qs.filter(live_claim)
-    elif claim == "unclaimed":
-        qs = qs.exclude(live_claim)
-    elif claim == "mine":
-        qs = qs.filter(live_claim, claimed_by=user)
-    assigned = filters.get("assigned")
-    if assigned == "mine":
-        qs = qs.filter(assigned_to=user)
-    elif assigned == "unassigned":
-        qs = qs.filter(assigned_to__isnull=True)
-    return qs
-
-
-def queue_filters(params: QueryDict) -> tuple[dict[str, Any], str]:
-    """The valid queue filters in ``params`` and their canonical query string."""
-    form = QueueFilterForm(params)
-    filters = form.cleaned_data if form.is_valid() else {}
-    clean = QueryDict(mutable=True)
-    for key in QUEUE_FILTER_KEYS:
-        if filters.get(key):
-            clean[key] = filters[key]
-    return filters, clean.urlencode()
-
-
-def queue_progress(user: Any) -> dict[str, int]:
-    """Decisions people took today on tasks that were waiting for review, all reviewers
-    and this one: a status event out of needs_review with a person as actor."""
-    start = timezone.localtime().replace(hour=0, minute=0, second=0, microsecond=0)
-    return TaskEvent.objects.filter(
-        from_status=TaskStatus.NEEDS_REVIEW, actor__isnull=False, at__gte=start
-    ).aggregate(
-        done_today=Count("task_id", distinct=True),
-        mine_today=Count("task_id", distinct=True, filter=Q(actor=user)),
-    )
-
-
-class _SubqueryCount(Subquery):
-    """The number of rows of a subquery, as a correlated scalar subquery."""
-
-    template = "(SELECT count(*) FROM (%(subquery)s) AS _counted)"
-    output_field = IntegerField()
-
-
-def queue_position(user: Any, filters: dict[str, Any], task_id: int) -> dict[str, Any]:
-    """Where ``task_id`` stands in the queue with these filters: position (1-based, 0 when
-    it is not in it), total, and the previous and next task ids in queue order.
-
-    The whole queue (no filter) is read by keyset on its order (created_at, id) in one
-    query, not as the list of every queued id (100,000 ids per task page at a
-    million tasks): the neighbours are one indexed row each, the position a count of
-    the tasks before it, the total the status counter (PostgreSQL). A filtered queue
-    (a title search, a verdict) has to be scanned anyway: one pass over its ids is
-    cheaper than a keyset query repeating the filter in every subquery (measured at a
-    million tasks: 240 ms against 1.5 s)."""
-    if any(filters.get(k) for k in QUEUE_FILTER_KEYS) or connection.vendor != "postgresql":
-        return _position_in(
-            list(queue_queryset(user, filters).values_list("pk", flat=True)), task_id
-        )
-
-    row = _keyset_row(task_id)
-    if row is None or not row["in_queue"]:
-        # Not in the queue (or no such task: callers pass a visible one): no position,
-        # the queue's first task next.
-        return {
-            "position": 0,
-            "total": unfiltered_queue_size(
-                row["total"] if row else status_counts().get(TaskStatus.NEEDS_REVIEW, 0)
-            ),
-            "prev_id": None,
-            "next_id": row["first_id"]
-            if row
-            else queue_queryset(user, filters).values_list("pk", flat=True).first(),
-        }
-    prev_id, next_id = row["prev_id"], row["next_id"]
-    return {
-        "position": row["before_n"] + 1,
-        "total": unfiltered_queue_size(row["total"]),
-        "prev_id": prev_id,
-        "next_id": next_id,
-        # After a decision this task leaves the queue: the one after it, else the one before.
-        "after_decision_id": next_id if next_id is not None else prev_id,
-    }
-
-
-_KEYSET_COLUMNS = ("in_queue", "total", "first_id", "prev_id", "next_id", "before_n")
-
-
-@functools.cache
-def _keyset_query() -> Prepared:
-    """The query of ``_keyset_row``, compiled once: the whole queue (no filter) reads
-    the same for every user, and building its five subqueries of the queue through the
-    ORM cost more CPU than PostgreSQL spends running them (issue 48: the task page)."""
-
-    def queue() -> QuerySet[Task]:
-        return queue_queryset(None, {})
-
-    at, pk = OuterRef("created_at"), OuterRef("pk")
-    before = queue().filter(Q(created_at__lt=at) | Q(created_at=at, pk__lt=pk))
-    after = queue().filter(Q(created_at__gt=at) | Q(created_at=at, pk__gt=pk))
-    total = Subquery(
-        TaskStatusCount.objects.filter(status=TaskStatus.NEEDS_REVIEW)
-        .values("status")
-        .annotate(total=Sum("n"))
-        .values("total")[:1]
-    )
-    return Prepared(
-        Task.objects.filter(pk=MARKER_ID)
-        .annotate(
-            in_queue=Exists(queue().filter(pk=pk)),
-            total=Coalesce(total, 0),
-            first_id=Subquery(queue().values("pk")[:1]),
-            prev_id=Subquery(before.order_by("-created_at", "-id").values("pk")[:1]),
-            next_id=Subquery(after.order_by("created_at", "id").values("pk")[:1]),
-            before_n=_SubqueryCount(before.order_by().values("pk")),
-        )
-        .values_list(*_KEYSET_COLUMNS)[:1],
-        task_id=MARKER_ID,
-    )
-
-
-def _keyset_row(task_id: int) -> Mapping[str, Any] | None:
-    """In one query: whether ``task_id`` is in the whole queue, the queue's size (the
-    status counter), its first task, the task's neighbours (one indexed row each) and the
-    number of tasks before it."""
-    rows = _keyset_query().rows(task_id=task_id)
-    return dict(zip(_KEYSET_COLUMNS, rows[0], strict=True)) if rows else None
-
-
-def unfiltered_queue_size(needs_review: int) -> int:
-    """The whole queue's size from the status counter's ``needs_review``: less the tasks
-    whose decision waits in its undo window, which left the queue (a small count on the
-    pending decisions' partial index)."""
-    held = Feedback.objects.pending().filter(task__status=TaskStatus.NEEDS_REVIEW).count()
-    return max(0, int(needs_review) - held)
-
-
-def _position_in(ids: list[int], task_id: int) -> dict[str, Any]:
-    """``queue_position`` from the queue's ids in order."""
-    if task_id not in ids:
-        return {
-            "position": 0,
-            "total": len(ids),
-            "prev_id": None,
-            "next_id": ids[0] if ids else None,
-        }
-    i = ids.index(task_id)
-    return {
-        "position": i + 1,
-        "total": len(ids),
-        "prev_id": ids[i - 1] if i > 0 else None,
-        "next_id": ids[i + 1] if i + 1 < len(ids) else None,
-        # After a decision this task leaves the queue: the one after it, else the one before.
-        "after_decision_id": ids[i + 1] if i + 1 < len(ids) else (ids[i - 1] if i else None),
-    }
+TEMPLATE = "evidence_app/queue.html"
 
 
 def queue_response(
     request: HttpRequest, params: QueryDict, *, fragment: str | None = None, status: int = 200
 ) -> HttpResponse:
-    form = QueueFilterForm(params)
-    filters, query = queue_filters(params)
-    counts = status_counts()  # the status counters: no scan of the table
-    # Unfiltered, the queue is every needs_review task: its size is a counter too.
-    total = None if query else unfiltered_queue_size(counts.get(TaskStatus.NEEDS_REVIEW, 0))
-    page = CountedPaginator(
-        queue_queryset(request.user, filters), QUEUE_PAGE_SIZE, count=total
-    ).get_page(params.get("page"))
-    tasks = list(page.object_list)
-    # A task in the queue went to a person after its earlier verdicts: its open audits
-    # are not blind for whoever sees it listed.
-    audit_exposures_record(
-        user=request.user, task_ids=[t.pk for t in tasks], channel="the review queue"
-    )
-    context = {
-        "form": form,
-        "page": page,
-        "tasks": tasks,
-        "counts": [(s, TaskStatus(s).label, counts.get(s, 0)) for s in TaskStatus.values],
-        "needs_review_count": counts.get(TaskStatus.NEEDS_REVIEW, 0),
-        "query": query,
-        "filtered": bool(query),
-        "categories": dict(FailureCategory.choices),
-        "vstatuses": dict(ValidationStatus.choices),
-        "now": timezone.now(),
-        "progress": queue_progress(request.user),
-    }
+    """The queue page, or one of its fragments, for these filters and page."""
+    context = queue_context(request, params, whole_page=fragment is None)
     if fragment:
-        return render_fragment(
-            request, f"evidence_app/queue.html#{fragment}", context, status=status
-        )
-    # The page's head links to the audits with their number (one indexed count; the
-    # list's refresh does not repeat it).
-    context["open_audits"] = open_audit_count(request.user)
-    return render_page(request, "evidence_app/queue.html", context, status=status)
+        return render_fragment(request, f"{TEMPLATE}#{fragment}", context, status=status)
+    return render_page(request, TEMPLATE, context, status=status)
 
 
 @reviewer_required
@@ -303,16 +37,6 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     if wants_fragment(request, "queue-list"):
         return queue_response(request, request.GET, fragment="queue_list")
     return queue_response(request, request.GET)
-
-
-def reviewer_choices() -> list[Any]:
-    User = get_user_model()
-    return list(
-        User.objects.filter(Q(groups__name=REVIEWERS) | Q(is_superuser=True), is_active=True)
-        .distinct()
-        .order_by("username")
-        .only("pk", "username")
-    )
 
 
 @reviewer_required

@@ -244,7 +244,7 @@ def queue_rows(
     vstatuses: Mapping[str, str],
     categories: Mapping[str, str],
 ) -> SafeString:
-    """The ``<tr>`` of each queue task (``queue_views.queue_queryset`` annotations)."""
+    """The ``<tr>`` of each queue task (``queue_selectors.queue_queryset`` annotations)."""
     urls = TaskUrls()
     strings = time_strings()
     suffix = f"?{query}" if query else ""

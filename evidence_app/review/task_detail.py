@@ -14,7 +14,7 @@ from django.http import HttpRequest, QueryDict
 from evidence_app.models import SnapshotKind, ValidationSnapshot
 from evidence_app.review import lists, task_page, trace_tree
 from evidence_app.review.forms import NoteForm
-from evidence_app.review.queue_views import queue_filters, queue_position, reviewer_choices
+from evidence_app.review.queue_selectors import queue_filters, queue_position, reviewer_choices
 from evidence_app.trust.agreement import judges_disagree
 from evidence_app.trust.blinding import audit_exposures_record
 from evidence_app.validation.claims import (

@@ -11,7 +11,7 @@ the task page down.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -64,6 +64,13 @@ class TreePage:
     def last_number(self) -> int:
         """The position in the whole list of this page's last row (1-based)."""
         return self.offset + len(self.items)
+
+
+def offset_of(params: Mapping[str, str]) -> int:
+    """Where the page a fragment asks for starts (its ``?offset=``; 0 when absent or not
+    a number): the trace tree's pages and the task page's long lists alike."""
+    raw = params.get("offset", "0")
+    return int(raw) if raw.isdigit() and len(raw) < 10 else 0
 
 
 @dataclass

@@ -27,18 +27,12 @@ def _staff_task(request: HttpRequest, task_id: int) -> Task:
     return task
 
 
-def offset_of(request: HttpRequest) -> int:
-    """Where a page of a list starts (``?offset=``; 0 when absent or not a number)."""
-    raw = request.GET.get("offset", "0")
-    return int(raw) if raw.isdigit() and len(raw) < 10 else 0
-
-
 @login_required
 @require_GET
 def trace_runs(request: HttpRequest, task_id: int, attempt_index: int) -> HttpResponse:
     """The next page of an attempt's runs (the "more" row of an attempt)."""
     task = _staff_task(request, task_id)
-    page = trace_tree.runs_page(task, attempt_index, offset=offset_of(request))
+    page = trace_tree.runs_page(task, attempt_index, offset=trace_tree.offset_of(request.GET))
     return render_fragment(
         request, f"{TEMPLATE}#runs", {"task": task, "attempt": attempt_index, "page": page}
     )
@@ -50,7 +44,7 @@ def trace_steps(request: HttpRequest, task_id: int, run_id: int) -> HttpResponse
     """A page of a run's model calls and tool calls, in the order they happened."""
     task = _staff_task(request, task_id)
     run = trace_tree.run_of(task, run_id)
-    page = trace_tree.steps_page(run, offset=offset_of(request))
+    page = trace_tree.steps_page(run, offset=trace_tree.offset_of(request.GET))
     return render_fragment(request, f"{TEMPLATE}#steps", {"task": task, "run": run, "page": page})
 
 

@@ -1,5 +1,7 @@
-"""People's per-claim verdicts: recorded while a reviewer decides a task or a
-person judges an audit, against the claims of the validation they looked at."""
+"""People's per-claim verdicts: recorded while a person decides a task (with the decision,
+``task_decide`` hands them over through the validator port: the page and the tasks API
+alike), after it (the claim-labels API) or while a person judges an audit, against the
+claims of the validation they looked at."""
 
 from __future__ import annotations
 
@@ -10,16 +12,15 @@ from django.db import transaction
 
 from evidence_app.models import Audit, ClaimLabel, ClaimStance, ValidationSnapshot
 from project.errors import Forbidden, InvalidInput, StaleAction
-from tasks_app import actions
 from tasks_app.records import DecisionState, Feedback, FeedbackAction, ToolEvidence
 
 __all__ = [
     "claim_labels_record",
     "corrected_citations_check",
     "decision_claim_labels_add",
+    "decision_claim_labels_record",
     "labelled_snapshot",
     "snapshot_claims",
-    "task_decide_with_claim_labels",
 ]
 
 
@@ -120,13 +121,17 @@ def corrected_citations_check(labels: list[Mapping[str, Any]], *, task_id: int) 
         raise InvalidInput(f"corrected_citation: evidence {unknown} is not this task's")
 
 
-def _record_for_decision(
+def decision_claim_labels_record(
     decision: Feedback,
-    labels: list[Mapping[str, Any]],
+    labels: Sequence[Mapping[str, Any]],
     *,
     actor: Any,
     snapshot_id: int | None,
 ) -> list[ClaimLabel]:
+    """The labels of ``decision``, on the validation it was taken on: refused whole
+    (InvalidInput) for a task without one or a bad entry, StaleAction when ``snapshot_id``,
+    the validation the person saw, is not that one. Run it in the decision's transaction
+    (``task_decide`` does, through the validator port)."""
     snapshot = labelled_snapshot(decision.task_id, before=decision.created_at)
     if snapshot is None:
         raise InvalidInput(f"task {decision.task_id} has no validation whose claims to label")
@@ -135,35 +140,8 @@ def _record_for_decision(
             f"The claims you labelled are those of validation {snapshot_id}; the task's "
             f"latest is {snapshot.pk}. Reload the task and label its claims again."
         )
-    corrected_citations_check(labels, task_id=decision.task_id)
+    corrected_citations_check(list(labels), task_id=decision.task_id)
     return claim_labels_record(snapshot=snapshot, labels=labels, author=actor, feedback=decision)
-
-
-@transaction.atomic
-def task_decide_with_claim_labels(
-    *,
-    task_id: int,
-    actor: Any,
-    action: str,
-    comment: str = "",
-    expected_version: int | None = None,
-    labels: Sequence[Mapping[str, Any]] = (),
-    snapshot_id: int | None = None,
-) -> Feedback:
-    """A person's decision (``task_decide``) and their claim labels on the validation they
-    decided on, in one transaction: a refused label refuses the decision too, so nothing
-    is half written. ``snapshot_id`` is the validation whose claims the person saw; when
-    the task's latest is another one, StaleAction."""
-    decision = actions.task_decide(
-        task_id=task_id,
-        actor=actor,
-        action=action,
-        comment=comment,
-        expected_version=expected_version,
-    )
-    if labels:
-        _record_for_decision(decision, list(labels), actor=actor, snapshot_id=snapshot_id)
-    return decision
 
 
 @transaction.atomic
@@ -175,10 +153,11 @@ def decision_claim_labels_add(
     feedback_id: int | None = None,
     snapshot_id: int | None = None,
 ) -> tuple[Feedback, list[ClaimLabel]]:
-    """Claim labels for a decision already recorded (the API: the decision comes from
-    the feedback endpoint). The decision is ``feedback_id`` or else the task's pending
-    one; it must be the caller's own satisfied, revise or abandon, pending or applied
-    (never undone or void), and not yet labelled: labels are given once per decision."""
+    """Claim labels for a decision already recorded (the claim-labels API, for a decision
+    taken through the feedback endpoint without them). The decision is ``feedback_id`` or
+    else the task's pending one; it must be the caller's own satisfied, revise or abandon,
+    pending or applied (never undone or void), and not yet labelled: labels are given once
+    per decision."""
     # Row lock: two label requests for one decision (a retry, a double click) are
     # serialised; the second finds the labels of the first and is refused.
     decisions = Feedback.objects.select_for_update().filter(task_id=task_id)
@@ -204,5 +183,5 @@ def decision_claim_labels_add(
         raise StaleAction(f"The claims of decision {decision.pk} are already labelled.")
     if not labels:
         raise InvalidInput("claims: give at least one claim label")
-    rows = _record_for_decision(decision, list(labels), actor=actor, snapshot_id=snapshot_id)
+    rows = decision_claim_labels_record(decision, labels, actor=actor, snapshot_id=snapshot_id)
     return decision, rows

@@ -1,13 +1,18 @@
-"""evidence_app's side of ``tasks_app.workflow.verdicts``: how tasks_app queues a validation and
-reads verdicts without importing this app (registered in ``EvidenceAppConfig.ready``)."""
+"""evidence_app's side of ``tasks_app.workflow.verdicts``: how tasks_app queues a validation,
+reads verdicts and hands over a decision's claim labels without importing this app
+(registered in ``EvidenceAppConfig.ready``)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from evidence_app.models import ValidationSnapshot
+from evidence_app.trust.claim_labels import decision_claim_labels_record
 from evidence_app.validation.selectors import rendered_attempt_evidence
 from evidence_app.validation.services import VALIDATE_JOB
 from tasks_app.actions import Verdict, job_send_on_commit
-from tasks_app.records import Task
+from tasks_app.records import Feedback, Task
 
 
 class StoredVerdicts:
@@ -49,3 +54,13 @@ class StoredVerdicts:
         ):
             by_attempt[attempt_index] = (snap_id, status)  # the latest one wins
         return by_attempt
+
+    def decision_claim_labels_record(
+        self,
+        decision: Feedback,
+        labels: Sequence[Mapping[str, Any]],
+        *,
+        actor: Any,
+        validation_id: int | None,
+    ) -> None:
+        decision_claim_labels_record(decision, labels, actor=actor, snapshot_id=validation_id)

@@ -23,9 +23,9 @@ from ninja.errors import AuthorizationError, ValidationError
 from pydantic import ConfigDict, Field
 
 from project.errors import InvalidInput
+from project.idempotency import idempotency_header, run_idempotent
 from project.pagination import LimitOffset
 from project.schemas import NO_NUL, error_responses
-from tasks_app.api.idempotency import idempotency_header, run_idempotent
 from tasks_app.intake import external, external_input
 from tasks_app.notifications import webhooks
 from tasks_app.notifications.models import WebhookDelivery, WebhookEndpoint

@@ -1,7 +1,7 @@
-"""``Idempotency-Key`` for creating endpoints (reusable by any POST): the stored responses
-(``idempotent_call``, which other apps reach through ``tasks_app.actions``) and this
-app's API wrapper (``run_idempotent``); the header and the replayed response are
-``project.idempotency``'s.
+"""``Idempotency-Key`` for creating endpoints (reusable by any POST): where the responses
+are stored (``idempotent_call``, registered into ``project.idempotency`` when Django
+starts, whose ``run_idempotent`` every app's API calls); the header and the replayed
+response are ``project.idempotency``'s.
 
 A request sent with the header runs once: its successful response is stored with the
 key in the same transaction as the work, and a retry with the same key (same user, same
@@ -30,11 +30,10 @@ from typing import Any
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
 from project.errors import DomainError
-from project.idempotency import MAX_KEY_LENGTH, idempotency_header, replayable_response
+from project.idempotency import MAX_KEY_LENGTH
 from tasks_app.api.models import IdempotencyKey
 
 
@@ -168,30 +167,4 @@ def idempotency_purge(*, now: Any = None) -> int:
     return deleted
 
 
-def run_idempotent(
-    request: HttpRequest,
-    *,
-    endpoint: str,
-    key: str | None,
-    work: Callable[[], tuple[int, Any]],
-) -> JsonResponse:
-    """``work`` (a status and the response's plain data) at most once per
-    ``Idempotency-Key``: a retry gets the first response back, marked
-    ``Idempotent-Replayed: true``. The body is rendered here, as ninja would, because
-    the stored one is plain JSON that the output schema's resolvers cannot read again."""
-    code, body, replayed = idempotent_call(
-        user=request.auth,  # type: ignore[attr-defined]
-        endpoint=endpoint,
-        key=key,
-        body=request.body,
-        produce=work,
-    )
-    return replayable_response(code, body, replayed=replayed)
-
-
-__all__ = [
-    "idempotency_header",
-    "idempotency_purge",
-    "idempotent_call",
-    "run_idempotent",
-]
+__all__ = ["idempotency_purge", "idempotent_call"]

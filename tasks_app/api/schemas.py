@@ -16,8 +16,10 @@ from pydantic import ConfigDict, Field, field_validator
 
 from project.roles import is_staff_role
 from project.schemas import (
+    MAX_ID,
     NOT_BLANK,
     SECOND_MODEL_NAME,
+    ClaimLabelIn,
     ClaimSummaryOut,
     ClaimVerdictOut,
     JsonBool,
@@ -125,8 +127,23 @@ class FeedbackIn(Schema):
         "keep their DECISION_UNDO_SECONDS window)",
     )
     force: JsonBool = Field(False, description="Act even though someone else holds the claim")
+    claims: list[ClaimLabelIn] = Field(
+        default_factory=list,
+        max_length=1000,
+        description="Your verdict on claims of the validation you decided on, stored with "
+        "the decision in one transaction: a refused label (422) refuses the decision too",
+    )
+    validation_id: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_ID,
+        description="With claims: the validation whose claims you labelled; when the "
+        "task's latest is another one, 409 and nothing is applied",
+    )
 
-    _json_integers = field_validator("expected_version", mode="before")(json_integer)
+    _json_integers = field_validator("expected_version", "validation_id", mode="before")(
+        json_integer
+    )
 
 
 class ValidationSummaryOut(Schema):

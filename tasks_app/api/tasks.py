@@ -17,10 +17,10 @@ from ninja import Query, Router
 from ninja.errors import AuthorizationError, ValidationError
 
 from project import roles
+from project.idempotency import idempotency_header, run_idempotent
 from project.pagination import LimitOffsetCursor, paginate
 from project.roles import require_reviewer
 from project.schemas import error_responses
-from tasks_app.api.idempotency import idempotency_header, run_idempotent
 from tasks_app.api.schemas import (
     EventListOut,
     FeedbackIn,
@@ -175,7 +175,11 @@ def get_task(request: HttpRequest, task_id: int) -> Task:
     "unless you ask for an undo window with `undo_seconds`: then the answer's "
     "`pending_decision` says when it applies (`applies_at`) and where to undo it "
     "(`undo_url`), and until then the task's status, its webhooks and the agreement figures "
-    "do not count it. An optional `comment` goes with satisfied and abandon (a reason) too.",
+    "do not count it. An optional `comment` goes with satisfied and abandon (a reason) too. "
+    "`claims` (optional) are your verdicts on the claims of the validation you decided on, "
+    "stored with the decision: a refused label (422: an unknown claim index or label, "
+    "another task's evidence) or a `validation_id` that is not the task's latest (409) "
+    "refuses the decision too, and nothing is written.",
 )
 def give_feedback(
     request: HttpRequest,
@@ -207,6 +211,8 @@ def give_feedback(
                 expected_version=payload.expected_version,
                 force=payload.force,
                 undo_seconds=payload.undo_seconds or 0,
+                claim_labels=[entry.model_dump(exclude_none=True) for entry in payload.claims],
+                validation_id=payload.validation_id,
             )
             return 200, TaskOut.model_validate(get_visible_task(user, task_id)).model_dump()
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
@@ -308,12 +309,19 @@ def task_decide(
     expected_version: int | None = None,
     force: bool = False,
     undo_seconds: float | None = None,
+    claim_labels: Sequence[Mapping[str, Any]] = (),
+    validation_id: int | None = None,
 ) -> Feedback:
     """Record a person's decision. With an undo window
     (``undo_seconds``, by default ``DECISION_UNDO_SECONDS``) it is ``pending`` and nothing
     follows from it until ``applies_at``, when the ``tasks_app.apply_decision`` job (or
     the sweep) applies it through ``task_transition``; ``decision_undo`` cancels it
-    before then. With 0 it applies at once. Returns the feedback row."""
+    before then. With 0 it applies at once. Returns the feedback row.
+
+    ``claim_labels`` (the page's and the API's alike) are the person's verdicts on the
+    claims of the validation they decided on (``validation_id``, when given: another
+    one is StaleAction); the validator stores them in this transaction, so a refused
+    label refuses the decision too and nothing is half written."""
     comment = comment.strip()
     decided = _decision_action(action, comment)
     seconds = settings.DECISION_UNDO_SECONDS if undo_seconds is None else undo_seconds
@@ -340,6 +348,10 @@ def task_decide(
         state=DecisionState.PENDING if pending else DecisionState.APPLIED,
         applies_at=now + timedelta(seconds=seconds) if pending else None,
     )
+    if claim_labels:
+        validator().decision_claim_labels_record(
+            feedback, claim_labels, actor=actor, validation_id=validation_id
+        )
     if pending:
         job_enqueue(APPLY_DECISION_JOB, (feedback.pk,), task_ref=task_id, countdown=seconds)
         log.info(

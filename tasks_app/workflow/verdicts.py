@@ -1,6 +1,7 @@
 """The validator, as tasks_app sees it.
 
-tasks_app sends an attempt's answer to be judged and reads the verdicts back, but the
+tasks_app sends an attempt's answer to be judged, reads the verdicts back and hands over
+the labels a person gives the verdict's claims with a decision, but the
 validator lives in evidence_app, which builds on tasks_app: evidence_app registers its
 implementation when Django starts (``EvidenceAppConfig.ready``), and tasks_app never
 imports it (the import contracts in pyproject.toml say so). The hand-off carries the
@@ -10,13 +11,14 @@ domain's operations only: the tasks API's verdict fields are built by evidence_a
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 
 if TYPE_CHECKING:
-    from tasks_app.workflow.models import Task
+    from tasks_app.workflow.models import Feedback, Task
 
 REJECTED = "rejected"
 
@@ -59,6 +61,20 @@ class Validator(Protocol):
 
     def attempt_verdicts(self, task_id: int) -> dict[int, tuple[int, str]]:
         """(id, status) of the latest original verdict of each attempt that has one."""
+        ...
+
+    def decision_claim_labels_record(
+        self,
+        decision: Feedback,
+        labels: Sequence[Mapping[str, Any]],
+        *,
+        actor: Any,
+        validation_id: int | None,
+    ) -> None:
+        """Store the person's label of each claim of the verdict ``decision`` was taken on,
+        in the decision's transaction; raise a DomainError (nothing stored) for a claim the
+        verdict does not have, an unknown label, another task's evidence (InvalidInput) or
+        a ``validation_id`` that is not that verdict (StaleAction)."""
         ...
 
 

@@ -9,7 +9,11 @@ positive_data_acceptance check tests the rest:
 - which validator models this deployment can use (replay, a task's second_model, a
   candidate judge's model; it depends on the API keys set): a well-formed model name is
   replaced by an offline judge; which held-out cases a comparison may be limited to (the
-  case files' ids and categories): a comparison runs on every held-out case.
+  case files' ids and categories): a comparison runs on every held-out case;
+- which claims a validation has (a decision's ``claims`` label them by their index, once
+  each, citing this task's evidence; issue 45): a decision's generated labels are
+  dropped, so the decision itself is tested (tests/api/test_decision_claim_labels_api.py
+  covers the labels).
 For the external agents' endpoints (issue 14):
 - an attempt's ``final_answer`` is required unless it streams (``stream: true``), and
   then it must be absent (the description says so; 422 otherwise); its runs need
@@ -213,6 +217,9 @@ def map_case(context: Any, case: Any) -> Any:
     )
     if candidate and _names_a_model(body.get("model")):
         body["model"] = "offline:judge"
+    if _is(context, "POST", "/feedback") and isinstance(body.get("claims"), list):
+        # Which claims the task's validation has is data, not schema: no labels.
+        body["claims"] = []
     if _is(context, "POST", "/judges/comparisons") and _any_case_ids(body.get("cases")):
         # Which held-out cases exist is data, not schema: every held-out case.
         body["cases"] = []

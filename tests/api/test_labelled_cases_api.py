@@ -17,9 +17,10 @@ from django.utils import timezone
 
 from evidence_app.autoaccept.selectors import certifying_audits
 from evidence_app.models import Audit, AuditExposure, ValidationSnapshot
-from evidence_app.trust.claim_labels import claim_labels_record, task_decide_with_claim_labels
+from evidence_app.trust.claim_labels import claim_labels_record
 from evidence_app.validation.services import validation_run
 from tasks_app.models import Task
+from tasks_app.workflow.services import task_decide
 from tests.api.conftest import bearer_client
 from tests.evidence_app.validation_helpers import validating_task
 from tests.factories import UserFactory
@@ -105,13 +106,13 @@ def test_exported_cases_run_through_judge_bench_with_the_figures_of_from_reviews
     _judged_audit(_validated(), correct=False, label="unsupported")
     _judged_audit(_validated(), correct=True, label="supported", blind=False)
     decided = _validated()
-    task_decide_with_claim_labels(
+    task_decide(
         task_id=decided.pk,
         actor=UserFactory(),
         action="satisfied",
         comment="",
-        labels=[],
-        snapshot_id=_latest(decided).pk,
+        claim_labels=[],
+        validation_id=_latest(decided).pk,
     )
 
     response, cases = _export(otto)
@@ -178,13 +179,13 @@ def test_the_export_is_filtered_by_judge_queue_and_period(otto: Client, offline:
     ValidationSnapshot.objects.filter(pk=other.snapshot_id).update(model_name="other:judge")
     Audit.objects.filter(pk=other.pk).update(model_name="other:judge")
     decided = _validated()
-    decision = task_decide_with_claim_labels(
+    decision = task_decide(
         task_id=decided.pk,
         actor=UserFactory(),
         action="revise",
         comment="Use the 2026 figure.",
-        labels=[{"claim_index": 0, "label": "contradicted"}],
-        snapshot_id=_latest(decided).pk,
+        claim_labels=[{"claim_index": 0, "label": "contradicted"}],
+        validation_id=_latest(decided).pk,
     )
     version = _latest(decided).template_version
 

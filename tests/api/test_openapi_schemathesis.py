@@ -187,6 +187,12 @@ BEYOND_THE_SCHEMA = {
     ("POST /api/v1/webhooks", "ST202", "cannot receive webhooks: it must resolve"),
     ("POST /api/v1/tasks", "ST202", "Input should be a valid dictionary"),
     ("POST /api/v1/tasks/{task_id}/attempts", "ST202", "Extra inputs are not permitted"),
+    # A decision's claim labels name claims of the task's validation by their index, once
+    # each, and cite this task's evidence: data no schema holds (issue 45).
+    ("POST /api/v1/tasks/{task_id}/feedback", "ST202", "no validation whose claims to label"),
+    ("POST /api/v1/tasks/{task_id}/feedback", "ST202", "claims (0-based)"),
+    ("POST /api/v1/tasks/{task_id}/feedback", "ST202", "is labelled twice"),
+    ("POST /api/v1/tasks/{task_id}/feedback", "ST202", "is not this task's"),
 }
 _SECTION = re.compile(r"_{5,} ((?:GET|POST|PUT|PATCH|DELETE) \S+) _{5,}")
 

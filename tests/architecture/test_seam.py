@@ -88,8 +88,9 @@ def _http_words(obj: object) -> list[str]:
 
 def test_no_http_helper_crosses_the_seam() -> None:
     """What the surface offers returns no response and names nothing of ninja, and none of it
-    comes from a module that defines an API router: idempotency's HTTP side and the
-    decision's 403 are each API layer's own (evidence_app/api/http.py)."""
+    comes from a module that defines an API router: idempotent writes are project's
+    (project/idempotency.py) and the decision's 403 each API layer's own
+    (evidence_app/api/http.py)."""
     offered = [
         (module.__name__, name, getattr(module, name))
         for module in (tasks_app.actions, tasks_app.records)

@@ -18,11 +18,11 @@ from evidence_app.judge_bench import load_cases
 from evidence_app.judge_bench.from_reviews import labelled_cases, team_split
 from evidence_app.models import Audit, ClaimLabel, ValidationSnapshot
 from evidence_app.trust.claim_agreement import claim_agreement_stats
-from evidence_app.trust.claim_labels import claim_labels_record, task_decide_with_claim_labels
+from evidence_app.trust.claim_labels import claim_labels_record
 from evidence_app.validation.services import validation_run
 from project.errors import InvalidInput, StaleAction
 from tasks_app.models import Feedback, Task, ToolEvidence
-from tasks_app.workflow.services import decision_undo
+from tasks_app.workflow.services import decision_undo, task_decide
 from tests.evidence_app.validation_helpers import validating_task
 from tests.factories import TaskFactory, UserFactory, ValidationSnapshotFactory
 
@@ -54,13 +54,13 @@ def _latest(task: Task) -> ValidationSnapshot:
 
 def _decide(task: Task, action: str, labels: list[dict[str, Any]] | None = None) -> Feedback:
     reviewer = UserFactory(username="reviewer")
-    return task_decide_with_claim_labels(
+    return task_decide(
         task_id=task.pk,
         actor=reviewer,
         action=action,
         comment="Use the 2026 figure." if action == "revise" else "",
-        labels=labels or [],
-        snapshot_id=_latest(task).pk,
+        claim_labels=labels or [],
+        validation_id=_latest(task).pk,
     )
 
 
@@ -136,12 +136,12 @@ def test_labels_for_a_validation_that_is_no_longer_the_latest_are_refused(offlin
     seen = _latest(task)
     ValidationSnapshotFactory(task=task, attempt_index=1, result={"claims": []})
     with pytest.raises(StaleAction, match="Reload"):
-        task_decide_with_claim_labels(
+        task_decide(
             task_id=task.pk,
             actor=UserFactory(),
             action="satisfied",
-            labels=[{"claim_index": 0, "label": "supported"}],
-            snapshot_id=seen.pk,
+            claim_labels=[{"claim_index": 0, "label": "supported"}],
+            validation_id=seen.pk,
         )
     assert not Feedback.objects.exists() and not ClaimLabel.objects.exists()
 

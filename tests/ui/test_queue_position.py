@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from evidence_app.review.queue_views import queue_position, queue_queryset
+from evidence_app.review.queue_selectors import queue_position, queue_queryset
 from tasks_app.models import Task
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory, ValidationSnapshotFactory
