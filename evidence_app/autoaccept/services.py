@@ -177,13 +177,20 @@ def threshold_approve(*, threshold_id: int, user: Any, now: Any = None) -> AutoA
     return row
 
 
-def _approval_description(row: AutoAcceptThreshold) -> dict[str, Any]:
+def _threshold_fields(row: AutoAcceptThreshold) -> dict[str, Any]:
+    """What every auto-accept event says of its threshold: which, whose judge, where."""
     return {
         "threshold_id": row.pk,
         "template_version": row.template_version,
         "model": row.model_name,
         "threshold": row.threshold,
         "target": row.target,
+    }
+
+
+def _approval_description(row: AutoAcceptThreshold) -> dict[str, Any]:
+    return {
+        **_threshold_fields(row),
         "labelled": row.labelled,
         "guarantee": row.guarantee,
         "approved_at": row.approved_at,
@@ -283,11 +290,7 @@ def threshold_drift_record(*, threshold_id: int, drift: DriftFigures) -> AutoAcc
 
 def _stop_description(row: AutoAcceptThreshold) -> dict[str, Any]:
     return {
-        "threshold_id": row.pk,
-        "template_version": row.template_version,
-        "model": row.model_name,
-        "threshold": row.threshold,
-        "target": row.target,
+        **_threshold_fields(row),
         "audits": row.drift_audits,
         "wrong": row.drift_wrong,
         "stopped_at": row.stopped_at,
