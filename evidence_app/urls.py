@@ -9,6 +9,7 @@ from evidence_app.autoaccept import views as autoaccept_views
 from evidence_app.judges import views as judge_views
 from evidence_app.operator import charts, team_views, trust_views, validation_views
 from evidence_app.operator import views as ops_views
+from evidence_app.portal import views as portal_views
 from evidence_app.review import (
     audit_views,
     decision_views,
@@ -58,10 +59,10 @@ ops_pages = [
 ]
 
 task_pages = [
-    path("", task_views.home, name="home"),
-    path("tasks/mine/", task_views.my_tasks, name="my_tasks"),
-    path("tasks/", task_views.task_list_all, name="task_list_all"),
-    path("tasks/new/", task_views.task_new, name="task_new"),
+    path("", portal_views.home, name="home"),
+    path("tasks/mine/", portal_views.my_tasks, name="my_tasks"),
+    path("tasks/", portal_views.task_list_all, name="task_list_all"),
+    path("tasks/new/", portal_views.task_new, name="task_new"),
     path("tasks/<id:task_id>/", task_views.task_detail, name="task_detail"),
     path("tasks/<id:task_id>/progress/", section_views.task_progress, name="task_progress"),
     path("tasks/<id:task_id>/feedback/", decision_views.task_feedback, name="task_feedback"),

@@ -2,7 +2,8 @@
 decisions, claims and notes; jobs queued through the outbox; the validation claim; the
 validator hand-off (``register_validator``, ``Verdict``) and the tasks API's verdict
 fields (``register_verdict_fields``); webhook events of an audit; a team plan's check;
-the knowledge base's import; an external agent's attempt (the demo submits one).
+the knowledge base's import; an external agent's attempt (the demo submits one); the
+checks of a new task's fields (``register_creation_check``: the audit rates' floor).
 
 evidence_app imports tasks_app only through this module and ``tasks_app.records`` (an
 import contract in pyproject.toml holds it)."""
@@ -15,6 +16,7 @@ from tasks_app.intake.external_input import AttemptIn
 from tasks_app.knowledge.importer import import_folder
 from tasks_app.notifications.webhooks import webhook_events_for_audit, webhook_events_for_judge
 from tasks_app.runtime.agents.plans import parse_plan
+from tasks_app.workflow.creation_checks import register_creation_check
 from tasks_app.workflow.services import (
     FEEDBACK_TARGETS,
     NO_SECOND_JUDGE,
@@ -56,6 +58,7 @@ __all__ = [
     "job_send_on_commit",
     "new_job_id",
     "parse_plan",
+    "register_creation_check",
     "register_validator",
     "register_verdict_fields",
     "review_visit_record",

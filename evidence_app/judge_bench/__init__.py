@@ -55,7 +55,8 @@ SPLITS = ("dev", "heldout")
 HANDBOOK = Path(settings.BASE_DIR) / "demo" / "handbook"
 FILLER_SENTENCE = "Routine paragraph about office procedures, forms and general matters. "
 
-# A subset that runs in CI (tests/evidence_app/test_judge_bench.py): one case per category.
+# A subset that runs in CI (tests/evidence_app/judge_bench/test_judge_bench.py): one case per
+# category.
 CI_SUBSET = (
     "supported-01",
     "supported-02",

@@ -1,2 +1,3 @@
-"""The review side: the task pages, the review queue, decisions and claim labels, the trace
-tree, and the blind audit pages."""
+"""The review side: the task page, the review queue, decisions and claim labels, the trace
+tree, and the blind audit pages. The task lists and the new-task form are
+``evidence_app.portal``'s."""

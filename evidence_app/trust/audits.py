@@ -26,7 +26,7 @@ from evidence_app.models import (
 from evidence_app.trust.blinding import audit_exposure, audit_refusal
 from evidence_app.trust.claim_labels import claim_labels_record, corrected_citations_check
 from project.errors import Forbidden, InvalidInput, StaleAction
-from project.roles import is_reviewer
+from project.roles import is_operator, is_reviewer
 from tasks_app.actions import webhook_events_for_audit
 from tasks_app.records import Task, TaskStatus, WebhookEvent
 
@@ -36,6 +36,7 @@ __all__ = [
     "audit_judge",
     "audit_mark_viewed",
     "audit_probability",
+    "audit_rates_checked",
     "audit_reveal",
     "verdict_route",
 ]
@@ -72,6 +73,44 @@ def audit_probability(task: Task, route: str) -> float | None:
     else:
         return None
     return min(1.0, max(0.0, float(rate)))
+
+
+def audit_rates_checked(owner: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A new task's audit rates (``audit_rate``, ``audit_reject_rate``; None: the
+    settings) checked against the floor (``AUDIT_RATE``, ``AUDIT_REJECT_RATE``): the
+    columns recording an operator's exception (who, when, why), {} when there is none.
+    Raises InvalidInput naming the field: out of 0..1, below the floor for anyone but an
+    operator, or an operator's exception without ``audit_rate_reason``. Registered as a
+    check of ``task_create`` (tasks_app keeps the columns, evidence_app the rule)."""
+    below = []
+    for name, rate, floor in (
+        ("audit_rate", fields.get("audit_rate"), settings.AUDIT_RATE),
+        ("audit_reject_rate", fields.get("audit_reject_rate"), settings.AUDIT_REJECT_RATE),
+    ):
+        if rate is None:
+            continue
+        if not 0 <= rate <= 1:
+            raise InvalidInput(f"{name} must be between 0 and 1")
+        if rate < floor:
+            below.append((name, rate, floor))
+    if not below:
+        return {}
+    name, rate, floor = below[0]
+    if not is_operator(owner):
+        raise InvalidInput(
+            f"{name}: {rate:g} is below this deployment's floor of {floor:g}; you may raise a "
+            "task's audit rate, not lower it (only an operator may, saying why)"
+        )
+    reason = (fields.get("audit_rate_reason") or "").strip()
+    if not reason:
+        raise InvalidInput(
+            f"audit_rate_reason: say why {name} is below the floor of {floor:g} (it is recorded)"
+        )
+    return {
+        "audit_rate_set_by": owner,
+        "audit_rate_set_at": timezone.now(),
+        "audit_rate_reason": reason[:2000],
+    }
 
 
 def audit_draw(snapshot: ValidationSnapshot) -> Audit | None:

@@ -31,8 +31,9 @@ from project.errors import (
 )
 from project.llm.registry import resolve_model
 from project.logs import bind as bind_log_context
-from project.roles import is_operator, is_reviewer
+from project.roles import is_reviewer
 from tasks_app.workflow import states
+from tasks_app.workflow.creation_checks import creation_columns
 from tasks_app.workflow.models import (
     ClaimEventKind,
     DecisionState,
@@ -143,16 +144,11 @@ def task_create(
 ) -> Task:
     """Create a task in ``open`` and queue its first attempt after commit; an external
     task waits for its agent to submit one through the API. ``audit_rate``
-    and ``audit_reject_rate`` (0..1, None: the settings) are the shares of its automatic
-    verdicts drawn for a blind audit: a requester may raise them above the deployment's
-    floor (the settings), never lower them; only an operator may, with
-    ``audit_rate_reason``, and the exception is recorded (who, when, why)."""
-    exception = _audit_rate_exception(
-        owner,
-        audit_rate=fields.get("audit_rate"),
-        audit_reject_rate=fields.get("audit_reject_rate"),
-        reason=fields.get("audit_rate_reason", ""),
-    )
+    and ``audit_reject_rate`` (None: the settings) are the shares of its automatic
+    verdicts drawn for a blind audit; the checks registered in ``creation_checks`` refuse
+    what may not be created (a rate below the floor) and add the columns they record."""
+    # The checks other apps register (the audit rates' floor is evidence_app's).
+    exception = creation_columns(owner, fields)
     columns = _task_columns(request, fields)
     internal = columns["agent"] == TaskAgent.INTERNAL
     job_id = new_job_id() if enqueue and internal else ""
@@ -191,44 +187,6 @@ def _task_columns(request: str, fields: TaskFields) -> dict[str, Any]:
         "audit_rate": fields.get("audit_rate"),
         "audit_reject_rate": fields.get("audit_reject_rate"),
         "second_model": second_model,
-    }
-
-
-def _audit_rate_exception(
-    owner: Any, *, audit_rate: float | None, audit_reject_rate: float | None, reason: str
-) -> dict[str, Any]:
-    """Check a task's audit rates against the floor (``AUDIT_RATE``, ``AUDIT_REJECT_RATE``):
-    the fields recording an operator's exception, {} when there is none. Raises
-    InvalidInput naming the field: out of 0..1, below the floor for anyone but an
-    operator, or an operator's exception without a reason."""
-    below = []
-    for name, rate, floor in (
-        ("audit_rate", audit_rate, settings.AUDIT_RATE),
-        ("audit_reject_rate", audit_reject_rate, settings.AUDIT_REJECT_RATE),
-    ):
-        if rate is None:
-            continue
-        if not 0 <= rate <= 1:
-            raise InvalidInput(f"{name} must be between 0 and 1")
-        if rate < floor:
-            below.append((name, rate, floor))
-    if not below:
-        return {}
-    name, rate, floor = below[0]
-    if not is_operator(owner):
-        raise InvalidInput(
-            f"{name}: {rate:g} is below this deployment's floor of {floor:g}; you may raise a "
-            "task's audit rate, not lower it (only an operator may, saying why)"
-        )
-    reason = (reason or "").strip()
-    if not reason:
-        raise InvalidInput(
-            f"audit_rate_reason: say why {name} is below the floor of {floor:g} (it is recorded)"
-        )
-    return {
-        "audit_rate_set_by": owner,
-        "audit_rate_set_at": timezone.now(),
-        "audit_rate_reason": reason[:2000],
     }
 
 

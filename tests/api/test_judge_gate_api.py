@@ -43,7 +43,7 @@ def _outcomes(candidate_only: int, baseline_only: int, both_right: int = 30) -> 
 def _finished(template: str, outcomes: list) -> JudgeComparison:
     """A comparison of ``template`` on offline:judge against the current judge, finished
     with these outcomes (the comparison job itself is covered below and in
-    tests/evidence_app/test_judge_gate.py)."""
+    tests/evidence_app/judges/test_judge_gate.py)."""
     return JudgeComparison.objects.create(
         template=template,
         model="offline:judge",

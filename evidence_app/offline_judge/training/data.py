@@ -12,7 +12,7 @@ Nothing judge_bench measures is trained on: a row whose premise or hypothesis is
 holds) a text of any judge_bench case file, or of FEVER-Symmetric (the conflict
 category's source), is left out; FEVER rows are split by their evidence
 (``bench.judge_public_cases.fever_bucket``), and only the ``train`` bucket is used, the
-rest being the certification cases. ``tests/evidence_app/test_entailment_model.py``
+rest being the certification cases. ``tests/evidence_app/offline_judge/test_entailment_model.py``
 checks the shipped record of what was used.
 
     python -m evidence_app.offline_judge.training.data --raw RAW --out var/judge-model/train.jsonl

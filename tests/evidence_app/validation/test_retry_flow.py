@@ -1,6 +1,6 @@
 """V2 with the runtime: rejected → needs_revision → attempt 2 carries the validator's
 feedback → accepted → awaiting_feedback. Jobs are called in-process here; the real
-worker version is tests/evidence_app/test_pipeline_e2e.py."""
+worker version is tests/evidence_app/validation/test_pipeline_e2e.py."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from evidence_app.validator.templates import (
 from project.untrusted import count_blocks
 from tests.factories import RunFactory, TaskFactory, ToolEvidenceFactory
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 FACT_600 = "The Lisbon office badge code is ORCA-4411."
 FACT_200K = "The archive retention period for invoices is 11 years."
 

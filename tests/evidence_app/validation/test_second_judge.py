@@ -21,7 +21,7 @@ from project.costs import format_cost
 from project.llm.registry import register_model, unregister_model
 from tasks_app.models import Task, TaskEvent
 from tests.api.conftest import bearer_client
-from tests.evidence_app.test_costs import PRICED_JUDGE, UsageJudge, genai_price
+from tests.evidence_app.validation.test_costs import PRICED_JUDGE, UsageJudge, genai_price
 from tests.evidence_app.validation_helpers import JUDGE, ScriptedJudge, validating_task, verdict
 
 pytestmark = pytest.mark.django_db

@@ -17,7 +17,7 @@ from tests.evidence_app.validation_helpers import validating_task
 
 pytestmark = pytest.mark.django_db
 
-HANDBOOK = Path(__file__).resolve().parents[2] / "demo" / "handbook"
+HANDBOOK = Path(__file__).resolve().parents[3] / "demo" / "handbook"
 
 
 def _doc(stem: str) -> str:

@@ -1,0 +1,1 @@
+"""Tests of evidence_app.judge_bench."""
