@@ -58,7 +58,7 @@ PHASES: tuple[tuple[str, str], ...] = (
     ("judging: citations + reconcile", "evidence_app.validator.judging:reconcile"),
     ("judging: citations + reconcile", "evidence_app.validator.judging:verify_result"),
     ("judging: other", "evidence_app.validation.judge_calls:judge_pair"),
-    ("gate", "evidence_app.trust.thresholds:approved_gate"),
+    ("gate", "evidence_app.autoaccept.gate:approved_gate"),
     ("routing", "evidence_app.validation.routing:pair_target"),
     ("routing", "evidence_app.trust.audits:verdict_route"),
     ("verdict transition", "evidence_app.validation.services:_validator_transition"),
