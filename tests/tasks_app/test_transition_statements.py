@@ -10,9 +10,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from project.errors import StaleAction
-from tasks_app.models import ClaimEvent, Task, TaskEvent
+from tasks_app.models import ClaimEvent, OutboxJob, Task, TaskEvent
 from tasks_app.runtime import attempts
-from tasks_app.workflow import transitions
+from tasks_app.workflow import services, transitions
 from tasks_app.workflow.models import TaskAgent
 from tasks_app.workflow.states import TaskStatus as S
 from tests.factories import TaskFactory, UserFactory
@@ -172,3 +172,17 @@ def test_verdict_ends_the_validation_claim() -> None:
     task.refresh_from_db()
     assert task.validation_claimed_at is None and task.lease_token == ""
     assert TaskEvent.objects.get(task=task).attempt_index == 1
+
+
+@pytest.mark.django_db
+def test_task_created_without_a_job_is_one_insert() -> None:
+    """Issue 48: a task whose first attempt is not queued (an external agent's, the
+    benchmark's) is one INSERT, with no transaction (nor savepoint) around it; a queued
+    one commits with its job's outbox row."""
+    owner = UserFactory()
+    with CaptureQueriesContext(connection) as queries:
+        task = services.task_create(owner=owner, request="What is the budget?", enqueue=False)
+    assert [q["sql"].split()[0] for q in queries.captured_queries] == ["INSERT"]
+    assert Task.objects.get(pk=task.pk).status == S.OPEN
+    queued = services.task_create(owner=owner, request="What is the budget?")
+    assert OutboxJob.objects.filter(job_id=queued.job_id).exists()
