@@ -422,7 +422,10 @@ def _one_statement_from(change: Transition) -> list[str] | None:
         return None
     if callable(change.reason) or callable(change.updates):
         return None
-    if change.updates and "validation_claimed_at" in change.updates:
+    if change.updates and (
+        "validation_claimed_at" in change.updates
+        or any(hasattr(v, "resolve_expression") for v in change.updates.values())
+    ):
         return None
     expected = change.expected_from
     if expected is None:
