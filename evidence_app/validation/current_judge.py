@@ -19,7 +19,15 @@ from evidence_app.validator.templates import DEFAULT_TEMPLATE
 from project.db import Prepared
 from tasks_app.actions import job_enqueue
 
-__all__ = ["SHADOW_JOB", "active_shadow", "active_shadow_sql", "current_judge", "shadow_enqueue"]
+__all__ = [
+    "SHADOW_JOB",
+    "active_shadow",
+    "active_shadow_sql",
+    "current_judge",
+    "current_judge_of",
+    "current_judge_sql",
+    "shadow_enqueue",
+]
 
 # The shadow job's name (evidence_app.jobs registers it under this name).
 SHADOW_JOB = "evidence_app.shadow_validation"
@@ -46,6 +54,26 @@ def current_judge() -> tuple[str, str]:
     if not rows:
         return DEFAULT_TEMPLATE, settings.VALIDATOR_MODEL
     return rows[0]
+
+
+def current_judge_sql() -> tuple[str, list[Any]]:
+    """``current_judge`` as a scalar SQL expression with its parameters, for a statement
+    the caller sends anyway to compute (the validation claim): an array of the latest
+    default's template and model, empty when none was made. ``current_judge_of`` reads
+    it."""
+    query = _latest_default()
+    return (
+        f"COALESCE((SELECT ARRAY[d.template, d.model]::text[] FROM ({query.sql}) d), "
+        "ARRAY[]::text[])",
+        list(query.params),
+    )
+
+
+def current_judge_of(read: list[str]) -> tuple[str, str]:
+    """(template name, model) from ``current_judge_sql``'s value."""
+    if not read:
+        return DEFAULT_TEMPLATE, settings.VALIDATOR_MODEL
+    return read[0], read[1]
 
 
 def active_shadow() -> ShadowJudge | None:

@@ -374,6 +374,27 @@ def test_the_verdict_reads_the_candidate_in_shadow_with_its_own_insert(
     assert reads == []
 
 
+def test_a_verdict_is_judged_by_the_default_read_with_the_validation_claim(
+    scripted_judge: ScriptedJudge, operator: Any
+) -> None:
+    """Issue 48: the team's current judge, read with the validation claim, judges the
+    verdict; with no default made, the configured one does."""
+    scripted_judge.replies = [verdict("accepted"), verdict("accepted")]
+    first = validation_run(task_id=validating_task().pk, attempt_index=1)
+    assert first is not None and (first.template_name, first.model_name) == ("default", JUDGE)
+    JudgeDefault.objects.create(template="terse", model=JUDGE, chosen_by=operator)
+    with CaptureQueriesContext(connection) as queries:
+        second = validation_run(task_id=validating_task().pk, attempt_index=1)
+    assert second is not None and (second.template_name, second.model_name) == ("terse", JUDGE)
+    if connection.vendor == "postgresql":
+        reads = [
+            q["sql"]
+            for q in queries.captured_queries
+            if q["sql"].startswith("SELECT") and "evidence_app_judgedefault" in q["sql"]
+        ]
+        assert reads == []  # read by the claim's UPDATE ... RETURNING
+
+
 def test_a_failing_shadow_job_is_recorded_and_not_tried_again(
     scripted_judge: ScriptedJudge, operator: Any, settings: Any
 ) -> None:
