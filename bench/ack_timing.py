@@ -11,8 +11,7 @@ import statistics
 import sys
 import time
 
-from bench.common import ensure_database
-from bench.run import configure_environment
+from bench.common import setup_django
 
 REQUESTS = 20
 
@@ -54,15 +53,8 @@ def _once() -> dict[str, float]:
 
 def main(argv: list[str]) -> int:
     runs = int(argv[0]) if argv else 3
-    configure_environment()
     os.environ.setdefault("OTLP_MAX_SPANS_PER_MINUTE", "100000000")
-    ensure_database(os.environ["DATABASE_URL"])
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, interactive=False)
+    setup_django(bench_models=False)
     results = [_once() for _ in range(runs)]
     print(f"{os.environ['DATABASE_URL'].split('@')[-1]}: {runs} runs, median seconds")
     for key in results[0]:

@@ -1,4 +1,6 @@
-"""Shared helpers: percentiles, figures with their baseline and ratio, targets, tables."""
+"""Shared helpers: the bench's setup (environment, database, Django), its owner accounts
+and the wait for a burst's tasks, percentiles, figures with their baseline and ratio,
+targets, tables."""
 
 from __future__ import annotations
 
@@ -10,14 +12,115 @@ import socket
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
-from django.db import connection
+from django.db import close_old_connections, connection
+
+BENCH_DIR = Path(__file__).resolve().parent
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/bench"
+DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/5"
+
+
+def configure_environment() -> None:
+    """Production-like settings (DEBUG off) on the bench database and broker."""
+    os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
+    os.environ.setdefault("CELERY_BROKER_URL", DEFAULT_BROKER_URL)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+    os.environ.setdefault("DEBUG", "0")
+    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-production-use-0123456789")
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+    os.environ.setdefault("EVIDENTIA_VAR_DIR", str(BENCH_DIR.parent / "var" / "bench"))
+
+
+def setup_django(*, bench_models: bool = True) -> None:
+    """What an entry point of the bench does first: the environment
+    (``configure_environment``), the bench database created if absent, Django set up,
+    the migrations applied and, unless ``bench_models`` is false, the bench's
+    zero-latency models registered."""
+    configure_environment()
+    ensure_database(os.environ["DATABASE_URL"])
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+    if bench_models:
+        from bench.models import register_bench_models
+
+        register_bench_models()
+
+
+def require_redis(broker_url: str, benchmark: str) -> None:
+    """The benchmarks that start workers measure them on Redis, the production broker."""
+    if not broker_url.startswith(("redis://", "rediss://")):
+        raise RuntimeError(f"the {benchmark} benchmark needs a Redis broker (CELERY_BROKER_URL)")
+
+
+def bench_owner(username: str) -> Any:
+    """The account a benchmark creates its tasks under (created once)."""
+    from django.contrib.auth import get_user_model
+
+    user, _ = get_user_model().objects.get_or_create(username=username)
+    return user
+
+
+def delete_tasks_of(username: str) -> int:
+    """Delete the tasks of a benchmark's owner (and what hangs off them); how many."""
+    from tasks_app.models import Task
+
+    qs = Task.objects.filter(owner__username=username)
+    count = qs.count()
+    qs.delete()
+    return count
+
+
+class Process(Protocol):
+    """A process a benchmark started (a worker, ``bin/prod``)."""
+
+    def alive(self) -> bool: ...
+
+    def log_tail(self) -> str: ...
+
+
+def wait_for_tasks(
+    task_ids: list[int],
+    done_at: Callable[[list[int]], dict[int, datetime]],
+    processes: Sequence[Process],
+    *,
+    timeout: float,
+    poll: float,
+    what: str,
+) -> dict[int, datetime]:
+    """Poll ``done_at`` (task id -> when it was done, for the done ones) until every task
+    of ``task_ids`` is done; RuntimeError with the processes' logs when ``timeout``
+    passes or one of them died first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        close_old_connections()
+        done = done_at(task_ids)
+        if len(done) == len(task_ids):
+            return done
+        dead = [p for p in processes if not p.alive()]
+        if time.monotonic() > deadline or dead:
+            tails = "\n".join(p.log_tail() for p in processes)
+            raise RuntimeError(
+                f"{len(task_ids) - len(done)} of {len(task_ids)} tasks not {what} "
+                f"({len(dead)} of {len(processes)} worker processes dead); worker logs:\n{tails}"
+            )
+        time.sleep(poll)
+
+
+def cpu_ms_per(before: dict[int, float], after: dict[int, float], count: int) -> float:
+    """The CPU seconds the processes spent between two ``procstat.cpu_seconds`` readings,
+    per item of ``count``, in ms."""
+    return sum(after.get(p, 0.0) - before.get(p, 0.0) for p in after) / count * 1000
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -35,11 +35,20 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from django.contrib.auth import get_user_model
-from django.db import close_old_connections, transaction
+from django.db import transaction
 from django.utils import timezone
 
-from bench.common import Figure, Target, result, summary_ms
+from bench.common import (
+    Figure,
+    Target,
+    bench_owner,
+    cpu_ms_per,
+    delete_tasks_of,
+    require_redis,
+    result,
+    summary_ms,
+    wait_for_tasks,
+)
 from bench.pipeline import Worker
 from bench.procstat import cpu_seconds, descendants
 from evidence_app.judge_bench import CERTIFY_CASES_PATH
@@ -111,15 +120,11 @@ def distinct_answers(count: int) -> int:
 
 
 def owner() -> Any:
-    user, _ = get_user_model().objects.get_or_create(username=OWNER)
-    return user
+    return bench_owner(OWNER)
 
 
 def cleanup() -> int:
-    qs = Task.objects.filter(owner__username=OWNER)
-    count = qs.count()
-    qs.delete()
-    return count
+    return delete_tasks_of(OWNER)
 
 
 def _submit(user: Any, answer: Answer) -> int:
@@ -188,20 +193,9 @@ def _validated_at(task_ids: list[int]) -> dict[int, datetime]:
 def _wait_validated(
     task_ids: list[int], workers: list[Worker], timeout: float
 ) -> dict[int, datetime]:
-    deadline = time.monotonic() + timeout
-    while True:
-        close_old_connections()
-        done = _validated_at(task_ids)
-        if len(done) == len(task_ids):
-            return done
-        dead = [w for w in workers if not w.alive()]
-        if time.monotonic() > deadline or dead:
-            tails = "\n".join(w.log_tail() for w in workers)
-            raise RuntimeError(
-                f"{len(task_ids) - len(done)} of {len(task_ids)} validations not done "
-                f"({len(dead)} worker processes dead); worker logs:\n{tails}"
-            )
-        time.sleep(0.1)
+    return wait_for_tasks(
+        task_ids, _validated_at, workers, timeout=timeout, poll=0.1, what="validated"
+    )
 
 
 def _wait_ready(app: Celery, workers: list[Worker], timeout: float = 600.0) -> None:
@@ -282,7 +276,7 @@ def measure(plan: Plan, *, reads_meaning: bool) -> dict[str, Any]:
         after = cpu_seconds(pids)
         rss = _peak_rss_mb(pids)
     wall = max(at.timestamp() for at in done.values()) - started
-    cpu_ms = sum(after.get(p, 0.0) - before.get(p, 0.0) for p in after) / len(ids) * 1000
+    cpu_ms = cpu_ms_per(before, after, len(ids))
     statuses: dict[str, int] = {}
     for status in Task.objects.filter(pk__in=ids).values_list("status", flat=True):
         statuses[status] = statuses.get(status, 0) + 1
@@ -326,8 +320,7 @@ def run(
     database_url: str,
     log_dir: Path,
 ) -> dict[str, Any]:
-    if not broker_url.startswith(("redis://", "rediss://")):
-        raise RuntimeError("the judge throughput benchmark needs a Redis broker")
+    require_redis(broker_url, "judge throughput")
     _check_judge()
     cleanup()
     plan = Plan(

@@ -31,10 +31,18 @@ from unittest import mock
 
 from celery import Celery
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.db import close_old_connections
 
-from bench.common import Figure, Target, result, summary_ms
+from bench.common import (
+    Figure,
+    Target,
+    bench_owner,
+    cpu_ms_per,
+    delete_tasks_of,
+    require_redis,
+    result,
+    summary_ms,
+    wait_for_tasks,
+)
 from bench.models import AGENT, JUDGE
 from bench.procstat import cpu_seconds, descendants
 from project.queues import PURPOSES
@@ -72,15 +80,11 @@ def ensure_documents() -> None:
 
 
 def owner() -> Any:
-    user, _ = get_user_model().objects.get_or_create(username=OWNER)
-    return user
+    return bench_owner(OWNER)
 
 
 def cleanup() -> int:
-    qs = Task.objects.filter(owner__username=OWNER)
-    count = qs.count()
-    qs.delete()
-    return count
+    return delete_tasks_of(OWNER)
 
 
 # The production worker configuration (bin/prod, docs/operations.md): the threads pool
@@ -200,18 +204,9 @@ def _settled_at(task_ids: list[int]) -> dict[int, datetime]:
 def _wait_settled(
     task_ids: list[int], worker: Worker, *, timeout: float, poll: float
 ) -> dict[int, datetime]:
-    deadline = time.monotonic() + timeout
-    while True:
-        close_old_connections()
-        done = _settled_at(task_ids)
-        if len(done) == len(task_ids):
-            return done
-        if time.monotonic() > deadline or not worker.alive():
-            raise RuntimeError(
-                f"{len(task_ids) - len(done)} of {len(task_ids)} tasks not settled "
-                f"(worker alive: {worker.alive()}); worker log:\n{worker.log_tail()}"
-            )
-        time.sleep(poll)
+    return wait_for_tasks(
+        task_ids, _settled_at, [worker], timeout=timeout, poll=poll, what="settled"
+    )
 
 
 def _new_task(user: Any, i: int) -> Task:
@@ -340,9 +335,7 @@ def _measured_burst(app: Celery, worker: Worker, n: int) -> tuple[float, list[in
     pids = descendants(worker.process.pid)
     before = cpu_seconds(pids)
     wall, ids = _pipeline_burst(app, worker.queue, worker, n)
-    after = cpu_seconds(pids)
-    cpu_ms = sum(after.get(p, 0.0) - before.get(p, 0.0) for p in after) / n * 1000
-    return wall, ids, cpu_ms
+    return wall, ids, cpu_ms_per(before, cpu_seconds(pids), n)
 
 
 def run(
@@ -356,8 +349,7 @@ def run(
     warmup: int = 10,
     n_in_process: int = 30,
 ) -> dict[str, Any]:
-    if not broker_url.startswith(("redis://", "rediss://")):
-        raise RuntimeError("the pipeline benchmark needs a Redis broker (CELERY_BROKER_URL)")
+    require_redis(broker_url, "pipeline")
     ensure_documents()
     cleanup()
     in_process(3)  # warm

@@ -22,14 +22,10 @@ import sys
 import time
 import traceback
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from bench.common import ensure_database
+from bench.common import BENCH_DIR, setup_django
 
-BENCH_DIR = Path(__file__).resolve().parent
-DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/bench"
-DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/5"
 ORDER = (
     "packets",
     "team",
@@ -43,17 +39,6 @@ ORDER = (
     "judge_model",
     "judge_throughput",
 )
-
-
-def configure_environment() -> None:
-    """Production-like settings (DEBUG off) on the bench database and broker."""
-    os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
-    os.environ.setdefault("CELERY_BROKER_URL", DEFAULT_BROKER_URL)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
-    os.environ.setdefault("DEBUG", "0")
-    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key-not-for-production-use-0123456789")
-    os.environ.setdefault("LOG_LEVEL", "WARNING")
-    os.environ.setdefault("EVIDENTIA_VAR_DIR", str(BENCH_DIR.parent / "var" / "bench"))
 
 
 def sizes(quick: bool) -> dict[str, dict[str, Any]]:
@@ -305,19 +290,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny sizes (smoke run)")
     parser.add_argument("--no-profile", action="store_true", help="skip profiles of misses")
     args = parser.parse_args(argv)
-    configure_environment()
-    ensure_database(os.environ["DATABASE_URL"])
-
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, interactive=False)
+    setup_django()
     from bench.common import machine
-    from bench.models import register_bench_models
 
-    register_bench_models()
     chosen = [n for n in ORDER if not args.only or n in args.only.split(",")]
     plan = sizes(args.quick)
     started = time.monotonic()

@@ -128,18 +128,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", default="", help="write the profile here as well")
     args = parser.parse_args(argv)
 
-    from bench.run import configure_environment
+    from bench.common import setup_django
 
-    configure_environment()
-    from bench.common import ensure_database
-
-    ensure_database(os.environ["DATABASE_URL"])
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, interactive=False)
+    setup_django(bench_models=False)
     text = run(args.requests, args.mb)
     print(text)
     if args.out:

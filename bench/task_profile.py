@@ -58,7 +58,7 @@ PHASES: tuple[tuple[str, str], ...] = (
     ("judging: citations + reconcile", "evidence_app.validator.judging:reconcile"),
     ("judging: citations + reconcile", "evidence_app.validator.judging:verify_result"),
     ("judging: other", "evidence_app.validation.judge_calls:judge_pair"),
-    ("gate", "evidence_app.trust.thresholds:approved_gate"),
+    ("gate", "evidence_app.autoaccept.gate:approved_gate"),
     ("routing", "evidence_app.validation.routing:pair_target"),
     ("routing", "evidence_app.trust.audits:verdict_route"),
     ("verdict transition", "evidence_app.validation.services:_validator_transition"),
@@ -324,21 +324,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--out", default="", help="write the profile here as well")
     args = parser.parse_args(argv)
 
-    from bench.run import configure_environment
+    from bench.common import setup_django
 
-    configure_environment()
-    from bench.common import ensure_database
-
-    ensure_database(os.environ["DATABASE_URL"])
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, interactive=False)
-    from bench.models import register_bench_models
-
-    register_bench_models()
+    setup_django()
     text = run(args.tasks)
     print(text)
     if args.out:

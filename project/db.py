@@ -205,20 +205,31 @@ def _insert_sql(model: type[Model], alias: str) -> tuple[list[Any], str] | None:
     return fields, sql
 
 
-def insert_new(obj: Model) -> None:
+def insert_new(obj: Model, *, also: tuple[str, list[Any]] | None = None) -> Any:
     """``obj.save()`` of a new row, from SQL built once per model (Django
     compiles the INSERT of a 40-column row on every save). Only for models without
     ``save()`` overrides or save signals; defaults and ``auto_now_add`` are filled as
-    ``save()`` fills them; a value that is an expression falls back to ``save()``."""
+    ``save()`` fills them; a value that is an expression falls back to ``save()``.
+    ``also``, a scalar SQL expression (a sub-``SELECT`` of another table) with its
+    parameters, is computed by the same statement and returned: a read that costs no
+    statement of its own. None without it."""
     alias = router.db_for_write(type(obj), instance=obj)
     built = _insert_sql(type(obj), alias)
     values = None if built is None else [f.pre_save(obj, add=True) for f in built[0]]
+    conn = connections[alias]
     if built is None or values is None or any(hasattr(v, "resolve_expression") for v in values):
         obj.save(force_insert=True, using=alias)
-        return
-    conn = connections[alias]
+        if also is None:
+            return None
+        with conn.cursor() as cur:
+            cur.execute(f"SELECT {also[0]}", also[1])
+            found = cur.fetchone()
+        return None if found is None else found[0]
     fields, sql = built
     params = [f.get_db_prep_save(v, conn) for f, v in zip(fields, values, strict=True)]
+    if also is not None:
+        sql = f"{sql}, {also[0]}"
+        params += also[1]
     with conn.cursor() as cur:
         cur.execute(sql, params)
         row = cur.fetchone()
@@ -226,3 +237,4 @@ def insert_new(obj: Model) -> None:
     obj.pk = row[0]
     obj._state.adding = False
     obj._state.db = alias
+    return None if also is None else row[1]

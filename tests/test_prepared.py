@@ -121,6 +121,25 @@ def test_insert_new_writes_the_row_save_would_write() -> None:
     assert OutboxJob.objects.get(pk=later.pk).not_before is not None
 
 
+def test_insert_new_returns_a_value_read_by_the_same_statement() -> None:
+    """Issue 48: ``insert_new(..., also=(sql, params))`` returns a scalar sub-SELECT
+    computed by the INSERT itself (one statement), and the same value when the row is
+    saved by ``save()`` (a value that is an expression) and read after it."""
+    from django.db.models.functions import Now
+    from django.test.utils import CaptureQueriesContext
+
+    from tasks_app.models import OutboxJob
+
+    task = TaskFactory()
+    title = (f'(SELECT "title" FROM {Task._meta.db_table} WHERE "id" = %s)', [task.pk])
+    with CaptureQueriesContext(connection) as queries:
+        found = insert_new(OutboxJob(name="n", args=[], job_id="j-also"), also=title)
+    assert found == task.title and len(queries.captured_queries) == 1
+    later = OutboxJob(name="n", args=[], job_id="j-also-expr", not_before=Now())
+    assert insert_new(later, also=title) == task.title
+    assert OutboxJob.objects.filter(job_id__startswith="j-also").count() == 2
+
+
 @pytest.mark.django_db(transaction=True)
 def test_release_connection_gives_back_only_a_pooled_postgresql_connection(
     monkeypatch: pytest.MonkeyPatch,

@@ -23,6 +23,7 @@ from evidence_app.autoaccept.selectors import JudgeKey
 from evidence_app.models import SnapshotKind, ValidationFailure, ValidationSnapshot
 from evidence_app.packets.task_packet import build_packet
 from evidence_app.trust.audits import audit_draw, verdict_route
+from evidence_app.validation.current_judge import current_judge_of, current_judge_sql
 from evidence_app.validation.judge_calls import (
     JudgePair,
     JudgePlan,
@@ -112,12 +113,17 @@ def validation_run(*, task_id: int, attempt_index: int) -> ValidationSnapshot | 
 def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome:
     """``validation_run`` saying what happened, for the job: a duplicate delivery is
     ``duplicate`` and logs one INFO line, never the verdict of the first one."""
-    claimed = validation_claim_and_read(task_id=task_id, attempt_index=attempt_index)
+    # The current judge is read with the claim (on PostgreSQL), where it was read next.
+    claimed = validation_claim_and_read(
+        task_id=task_id, attempt_index=attempt_index, also=current_judge_sql()
+    )
     if claimed is not None:
-        task, stamp = claimed
+        task, stamp, judge = claimed
         try:
             with ClaimKeeper(task_id=task_id, attempt_index=attempt_index, stamp=stamp):
-                return _validate_claimed(task, attempt_index)
+                return _validate_claimed(
+                    task, attempt_index, None if judge is None else current_judge_of(judge)
+                )
         except (OperationalError, InterfaceError):
             # The database went away: the job says db_lost and the reaper re-sends it.
             validation_claim_release(task_id, attempt_index)
@@ -251,7 +257,9 @@ def _validator_transition(
     )
 
 
-def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
+def _validate_claimed(
+    task: Task, attempt_index: int, judge: tuple[str, str] | None
+) -> ValidationOutcome:
     task_id = task.pk
     if not validation_applies(task):
         return _validation_skipped(
@@ -269,7 +277,8 @@ def _validate_claimed(task: Task, attempt_index: int) -> ValidationOutcome:
             to_status=TaskStatus.FAILED,
             reason="empty answer: no usable answer, validation skipped",
         )
-    plan = judge_plan(packet, answer, template=None, model=None)
+    template, model = judge if judge is not None else (None, None)
+    plan = judge_plan(packet, answer, template=template, model=model)
     second_model = second_model_name(task)
     pair = judge_pair(plan, task=task, second_model=second_model)
     # The first judge's gate: its verdict is the one the route follows. The task's own

@@ -9,7 +9,7 @@ from django.conf import settings
 
 from evidence_app.models import SnapshotKind, ValidationSnapshot
 from evidence_app.trust.audits import audit_probability
-from evidence_app.validation.current_judge import shadow_enqueue
+from evidence_app.validation.current_judge import active_shadow_sql, shadow_enqueue
 from evidence_app.validation.judge_calls import JudgePlan
 from evidence_app.validator.judging import Judgement
 from evidence_app.validator.schema import claim_summary
@@ -71,8 +71,10 @@ def snapshot_store(
         audit_probability=audit_probability(task, route) if route else None,
         companion_of=companion_of,
     )
-    insert_new(snapshot)
-    if kind == SnapshotKind.VALIDATION:
-        # In the verdict's transaction: a candidate in shadow judges it too, later.
-        shadow_enqueue(snapshot)
+    if kind != SnapshotKind.VALIDATION:
+        insert_new(snapshot)
+        return snapshot
+    # In the verdict's transaction: a candidate in shadow judges it too, later. Which
+    # one is active is read by the verdict's own INSERT (one statement, not two).
+    shadow_enqueue(snapshot, shadow_id=insert_new(snapshot, also=active_shadow_sql()))
     return snapshot

@@ -68,15 +68,6 @@ class LeaseHeld(StaleAction):
     """Another worker holds a live lease on the attempt."""
 
 
-def _refuse_external(locked: Task) -> dict[str, object]:
-    """No extra writes; only a check on the locked row. External tasks are run by their
-    own agent through the API: a stray job never starts an attempt on one
-    (checked here, on the row already locked, so the claim costs no extra statement)."""
-    if locked.agent == TaskAgent.EXTERNAL:
-        raise StaleAction(f"task {locked.pk} has an external agent; no job runs it")
-    return {}
-
-
 class JobResult:
     """What an attempt or validation job did, as its result and log word.
     The normal paths return the task's new status (``validating``, ``failed``, ...)."""
@@ -108,24 +99,18 @@ def attempt_claim(*, task_id: int, worker: str = "") -> Claim | None:
 
 
 def _claim_next(*, task_id: int, worker: str) -> Claim:
-    # The row lock inside task_transition plus expected_from make this the one
-    # winner when two deliveries of the job start at the same moment; the attempt
-    # number is read from the locked row.
+    # expected_from makes this the one winner when two deliveries of the job start at
+    # the same moment (task_transition serialises them on the row); the attempt number
+    # is the row's. An external task is run by its own agent through the API: a stray
+    # job never starts an attempt on one.
     with db_turn():
         task = transitions.task_transition(
             transitions.Transition(
                 task_id=task_id,
                 to_status=TaskStatus.RUNNING,
                 expected_from=RUNNABLE_STATUSES,
-                reason=lambda locked: (
-                    (
-                        f"attempt {locked.attempt_count} re-run {locked.requeue_count} started"
-                        if locked.attempt_interrupted
-                        else f"attempt {locked.attempt_count + 1} started"
-                    )
-                    + (f" on {worker}" if worker else "")
-                ),
-                updates=_refuse_external,
+                expected_agent=TaskAgent.INTERNAL,
+                reason=transitions.AttemptStarted(f" on {worker}" if worker else ""),
             )
         )
     return Claim(

@@ -138,7 +138,6 @@ class TaskFields(TypedDict, total=False):
     second_model: str
 
 
-@transaction.atomic
 def task_create(
     *, owner: Any, request: str, enqueue: bool = True, **fields: Unpack[TaskFields]
 ) -> Task:
@@ -151,10 +150,15 @@ def task_create(
     exception = creation_columns(owner, fields)
     columns = _task_columns(request, fields)
     internal = columns["agent"] == TaskAgent.INTERNAL
-    job_id = new_job_id() if enqueue and internal else ""
-    task = Task.objects.create(owner=owner, job_id=job_id, **columns, **exception)
     if enqueue and internal:
-        attempt_enqueue(task.pk, job_id=job_id)
+        # The task and its first attempt's job commit together (the job's outbox row).
+        with transaction.atomic():
+            job_id = new_job_id()
+            task = Task.objects.create(owner=owner, job_id=job_id, **columns, **exception)
+            attempt_enqueue(task.pk, job_id=job_id)
+    else:
+        # One INSERT is atomic on its own: no transaction around it (two statements less).
+        task = Task.objects.create(owner=owner, job_id="", **columns, **exception)
     # The rest of this request's (or job's) log lines name the new task; outside one,
     # nothing is bound (it would outlive this call) and only this line names it.
     bind_log_context(task_id=task.pk)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, connection
@@ -77,23 +78,35 @@ _CLAIM_AND_READ = (
 )
 
 
-def validation_claim_and_read(*, task_id: int, attempt_index: int) -> tuple[Task, datetime] | None:
-    """``validation_claim`` and the task read together, as (task, claim stamp): on
-    PostgreSQL one ``UPDATE ... RETURNING`` (one statement less per
-    validation). None when not claimed (the task is gone, moved on, or another job
-    holds the claim)."""
+class Claimed(NamedTuple):
+    """A claimed validation: the task, the claim's stamp and the value ``also`` read with
+    it (None when not asked, or not read in the same statement: SQLite)."""
+
+    task: Task
+    stamp: datetime
+    also: Any = None
+
+
+def validation_claim_and_read(
+    *, task_id: int, attempt_index: int, also: tuple[str, list[Any]] | None = None
+) -> Claimed | None:
+    """``validation_claim`` and the task read together: on PostgreSQL one
+    ``UPDATE ... RETURNING`` (one statement less per validation), which also computes
+    ``also`` (a scalar SQL expression with its parameters: what the caller reads right
+    after the claim) when given. None when not claimed (the task is gone, moved on, or
+    another job holds the claim)."""
     if connection.vendor != "postgresql":
         stamp = validation_claim(task_id=task_id, attempt_index=attempt_index)
         task = Task.objects.filter(pk=task_id).first() if stamp is not None else None
-        return (task, stamp) if task is not None and stamp is not None else None
+        return Claimed(task, stamp) if task is not None and stamp is not None else None
     now = timezone.now()
     expired = now - timedelta(seconds=settings.ATTEMPT_LEASE_SECONDS)
-    rows = list(
-        Task.objects.raw(
-            _CLAIM_AND_READ, [now, task_id, TaskStatus.VALIDATING, attempt_index, expired]
-        )
-    )
-    return (rows[0], now) if rows else None
+    sql = _CLAIM_AND_READ + (f", {also[0]} AS claimed_also" if also else "")
+    params = [now, task_id, TaskStatus.VALIDATING, attempt_index, expired]
+    rows = list(Task.objects.raw(sql, params + (also[1] if also else [])))
+    if not rows:
+        return None
+    return Claimed(rows[0], now, getattr(rows[0], "claimed_also", None))
 
 
 def validation_claim_release(task_id: int, attempt_index: int) -> None:

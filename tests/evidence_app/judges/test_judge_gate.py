@@ -6,6 +6,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from evidence_app.jobs import judge_comparison_job, shadow_validation_job
 from evidence_app.judges.at_target import at_target_figures
@@ -349,6 +351,48 @@ def test_stopping_shadow_mode_stops_new_shadow_jobs(
     assert validation_run(task_id=validating_task().pk, attempt_index=1) is not None
     assert not ShadowVerdict.objects.exists()
     assert not OutboxJob.objects.filter(name=SHADOW_JOB).exists()
+
+
+def test_the_verdict_reads_the_candidate_in_shadow_with_its_own_insert(
+    scripted_judge: ScriptedJudge, operator: Any
+) -> None:
+    """Issue 48: which candidate judges in shadow is read by the verdict's INSERT, not by
+    a statement of its own; its job is queued with the verdict as before."""
+    shadow = shadow_start(template="terse", model="offline:judge", started_by=operator)
+    scripted_judge.replies = [verdict("accepted")]
+    task = validating_task()
+    with CaptureQueriesContext(connection) as queries:
+        original = validation_run(task_id=task.pk, attempt_index=1)
+    pending = ShadowVerdict.objects.get()
+    assert (pending.shadow, pending.original) == (shadow, original)
+    assert OutboxJob.objects.filter(name=SHADOW_JOB, args=[pending.pk]).count() == 1
+    reads = [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].startswith("SELECT") and "evidence_app_shadowjudge" in q["sql"]
+    ]
+    assert reads == []
+
+
+def test_a_verdict_is_judged_by_the_default_read_with_the_validation_claim(
+    scripted_judge: ScriptedJudge, operator: Any
+) -> None:
+    """Issue 48: the team's current judge, read with the validation claim, judges the
+    verdict; with no default made, the configured one does."""
+    scripted_judge.replies = [verdict("accepted"), verdict("accepted")]
+    first = validation_run(task_id=validating_task().pk, attempt_index=1)
+    assert first is not None and (first.template_name, first.model_name) == ("default", JUDGE)
+    JudgeDefault.objects.create(template="terse", model=JUDGE, chosen_by=operator)
+    with CaptureQueriesContext(connection) as queries:
+        second = validation_run(task_id=validating_task().pk, attempt_index=1)
+    assert second is not None and (second.template_name, second.model_name) == ("terse", JUDGE)
+    if connection.vendor == "postgresql":
+        reads = [
+            q["sql"]
+            for q in queries.captured_queries
+            if q["sql"].startswith("SELECT") and "evidence_app_judgedefault" in q["sql"]
+        ]
+        assert reads == []  # read by the claim's UPDATE ... RETURNING
 
 
 def test_a_failing_shadow_job_is_recorded_and_not_tried_again(
