@@ -90,7 +90,7 @@ judge-bench: migrate
 # an interruption and it carries on from var/judge-model/work. TRAIN_ARGS go to train.py.
 TRAIN_PYTHON ?= python3.11
 # The shipped model's run (MODEL_CARD.md, "Training").
-TRAIN_ARGS ?= --epochs 2 --repeat fever=2 --repeat fever_mutations=2
+TRAIN_ARGS ?= --epochs 2 --repeat fever=2 --repeat fever_mutations=2 --repeat fever_not_entailed=3
 TRAIN_VENV := .venv-train
 JUDGE_MODEL_RAW ?= var/judge-model/raw
 JUDGE_MODEL_WORK := var/judge-model

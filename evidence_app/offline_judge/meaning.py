@@ -187,7 +187,7 @@ def read_claim(
 
 # Entailment probability from which a claim the rules cannot verify word for word is
 # supported by its best premise.
-ENTAILS = 0.97
+ENTAILS = 0.98
 # Contradiction probability from which a claim nothing entails is contradicted (the
 # answer is rejected and retried); below it, but from ``CONTRADICTS``, a person decides.
 REJECTS = 0.95

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.judge_public_cases import detokenize, fever_bucket, fever_rows
-from evidence_app.offline_judge.training.mutations import contradictions
+from evidence_app.offline_judge.training.mutations import contradictions, not_entailed
 
 ROOT = Path(__file__).resolve().parents[3]
 CASE_FILES = sorted((ROOT / "evidence_app" / "judge_bench").glob("*cases*.json"))
@@ -135,6 +135,11 @@ def _fever_mutations(repo: Path) -> Iterator[Row]:
     yield from contradictions(supported)
 
 
+def _fever_not_entailed(repo: Path) -> Iterator[Row]:
+    supported = [row for row in _fever(repo) if row[2] == "entailment"]
+    yield from not_entailed(supported)
+
+
 SOURCES = (
     Source(
         "snli_dev",
@@ -212,6 +217,16 @@ SOURCES = (
         "CC BY-SA 3.0 (FEVER, Wikipedia); the train side's SUPPORTS claims mutated by rule"
         " here (training/mutations.py), labelled contradiction",
         _fever_mutations,
+    ),
+    Source(
+        "fever_not_entailed",
+        "asaakyan/covidfact",
+        "ceeb613cde5a6c19dea4f2c165654e510ff52b10",
+        ("RTE-Fever/processed/dev.raw.input0", "dev.raw.input1", "dev.label"),
+        "CC BY-SA 3.0 (FEVER, Wikipedia); the train side's SUPPORTS claims changed by rule"
+        " here (training/mutations.py: the relation reversed, another predicate noun,"
+        " another month), labelled not_entailment",
+        _fever_not_entailed,
     ),
 )
 # The conflict category's source: never trained on.

@@ -220,3 +220,94 @@ def contradictions(supported: list[Row]) -> Iterator[Row]:
         made = mutate(claim, premise, row_id, names)
         if made:
             yield premise, made[0], "contradiction", f"{row_id}:{made[1]}"
+
+
+# Claims the evidence does not entail, made by rule (label ``not_entailment``: the
+# evidence says something else, which may or may not contradict the claim): the
+# relation read the other way round, another thing in the predicate's place, the date
+# in another month. The model read all three as entailed (a subgenre for its genre, "a
+# fictional setting" for "a fictional character", "May 4" for "4 April").
+_RELATION = re.compile(
+    r"^(?P<a>[A-Z][^,;]*?) (?P<be>is|are|was|were) (?P<art>a|an|the) (?P<n>[a-z]+) of "
+    r"(?P<b>[^,;]+?)\.?$"
+)
+_PREDICATE = re.compile(
+    r"\b(?:is|are|was|were) (?:a|an) (?:[A-Za-z-]+ ){0,2}(?P<noun>[a-z]{3,})\.?$"
+)
+_MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
+_MONTH = re.compile(
+    r"\b(" + "|".join(_MONTHS) + r")\b(?= \d| of \d|,? \d)|(?<=\d )(" + "|".join(_MONTHS) + r")\b"
+)
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _as_object(subject: str) -> str:
+    """The claim's subject as written after "of": a common noun phrase in lower case
+    ("Martial arts films" → "martial arts films"), a name as written, "The" → "the"."""
+    words = subject.split()
+    if words[0] == "The" or (len(words) > 1 and words[1][:1].islower()):
+        return subject[:1].lower() + subject[1:]
+    return subject
+
+
+def _reversed(claim: str, premise: str, key: str, nouns: list[str]) -> str | None:
+    m = _RELATION.match(claim.strip())
+    if not m or len(m.group("b").split()) > 6:
+        return None
+    subject, whole = m.group("a"), m.group("b")
+    relation = f"{m.group('be')} {m.group('art')} {m.group('n')} of"
+    return f"{_capital(whole)} {relation} {_as_object(subject)}."
+
+
+def _predicate(claim: str, premise: str, key: str, nouns: list[str]) -> str | None:
+    m = _PREDICATE.search(claim.strip())
+    if not m or not nouns:
+        return None
+    noun = m.group("noun")
+    lowered = premise.lower()
+    for k in range(20):
+        other = nouns[_pick(f"{key}:noun:{k}", len(nouns))]
+        if other != noun and other not in lowered and other[:4] != noun[:4]:
+            start, end = m.span("noun")
+            return claim.strip()[:start] + other + claim.strip()[end:]
+    return None
+
+
+def _month(claim: str, premise: str, key: str, nouns: list[str]) -> str | None:
+    m = _MONTH.search(claim)
+    if not m:
+        return None
+    month = m.group(0)
+    others = [x for x in _MONTHS if x != month and x not in premise]
+    if not others:
+        return None
+    return claim[: m.start()] + others[_pick(key + ":month", len(others))] + claim[m.end() :]
+
+
+NOT_ENTAILED: tuple[tuple[str, Mutation], ...] = (
+    ("reversed", _reversed),
+    ("predicate", _predicate),
+    ("month", _month),
+)
+
+
+def predicate_nouns(claims: list[str]) -> list[str]:
+    """The nouns that end "X is a ... NOUN." claims: what a predicate swap draws from."""
+    return sorted({m.group("noun") for c in claims if (m := _PREDICATE.search(c.strip()))})
+
+
+def not_entailed(supported: list[Row]) -> Iterator[Row]:
+    """For each supported (premise, claim) row, the first of the ``NOT_ENTAILED`` kinds
+    that applies: a claim its evidence does not entail (label ``not_entailment``)."""
+    nouns = predicate_nouns([claim for _p, claim, _l, _i in supported])
+    for premise, claim, _label, row_id in supported:
+        for kind, make in NOT_ENTAILED:
+            out = make(claim, premise, row_id, nouns)
+            if out and out.strip() != claim.strip():
+                yield premise, _articles(out), "not_entailment", f"{row_id}:{kind}"
+                break

@@ -7,6 +7,7 @@ from evidence_app.offline_judge.training.mutations import (
     KINDS,
     contradictions,
     mutate,
+    not_entailed,
     object_names,
 )
 
@@ -71,3 +72,42 @@ def test_names_after_the_verb_are_replaced_never_the_subject() -> None:
             "name",
         }
         assert hypothesis.startswith(("The Beach", "Rio 2"))
+
+
+def test_claims_the_evidence_does_not_entail_are_made_three_ways() -> None:
+    """Issue 44: the relation read the other way round, another predicate noun and another
+    month, each labelled not_entailment and named by its kind; a common noun phrase moves
+    to the object in lower case, a name as written."""
+    rows = [
+        (
+            "A subgenre of the action film, martial arts films contain fights.",
+            "Martial arts films are a subgenre of action films.",
+            "entailment",
+            "fever:dev:1",
+        ),
+        ("Paris is the capital of France.", "Paris is the capital of France.", "entailment", "f:2"),
+        (
+            "Carol Danvers is a fictional character appearing in comic books.",
+            "Carol Danvers is a fictional character.",
+            "entailment",
+            "f:3",
+        ),
+        ("Jo Hill is an American actor.", "Jo Hill is an American actor.", "entailment", "f:4"),
+        (
+            "Trevor Griffiths (born 4 April 1935) is an English dramatist.",
+            "Trevor Griffiths was born on 4 April 1935.",
+            "entailment",
+            "f:5",
+        ),
+    ]
+    made = {row_id: (claim, label) for _p, claim, label, row_id in not_entailed(rows)}
+    assert made["fever:dev:1:reversed"] == (
+        "Action films are a subgenre of martial arts films.",
+        "not_entailment",
+    )
+    assert made["f:2:reversed"][0] == "France is the capital of Paris."
+    assert made["f:3:predicate"][0] == "Carol Danvers is a fictional actor."
+    assert made["f:4:predicate"][0] == "Jo Hill is an American character."
+    month = made["f:5:month"][0]
+    assert "April" not in month and month.endswith("1935.")
+    assert {label for _c, label in made.values()} == {"not_entailment"}
