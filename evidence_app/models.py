@@ -3,6 +3,8 @@ evidence they judge is stored by tasks_app (``tasks_app.models.ToolEvidence``)."
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -73,6 +75,15 @@ class VerdictRoute(models.TextChoices):
     AUTO_ACCEPTED = "auto_accepted", "Accepted without a person"
     AUTO_REJECTED = "auto_rejected", "Rejected without a person"
     TO_PERSON = "to_person", "Sent to a person"
+
+
+# The length of the stored rendered input, from the count written with it: measuring the
+# column itself reads (and decompresses) a body of up to tens of megabytes.
+STORED_INPUT_CHARS = models.Case(
+    models.When(prompt_stored=True, then=models.F("rendered_input_chars")),
+    default=models.Value(0),
+    output_field=models.PositiveIntegerField(),
+)
 
 
 class ValidationSnapshotQuerySet(models.QuerySet["ValidationSnapshot"]):
@@ -172,6 +183,13 @@ class ValidationSnapshot(models.Model):
         return (
             f"{self.kind} {self.pk} task {self.task_id} attempt {self.attempt_index}: {self.status}"
         )
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        # The pages read the input's size from its count (``STORED_INPUT_CHARS``): a row
+        # written with a body and no count gets the body's.
+        if self.rendered_input and not self.rendered_input_chars:
+            self.rendered_input_chars = len(self.rendered_input)
+        super().save(*args, **kwargs)
 
     @property
     def passed(self) -> bool:

@@ -7,12 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import Count, Q
-from django.db.models.functions import Length
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
-from evidence_app.models import SnapshotKind, ValidationSnapshot, ValidationStatus
+from evidence_app.models import (
+    STORED_INPUT_CHARS,
+    SnapshotKind,
+    ValidationSnapshot,
+    ValidationStatus,
+)
 from evidence_app.operator import llm_requests
 from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
 from evidence_app.trust.blinding import audit_exposures_record
@@ -109,7 +113,7 @@ def ops_task_inputs(request: HttpRequest, task_id: int) -> HttpResponse:
     snapshots = list(
         ValidationSnapshot.objects.filter(task=task)
         .without_bodies()
-        .annotate(input_len=Length("rendered_input"))
+        .annotate(input_len=STORED_INPUT_CHARS)
         .order_by("created_at", "id")
     )
     by_id = {s.pk: s for s in snapshots}

@@ -10,7 +10,7 @@ from django.db.models import F, OuterRef, Subquery, Sum, TextField
 from django.db.models.functions import Cast, Coalesce, Left, Length
 from django.shortcuts import get_object_or_404
 
-from evidence_app.models import ValidationSnapshot
+from evidence_app.models import STORED_INPUT_CHARS, ValidationSnapshot
 from evidence_app.review import trace_tree
 from tasks_app.records import ClaimEvent, Feedback, OtlpTrace, Run, Task, TaskEvent, ToolEvidence
 
@@ -44,7 +44,7 @@ def snapshots(task: Task) -> list[ValidationSnapshot]:
         .without_bodies()
         .select_related("requested_by")
         .annotate(
-            input_len=Length("rendered_input"),
+            input_len=STORED_INPUT_CHARS,
             system_len=Length("system_prompt"),
             raw_len=Length(Cast("raw_responses", TextField())),
         )

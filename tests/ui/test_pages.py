@@ -373,3 +373,31 @@ def test_a_task_id_too_large_in_the_bulk_replay_filter_is_refused(
     response = client.get("/ops/replay/", {"task_ids": HUGE})
     assert response.status_code == 200
     assert "is not a task id" in response.content.decode()
+
+
+def test_the_inputs_size_comes_from_its_stored_count_not_the_body(
+    client: Any, operator: Any, review_task: Any
+) -> None:
+    """Issue 48: the task page and the inputs page show the rendered input's size from the
+    count stored with it (no statement measures the body, which may be tens of MB); an
+    input that was not stored shows as empty."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from evidence_app.templatetags.evidentia import chars
+
+    snap = review_task.validations.get()
+    assert snap.prompt_stored and snap.rendered_input_chars == len(snap.rendered_input) > 0
+    client.force_login(operator)
+    with CaptureQueriesContext(connection) as queries:
+        page = client.get(reverse("task_detail", args=[review_task.pk])).content.decode()
+        inputs = client.get(reverse("ops_task_inputs", args=[review_task.pk])).content.decode()
+    assert f"input {chars(len(snap.rendered_input))}" in page
+    assert chars(len(snap.rendered_input)) in inputs
+    measured = [q["sql"] for q in queries if re.search(r'LENGTH\([^)]*"rendered_input"', q["sql"])]
+    assert not measured
+    type(snap).objects.filter(pk=snap.pk).update(
+        rendered_input="", system_prompt="", prompt_stored=False
+    )
+    page = client.get(reverse("task_detail", args=[review_task.pk])).content.decode()
+    assert f"input {chars(0)}" in page
