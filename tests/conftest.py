@@ -30,8 +30,20 @@ def postgres_reason(item: Any) -> str | None:
     return reason.strip()
 
 
+# The browser tests' Chromium (tests/ui/test_browser.py); CI installs it.
+CHROMIUM = "/usr/bin/chromium"
+
+
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    chromium = Path(CHROMIUM).exists()
     for item in items:
+        if not chromium and item.get_closest_marker("browser") is not None:
+            item.add_marker(
+                pytest.mark.skip(
+                    reason=f"browser tests need the system Chromium at {CHROMIUM} "
+                    "(apt-get install chromium)"
+                )
+            )
         reason = postgres_reason(item)
         if reason is not None and connection.vendor != "postgresql":
             item.add_marker(
