@@ -1,15 +1,20 @@
-"""Who is what of whom, as words show it: three readings the entailment model gets wrong
-and words settle, each an objection (no reading of meaning may then support the claim;
-a person decides):
+"""Who is what of whom, as words show it: readings the entailment model gets wrong and
+words settle, each an objection (no reading of meaning may then support the claim; a
+person decides):
 
 - **a relation the other way round**: the claim says "A is a N of B" where the evidence
   says "N of A" ("Action films are a subgenre of martial arts films" against "a subgenre
   of the action film, martial arts films"), or "A is a N" where the evidence gives "N of
   A" ("... of which Daimler AG is a division" against "a division of ... Daimler AG");
 - **another name in a role**: the claim says "A created B" where the evidence says B was
-  "created by C", C sharing no word with A;
+  "created by C", C sharing no word with A; or "written by N" where the evidence has
+  "portrayed by N" and "written" nowhere;
 - **a date in another month**: the claim dates something "May 4, 1935" where the
-  evidence gives the same year with another month ("4 April 1935").
+  evidence gives the same year with another month ("4 April 1935");
+- **another year after the same word**: "made her film debut in 2006" where the evidence
+  has "making her film debut in 2003";
+- **one for many**: "received one nomination" where the evidence has "multiple
+  nominations" ("more than one" and "at least one" agree with it).
 """
 
 from __future__ import annotations
@@ -140,6 +145,74 @@ def _agent_swapped(claim: list[Token], evidence: list[Sentence]) -> str | None:
     return None
 
 
+def _agent_verb_swapped(claim: list[Token], evidence: list[Sentence]) -> str | None:
+    """ "X was written by N" where the evidence has N after another verb ("portrayed by
+    N") and the claim's verb nowhere."""
+    known = {t.norm for s in evidence for t in s.toks}
+    for v, t in enumerate(claim[:-1]):
+        if t.lower not in AGENT_VERBS or claim[v + 1].lower != "by" or t.norm in known:
+            continue
+        agent = _name_run(claim, v + 2)
+        for s in evidence:
+            for k in range(1, len(s.toks) - 1):
+                other = s.toks[k - 1]
+                if s.toks[k].lower == "by" and agent and agent <= _name_run(s.toks, k + 1):
+                    if other.lower.endswith(("ed", "en")) and other.norm != t.norm:
+                        return (
+                            f'the evidence has "{other.text} by" where the claim has "{t.text} by"'
+                        )
+    return None
+
+
+def _figure_after(toks: list[Token], k: int) -> Token | None:
+    """The figure within two words after position ``k`` ("debut in 2003")."""
+    for t in toks[k + 1 : k + 3]:
+        if t.figure:
+            return t
+        if t.punct:
+            break
+    return None
+
+
+def _other_figure_after(claim: list[Token], evidence: list[Sentence]) -> str | None:
+    """The claim's figure follows a word ("debut in 2006") that the evidence follows with
+    another figure of the same kind ("film debut in 2003")."""
+    for i, t in enumerate(claim):
+        if not t.figure or len(t.norm) != 4 or not t.norm.isdigit():
+            continue  # years only: counts and days are read in too many ways
+        words = [w for w in claim[max(0, i - 3) : i] if is_content(w)]
+        if not words:
+            continue
+        anchor = words[-1]
+        for s in evidence:
+            for k, e in enumerate(s.toks):
+                if e.norm != anchor.norm:
+                    continue
+                other = _figure_after(s.toks, k)
+                if other is not None and len(other.norm) == 4 and other.norm != t.norm:
+                    return f'the evidence gives {other.text} after "{e.text}", not {t.text}'
+    return None
+
+
+_MANY = frozenset({"multiple", "several", "many", "numerous", "various"})
+_AT_LEAST = frozenset({"than", "least", "over"})
+
+
+def _one_of_many(claim: list[Token], evidence: list[Sentence]) -> str | None:
+    """ "one nomination" where the evidence has "multiple nominations"."""
+    for i, t in enumerate(claim[:-1]):
+        if t.norm != "1" or claim[i + 1].punct:
+            continue
+        if i and claim[i - 1].lower in _AT_LEAST:
+            continue  # "more than one", "at least one": many agrees
+        noun = claim[i + 1].norm
+        for s in evidence:
+            for k, e in enumerate(s.toks):
+                if e.lower in _MANY and any(x.norm == noun for x in s.toks[k + 1 : k + 3]):
+                    return f'the evidence has "{e.text}" where the claim has one'
+    return None
+
+
 def _dates(toks: list[Token]) -> list[tuple[str, str]]:
     """(month, year) of each date written with a month name."""
     out = []
@@ -171,5 +244,8 @@ def role_objection(claim_text: str, evidence: list[Sentence]) -> str | None:
     return (
         _reversed(claim, evidence)
         or _agent_swapped(claim, evidence)
+        or _agent_verb_swapped(claim, evidence)
         or _other_month(claim, evidence)
+        or _other_figure_after(claim, evidence)
+        or _one_of_many(claim, evidence)
     )

@@ -1,7 +1,8 @@
 """Issue 44: readings the entailment model got wrong at the top of its scores, which
-words settle: a relation the other way round, another name in a role, a date in
-another month. Each is an objection (no reading of meaning supports the claim), and a
-claim the evidence states the right way round is untouched."""
+words settle: a relation the other way round, another name in a role or another verb
+before the claim's name, a date in another month, another year after the same word,
+"one" where the evidence has "multiple". Each is an objection (no reading of meaning
+supports the claim), and a claim the evidence states the right way round is untouched."""
 
 from __future__ import annotations
 
@@ -46,6 +47,20 @@ CASES = [
         "Trevor Griffiths was born on May 4, 1935.",
         "Trevor Griffiths (born 4 April 1935, Ancoats, Manchester), is an English dramatist.",
     ),
+    (
+        "Buffy Summers has been written by Kristy Swanson.",
+        "Buffy was portrayed by Kristy Swanson in the film, and later by Sarah Michelle"
+        " Gellar in the television series.",
+    ),
+    (
+        "Eva Green made her film debut in 2006.",
+        "She portrayed Vesper Lynd in Casino Royale (2006). She started her career in"
+        " theatre before making her film debut in 2003 in The Dreamers.",
+    ),
+    (
+        "Mom (TV series) has received one nomination.",
+        "The show has also garnered multiple nominations at the Critics' Choice Television Awards.",
+    ),
 ]
 
 
@@ -81,6 +96,19 @@ CONTROLS = [
         "Trevor Griffiths (born 4 April 1935, Ancoats, Manchester), is an English dramatist.",
     ),
     ("Dark matter is a type of matter.", "Dark matter is a hypothetical type of matter."),
+    (
+        "Mom (TV series) has received more than one nomination.",
+        "The show has also garnered multiple nominations at the Critics' Choice Television Awards.",
+    ),
+    (
+        "Eva Green made her film debut in 2003.",
+        "She portrayed Vesper Lynd in Casino Royale (2006). She started her career in"
+        " theatre before making her film debut in 2003 in The Dreamers.",
+    ),
+    (
+        "Buffy Summers was portrayed by Kristy Swanson.",
+        "Buffy was portrayed by Kristy Swanson in the film.",
+    ),
 ]
 
 
