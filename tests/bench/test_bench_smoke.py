@@ -152,7 +152,7 @@ def test_pipeline_benchmark_runs_small(tmp_path: Path) -> None:
         database_url=db_url,
         log_dir=tmp_path,
     )
-    check_shape(result, targets=4)
+    check_shape(result, targets=5)
     details = result["details"]
     # 2 latency + 2 burst tasks on the threads pool, 2 burst tasks on prefork.
     assert details["final_statuses"] == {"awaiting_feedback": 6}
