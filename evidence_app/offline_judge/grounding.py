@@ -114,7 +114,7 @@ def check(
     computed = compute_relation(claim_text, evidence)
     if computed is not None:
         return computed
-    role = role_objection(claim_text, evidence)
+    role = role_objection(claim, evidence)
     if role is not None:
         return Finding("unsupported", note=f"Not stated as claimed: {role}.", objection=True)
     return Finding(

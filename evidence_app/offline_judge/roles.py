@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from evidence_app.offline_judge.claim_words import is_content
 from evidence_app.offline_judge.quantities import CALENDAR
-from evidence_app.offline_judge.wording import FILLERS, Sentence, Token, tokens
+from evidence_app.offline_judge.wording import FILLERS, Sentence, Token
 
 __all__ = ["role_objection"]
 
@@ -90,6 +90,8 @@ def _relations(claim: list[Token]) -> list[tuple[set[str], str, set[str]]]:
 def _reversed(claim: list[Token], evidence: list[Sentence]) -> str | None:
     for subject, noun, other in _relations(claim):
         for s in evidence:
+            if noun not in s.norms or "of" not in s.norms:
+                continue
             toks = s.toks
             for k in range(len(toks) - 1):
                 if toks[k].norm != noun or toks[k + 1].lower != "of":
@@ -136,6 +138,8 @@ def _agent_swapped(claim: list[Token], evidence: list[Sentence]) -> str | None:
         if not subject:
             continue
         for s in evidence:
+            if t.norm not in s.norms or "by" not in s.norms:
+                continue
             for k, e in enumerate(s.toks):
                 agent = _agent_after(s.toks, k) if e.norm == t.norm else set()
                 if agent and not (agent & subject):
@@ -148,12 +152,14 @@ def _agent_swapped(claim: list[Token], evidence: list[Sentence]) -> str | None:
 def _agent_verb_swapped(claim: list[Token], evidence: list[Sentence]) -> str | None:
     """ "X was written by N" where the evidence has N after another verb ("portrayed by
     N") and the claim's verb nowhere."""
-    known = {t.norm for s in evidence for t in s.toks}
+    known = frozenset().union(*(s.norms for s in evidence))
     for v, t in enumerate(claim[:-1]):
         if t.lower not in AGENT_VERBS or claim[v + 1].lower != "by" or t.norm in known:
             continue
         agent = _name_run(claim, v + 2)
         for s in evidence:
+            if "by" not in s.norms:
+                continue
             for k in range(1, len(s.toks) - 1):
                 other = s.toks[k - 1]
                 if s.toks[k].lower == "by" and agent and agent <= _name_run(s.toks, k + 1):
@@ -185,6 +191,8 @@ def _other_figure_after(claim: list[Token], evidence: list[Sentence]) -> str | N
             continue
         anchor = words[-1]
         for s in evidence:
+            if anchor.norm not in s.norms:
+                continue
             for k, e in enumerate(s.toks):
                 if e.norm != anchor.norm:
                     continue
@@ -207,6 +215,8 @@ def _one_of_many(claim: list[Token], evidence: list[Sentence]) -> str | None:
             continue  # "more than one", "at least one": many agrees
         noun = claim[i + 1].norm
         for s in evidence:
+            if noun not in s.norms:
+                continue
             for k, e in enumerate(s.toks):
                 if e.lower in _MANY and any(x.norm == noun for x in s.toks[k + 1 : k + 3]):
                     return f'the evidence has "{e.text}" where the claim has one'
@@ -229,7 +239,8 @@ def _other_month(claim: list[Token], evidence: list[Sentence]) -> str | None:
     mine = _dates(claim)
     if not mine:
         return None
-    theirs = [d for s in evidence for d in _dates(s.toks)]
+    years = {year for _month, year in mine}
+    theirs = [d for s in evidence if years & s.norms for d in _dates(s.toks)]
     for month, year in mine:
         same_year = {m for m, y in theirs if y == year}
         if same_year and month not in same_year:
@@ -237,10 +248,11 @@ def _other_month(claim: list[Token], evidence: list[Sentence]) -> str | None:
     return None
 
 
-def role_objection(claim_text: str, evidence: list[Sentence]) -> str | None:
-    """Why the evidence's words keep the claim from being read as stated: a relation the
-    other way round, another name in its role, a date in another month; None when none."""
-    claim = tokens(claim_text)
+def role_objection(claim: list[Token], evidence: list[Sentence]) -> str | None:
+    """Why the evidence's words keep the claim (its tokens) from being read as stated:
+    one of the readings above; None when none. Each reading looks only into the
+    sentences holding the words it needs (``Sentence.norms``), not through every token of
+    the evidence."""
     return (
         _reversed(claim, evidence)
         or _agent_swapped(claim, evidence)

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from evidence_app.offline_judge.grounding import check, sentence
+from evidence_app.offline_judge.grounding import check, sentence, tokens
 from evidence_app.offline_judge.roles import role_objection
 
 
@@ -114,4 +114,4 @@ CONTROLS = [
 
 @pytest.mark.parametrize(("claim", "evidence"), CONTROLS)
 def test_no_objection_where_the_evidence_says_it_the_same_way(claim: str, evidence: str) -> None:
-    assert role_objection(claim, _evidence(evidence)) is None
+    assert role_objection(tokens(claim), _evidence(evidence)) is None
