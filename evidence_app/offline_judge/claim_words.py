@@ -142,6 +142,17 @@ class Claim:
         return {stem(w) for w in self.known} | self.words.content
 
 
+def subject_of(toks: list[Token]) -> frozenset[str]:
+    """The content words of a sentence's subject: those before its first verb."""
+    words = sentence_words(toks)
+    return frozenset(t.norm for t in toks[: words.verb_at] if t.norm in words.content)
+
+
+def unpossessed(toks: list[Token]) -> set[str]:
+    """The sentence's words, "Beach's" read as "Beach"."""
+    return {t.norm.removesuffix("'s").rstrip("'") for t in toks}
+
+
 def is_content(token: Token) -> bool:
     low = token.lower
     return not token.punct and not token.figure and len(low) >= 3 and low not in FUNCTION_WORDS

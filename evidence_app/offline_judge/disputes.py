@@ -39,6 +39,8 @@ from evidence_app.offline_judge.claim_words import (
     name_word,
     negating,
     sentence_words,
+    subject_of,
+    unpossessed,
 )
 from evidence_app.offline_judge.quantities import (
     FULL_MONTHS,
@@ -403,6 +405,26 @@ def disputing_sentence(
         if s is support or s.text == support.text or s.text.rstrip().endswith("?"):
             continue  # the same statement, or a question (it states nothing)
         reason = _reason(s, state, vocabulary)
-        if reason:
+        if reason and (reason in _FIGURE_REASONS or _same_fact(s, state, support)):
             return Dispute(s, reason)
     return None
+
+
+# What the rules read of figures disputes a claim from any sentence about the same
+# subject; what they read of words (the opposite, another word or name in its place, an
+# update, another kind) only from a sentence about the same fact (``_same_fact``).
+_FIGURE_REASONS = frozenset({"other figures", "another figure or name in its place"})
+# A sentence is about the same fact when this share of its content words are the claim's
+# or its support's ...
+SAME_FACT_SHARE = 0.5
+
+
+def _same_fact(s: Sentence, claim: Claim, support: Sentence) -> bool:
+    """... or it names the claim's whole subject ("Hybrid employees do not receive an
+    internet allowance" is not about "Fully remote employees")."""
+    theirs = sentence_words(s.toks).content
+    known = claim.words.content | sentence_words(support.toks).content
+    if theirs and len(theirs & known) / len(theirs) >= SAME_FACT_SHARE:
+        return True
+    subject = subject_of(claim.toks)
+    return bool(subject) and subject <= unpossessed(s.toks)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from django.conf import settings
 
 from evidence_app.offline_judge.answer_text import content_words
-from evidence_app.offline_judge.claim_words import sentence_words
+from evidence_app.offline_judge.claim_words import sentence_words, subject_of, unpossessed
 from evidence_app.offline_judge.disputes import about_something_else
 from evidence_app.offline_judge.entailment import EntailmentModel, shared_model
 from evidence_app.offline_judge.wording import Finding, Sentence, essential, tokens
@@ -37,6 +37,9 @@ CONTRADICTS = 0.4
 # A sentence speaks of the same fact as the claim when this share of its content words
 # are the claim's or its supporting sentence's.
 SAME_FACT = 0.5
+# Contradiction probability from which a sentence that is not about the same fact (it
+# shares a word or two with the claim) disputes it.
+FAR_CONTRADICTS = 0.95
 # A sentence that entails the claim with at least this probability states it too.
 AGREES = 0.5
 # The rules' disputes stand whatever the model reads (figures, dates, names, updates,
@@ -124,16 +127,6 @@ def _same_figures(other: Sentence, claim_text: str) -> bool:
     return bool(mine) and _figures(other.text) == mine
 
 
-def contradiction_between(
-    claim_text: str, sentence: Sentence, model: EntailmentModel | None = None
-) -> float:
-    """How likely the model reads the sentence and the claim as contradicting, either
-    way round."""
-    model = model or shared_model()
-    forward, backward = model.score([(sentence.text, claim_text), (claim_text, sentence.text)])
-    return max(forward.contradiction, backward.contradiction)
-
-
 def read_claim(
     claim_text: str,
     evidence: list[Sentence],
@@ -157,11 +150,19 @@ def read_claim(
     rivals = [
         s
         for s in singles
-        if s.text not in support_texts
-        and _states(s)
-        and _same_fact(s, claim_text, stated)
-        and not _same_figures(s, claim_text)
+        if s.text not in support_texts and _states(s) and not _same_figures(s, claim_text)
     ]
+    # A sentence that shares only a few of the claim's words disputes it only when it
+    # names the claim's subject and the model is nearly sure ("The Beach's director was
+    # Shah Rukh Khan" against "The Beach is a 2000 film directed by Danny Boyle"; not
+    # "Danny Boyle was born in Radcliffe", which the model also reads as contradicting).
+    subject = subject_of(tokens(claim_text))
+    bar = {
+        s.text: 0.0
+        if _same_fact(s, claim_text, stated)
+        else (FAR_CONTRADICTS if subject & unpossessed(s.toks) else 1.1)
+        for s in rivals
+    }
     pairs = [(p.text, claim_text) for p in premises]
     pairs += [(s.text, claim_text) for s in rivals] + [(claim_text, s.text) for s in rivals]
     scores = model.score(pairs)
@@ -180,7 +181,7 @@ def read_claim(
             # Another source stating it too, or stating part of it (the claim entails
             # the sentence): no rival.
             continue
-        if p > contradiction and s.source not in own_sources:
+        if p >= bar[s.text] and p > contradiction and s.source not in own_sources:
             contradiction, contradicting = p, s
     return Reading(forward[best.text].entailment, best.sentences, contradiction, contradicting)
 
@@ -195,6 +196,33 @@ REJECTS = 0.95
 # contradiction between the two sentences, either way round.
 CONFIRMS = 0.3
 DISPUTE_REASON = "the opposite, as the entailment model reads it"
+
+
+# The rules' disputes read from words alone, which the model may overrule: another word
+# or name in the claim's place, the opposite, another kind of thing.
+WORD_DISPUTES = frozenset(
+    {
+        "the opposite",
+        "another name in the claim's place",
+        "another word in the claim's place",
+        "other words in the claim's place",
+        ANOTHER_KIND,
+    }
+)
+
+
+def _words_misread(claim_text: str, sentence: Sentence, dispute: str) -> bool:
+    """The model overrules a dispute the rules read from words alone: the claim entails
+    the sentence (``ENTAILS``: it states a part of the claim in other words, "Mohra is an
+    action movie" beside "Mohra is a 1994 Indian action thriller film"), or, for "that it
+    is something else", it reads less than ``CONFIRMS`` contradiction between them."""
+    forward, backward = shared_model().score(
+        [(sentence.text, claim_text), (claim_text, sentence.text)]
+    )
+    if backward.entailment >= ENTAILS:
+        return True
+    contradiction = max(forward.contradiction, backward.contradiction)
+    return dispute == ANOTHER_KIND and contradiction < CONFIRMS
 
 
 def _texts(sentences: Iterable[Sentence]) -> set[str]:
@@ -216,12 +244,10 @@ def with_meaning(claim_text: str, finding: Finding, evidence: list[Sentence]) ->
     disputing = r.contradicting if r.contradiction >= CONTRADICTS else None
     if finding.verdict == "supported":
         if finding.conflict is not None:
-            if finding.dispute != ANOTHER_KIND:
+            if finding.dispute not in WORD_DISPUTES:
                 return read
-            if contradiction_between(claim_text, finding.conflict) >= CONFIRMS:
+            if not _words_misread(claim_text, finding.conflict, finding.dispute):
                 return read
-            # "That it is something else" read from the words alone; the model reads no
-            # contradiction between the two: no dispute.
             read = replace(read, conflict=None, dispute="")
         if disputing is None or disputing.text in _texts(finding.support):
             return read

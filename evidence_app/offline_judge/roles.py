@@ -14,7 +14,13 @@ person decides):
 - **another year after the same word**: "made her film debut in 2006" where the evidence
   has "making her film debut in 2003";
 - **one for many**: "received one nomination" where the evidence has "multiple
-  nominations" ("more than one" and "at least one" agree with it).
+  nominations" ("more than one" and "at least one" agree with it);
+- **another name after "by"**: "was directed by N" where the evidence has "directed by
+  M" and N in none of its lists after that verb and "by";
+- **another ordinal in the same year**: "won his first title in 2013" where the evidence
+  has "his second title in 2013";
+- **a birth year given to something else**: "graduated in 2007" where the evidence gives
+  2007 only as a birth date ("born June 6, 2007").
 """
 
 from __future__ import annotations
@@ -248,6 +254,105 @@ def _other_month(claim: list[Token], evidence: list[Sentence]) -> str | None:
     return None
 
 
+def _agent_list(toks: list[Token], start: int) -> set[str]:
+    """The names listed from ``start`` ("Rian Johnson", "Joel and Ethan Coen", "A, B
+    and C"), up to the first word that is neither a name nor joins names."""
+    words: set[str] = set()
+    for t in toks[start : start + 16]:
+        if t.name:
+            words.add(t.norm)
+        elif t.lower not in _JOINS:
+            break
+    return words
+
+
+_JOINS = frozenset({"and", ",", "&", "-"})
+
+
+def _other_agent(claim: list[Token], evidence: list[Sentence]) -> str | None:
+    """ "X was directed by N" where every "directed by" of the evidence lists others."""
+    for v, t in enumerate(claim[:-2]):
+        if t.lower not in AGENT_VERBS or claim[v + 1].lower != "by" or not claim[v + 2].name:
+            continue  # "directed by a Belgian film director" names nobody
+        agent = _name_run(claim, v + 2)
+        lists = [
+            listed
+            for s in evidence
+            if agent and t.norm in s.norms and "by" in s.norms
+            for k, e in enumerate(s.toks)
+            if e.norm == t.norm and (listed := _listed_after(s.toks, k))
+        ]
+        if lists and not any(agent & listed for listed in lists):
+            return f'the evidence names another after "{t.lower} by"'
+    return None
+
+
+def _listed_after(toks: list[Token], k: int) -> set[str]:
+    """The names listed after the "by" that follows the verb at ``k`` (none when no "by"
+    follows it, or no name follows the "by")."""
+    for j in range(k + 1, min(len(toks), k + _BEFORE_BY)):
+        if toks[j].lower == "by":
+            return _agent_list(toks, j + 1)
+        if not (toks[j].punct or toks[j].lower in _LIST_WORDS):
+            break
+    return set()
+
+
+_ORDINALS = frozenset("first second third fourth fifth sixth seventh eighth ninth tenth".split())
+
+
+def _year_in(toks: list[Token]) -> set[str]:
+    return {t.norm for t in toks if t.figure and len(t.norm) == 4 and t.norm.isdigit()}
+
+
+def _other_ordinal(claim: list[Token], evidence: list[Sentence]) -> str | None:
+    """ "his first title in 2013" where the sentences of the evidence giving 2013 have
+    another ordinal before the same noun ("his second title in 2013") and never the
+    claim's."""
+    years = _year_in(claim)
+    if not years:
+        return None
+    for i, t in enumerate(claim):
+        if t.lower not in _ORDINALS:
+            continue
+        nouns = {x.norm for x in claim[i + 1 : i + 4] if is_content(x) and not x.figure}
+        seen = {
+            e.lower
+            for s in evidence
+            if years & s.norms
+            for k, e in enumerate(s.toks)
+            if e.lower in _ORDINALS and nouns & {x.norm for x in s.toks[k + 1 : k + 4]}
+        }
+        if seen and t.lower not in seen:
+            return f'the evidence has "{min(seen)}" where the claim has "{t.text}"'
+    return None
+
+
+_BIRTH = frozenset({"born", "birth", "birthday", "b."})
+# How far before a year "born" may stand ("born June 6, 2007").
+_BORN_WINDOW = 5
+
+
+def _birth_year_elsewhere(claim: list[Token], evidence: list[Sentence]) -> str | None:
+    """The claim gives a year to something other than a birth where the evidence gives
+    that year only as a birth date."""
+    if any(t.lower in _BIRTH for t in claim):
+        return None
+    for year in sorted(_year_in(claim)):
+        places = [
+            (s.toks, k)
+            for s in evidence
+            if year in s.norms
+            for k, e in enumerate(s.toks)
+            if e.norm == year and e.figure
+        ]
+        if places and all(
+            any(x.lower in _BIRTH for x in toks[max(0, k - _BORN_WINDOW) : k]) for toks, k in places
+        ):
+            return f"the evidence gives {year} only as a birth date"
+    return None
+
+
 def role_objection(claim: list[Token], evidence: list[Sentence]) -> str | None:
     """Why the evidence's words keep the claim (its tokens) from being read as stated:
     one of the readings above; None when none. Each reading looks only into the
@@ -260,4 +365,7 @@ def role_objection(claim: list[Token], evidence: list[Sentence]) -> str | None:
         or _other_month(claim, evidence)
         or _other_figure_after(claim, evidence)
         or _one_of_many(claim, evidence)
+        or _other_agent(claim, evidence)
+        or _other_ordinal(claim, evidence)
+        or _birth_year_elsewhere(claim, evidence)
     )

@@ -1,8 +1,10 @@
 """Issue 44: readings the entailment model got wrong at the top of its scores, which
 words settle: a relation the other way round, another name in a role or another verb
 before the claim's name, a date in another month, another year after the same word,
-"one" where the evidence has "multiple". Each is an objection (no reading of meaning
-supports the claim), and a claim the evidence states the right way round is untouched."""
+"one" where the evidence has "multiple", another name after "directed by", another
+ordinal in the same year, a birth year given to another event. Each is an objection (no
+reading of meaning supports the claim), and a claim the evidence states the right way
+round is untouched."""
 
 from __future__ import annotations
 
@@ -61,6 +63,20 @@ CASES = [
         "Mom (TV series) has received one nomination.",
         "The show has also garnered multiple nominations at the Critics' Choice Television Awards.",
     ),
+    (
+        "Brick (film) was directed by Joseph Gordon-Levitt.",
+        "Brick is a 2005 American neo-noir mystery film written and directed by Rian Johnson"
+        " in his directorial debut, starring Joseph Gordon-Levitt.",
+    ),
+    (
+        "Chris Bosh won his first NBA Finals title in 2013.",
+        "He won his second title in 2013 as the Heat defeated the San Antonio Spurs. Bosh won"
+        " his first NBA title after Miami defeated the Oklahoma City Thunder in 2012.",
+    ),
+    (
+        "Aubrey Anderson-Emmons graduated in 2007.",
+        "Aubrey Frances Anderson-Emmons (born June 6, 2007) is an American child actress.",
+    ),
 ]
 
 
@@ -108,6 +124,33 @@ CONTROLS = [
     (
         "Buffy Summers was portrayed by Kristy Swanson.",
         "Buffy was portrayed by Kristy Swanson in the film.",
+    ),
+    (
+        "Brick (film) was directed by Rian Johnson.",
+        "Brick is a 2005 American neo-noir mystery film written and directed by Rian Johnson"
+        " in his directorial debut, starring Joseph Gordon-Levitt.",
+    ),
+    # One of several names after "by", and a "by" followed by no name.
+    ("Fargo was directed by Ethan Coen.", "Fargo is a film directed by Joel and Ethan Coen."),
+    ("Toy Story was produced by Pixar.", "Toy Story was produced by the studio Pixar."),
+    (
+        "Underdog was directed by a Belgian film director.",
+        "Frederik Du Chau is a Belgian film director. Directed by Frederik Du Chau, the film"
+        " stars Jim Belushi.",
+    ),
+    (
+        "Chris Bosh won his second NBA title in 2013.",
+        "He won his second title in 2013 as the Heat defeated the San Antonio Spurs. Bosh won"
+        " his first NBA title after Miami defeated the Oklahoma City Thunder in 2012.",
+    ),
+    (
+        "Aubrey Anderson-Emmons was born in 2007.",
+        "Aubrey Frances Anderson-Emmons (born June 6, 2007) is an American child actress.",
+    ),
+    # The year given to another event as well as to the birth.
+    (
+        "Aubrey Anderson-Emmons joined Modern Family in 2011.",
+        "Aubrey Anderson-Emmons (born June 6, 2007) joined Modern Family in 2011.",
     ),
 ]
 
