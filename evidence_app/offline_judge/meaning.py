@@ -147,22 +147,21 @@ def read_claim(
     support_texts = _texts(stated)
     # Only a sentence about the same fact may dispute the claim: one about something
     # else is no dispute, whatever the model would read, and is not read.
-    rivals = [
-        s
-        for s in singles
-        if s.text not in support_texts and _states(s) and not _same_figures(s, claim_text)
-    ]
     # A sentence that shares only a few of the claim's words disputes it only when it
     # names the claim's subject and the model is nearly sure ("The Beach's director was
     # Shah Rukh Khan" against "The Beach is a 2000 film directed by Danny Boyle"; not
-    # "Danny Boyle was born in Radcliffe", which the model also reads as contradicting).
+    # "Danny Boyle was born in Radcliffe", which the model also reads as contradicting):
+    # the one sharing most words with it is read, other sentences are not.
     subject = subject_of(tokens(claim_text))
-    bar = {
-        s.text: 0.0
-        if _same_fact(s, claim_text, stated)
-        else (FAR_CONTRADICTS if subject & unpossessed(s.toks) else 1.1)
-        for s in rivals
-    }
+    bar: dict[str, float] = {}
+    for s in singles:
+        if s.text in support_texts or not _states(s) or _same_figures(s, claim_text):
+            continue
+        if _same_fact(s, claim_text, stated):
+            bar[s.text] = 0.0
+        elif subject & unpossessed(s.toks) and FAR_CONTRADICTS not in bar.values():
+            bar[s.text] = FAR_CONTRADICTS
+    rivals = [s for s in singles if s.text in bar]
     pairs = [(p.text, claim_text) for p in premises]
     pairs += [(s.text, claim_text) for s in rivals] + [(claim_text, s.text) for s in rivals]
     scores = model.score(pairs)
