@@ -95,3 +95,48 @@ def test_a_decision_in_its_undo_window_leaves_the_count_with_its_row(
     assert f'data-task-id="{decided.pk}"' not in html
     assert queue_position(reviewer, {}, waiting.pk)["total"] == 1
     assert queue_position(reviewer, {}, decided.pk)["total"] == 1
+
+
+def test_position_is_the_same_counted_from_either_end_with_decisions_waiting(
+    reviewer: Any, requester: Any
+) -> None:
+    """Issue 48: the task page counts a task's place from the nearer end of the queue (the
+    tasks before it, or the queue's size less those after it), less the tasks whose
+    decision waits in its undo window on that side. Creation times spread unevenly (most
+    tasks old, a few new, ties) put tasks on both sides of the midpoint; every task's
+    position, total and neighbours still match the whole queue's id list, with waiting
+    decisions before, after and on a task itself."""
+    from tasks_app.workflow import services
+
+    now = timezone.now()
+    offsets = [600, 599, 599, 598, 500, 400, 30, 20, 20, 10, 5, 1]  # minutes before now
+    tasks = [
+        TaskFactory(
+            owner=requester,
+            status=S.NEEDS_REVIEW,
+            title=f"task {i}",
+            created_at=now - timedelta(minutes=minutes),
+        )
+        for i, minutes in enumerate(offsets)
+    ]
+    for held in (tasks[1], tasks[5], tasks[8], tasks[11]):
+        services.task_decide(task_id=held.pk, actor=reviewer, action="satisfied", undo_seconds=300)
+        assert held.feedback.get().state == "pending"
+    TaskFactory(owner=requester, status=S.CLOSED, created_at=now - timedelta(minutes=300))
+    for task in tasks:
+        got = queue_position(reviewer, {}, task.pk)
+        assert got == reference(reviewer, {}, task.pk), task.title
+    assert [queue_position(reviewer, {}, t.pk)["position"] for t in tasks] == [
+        1,
+        0,
+        2,
+        3,
+        4,
+        0,
+        5,
+        6,
+        0,
+        7,
+        8,
+        0,
+    ]
