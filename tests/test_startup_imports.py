@@ -48,3 +48,28 @@ def test_the_lazy_quantiles_are_scipy_stats_own() -> None:
         high = float(beta.ppf(0.975, k + 1, n - k)) if k < n else 1.0
         assert interval.low == pytest.approx(low, rel=1e-12, abs=1e-15), (k, n)
         assert interval.high == pytest.approx(high, rel=1e-12, abs=1e-15), (k, n)
+
+
+def test_a_web_process_compiles_its_page_templates_before_its_first_request() -> None:
+    """Issue 48 (the task page's first response): loading ``project.wsgi`` (what gunicorn
+    and the dev server do before serving) compiles every page template, so the first
+    request compiles none; a fresh process that only sets Django up has compiled none."""
+    code = (
+        "import django, sys; django.setup(); from django.template import engines; "
+        "cache = engines['django'].engine.template_loaders[0].get_template_cache; "
+        "print(len(cache)); import project.wsgi; print(len(cache))"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings"}
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    before, after = (int(n) for n in result.stdout.split())
+    pages = list((settings.BASE_DIR / "templates").rglob("*.html"))
+    assert before == 0
+    assert after >= len(pages) > 50
