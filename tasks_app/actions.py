@@ -3,7 +3,9 @@ decisions, claims and notes; jobs queued through the outbox; the validation clai
 validator hand-off (``register_validator``, ``Verdict``) and the tasks API's verdict
 fields (``register_verdict_fields``); webhook events of an audit; a team plan's check;
 the knowledge base's import; an external agent's attempt (the demo submits one); the
-checks of a new task's fields (``register_creation_check``: the audit rates' floor).
+checks of a new task's fields and what is stored beside it (``register_creation_check``:
+the audit settings), and who reads those settings for the tasks API
+(``register_task_settings``).
 
 evidence_app imports tasks_app only through this module and ``tasks_app.records`` (an
 import contract in pyproject.toml holds it)."""
@@ -19,14 +21,12 @@ from tasks_app.runtime.agents.plans import parse_plan
 from tasks_app.workflow.creation_checks import register_creation_check
 from tasks_app.workflow.services import (
     FEEDBACK_TARGETS,
-    NO_SECOND_JUDGE,
     attempt_enqueue,
     decision_undo,
     job_enqueue,
     job_send_on_commit,
     new_job_id,
     review_visit_record,
-    second_model_checked,
     task_add_note,
     task_assign,
     task_claim,
@@ -35,6 +35,7 @@ from tasks_app.workflow.services import (
     task_release_claim,
     validation_enqueue,
 )
+from tasks_app.workflow.task_settings import register_task_settings
 from tasks_app.workflow.transitions import Transition, task_transition
 from tasks_app.workflow.validation_claims import (
     ClaimKeeper,
@@ -48,7 +49,6 @@ __all__ = [
     "Transition",
     "ClaimKeeper",
     "FEEDBACK_TARGETS",
-    "NO_SECOND_JUDGE",
     "Verdict",
     "attempt_enqueue",
     "decision_undo",
@@ -59,10 +59,10 @@ __all__ = [
     "new_job_id",
     "parse_plan",
     "register_creation_check",
+    "register_task_settings",
     "register_validator",
     "register_verdict_fields",
     "review_visit_record",
-    "second_model_checked",
     "task_add_note",
     "task_assign",
     "task_claim",
