@@ -4,7 +4,8 @@ the validator tasks_app sends answers to (``tasks_app.workflow.verdicts``), the 
 fields of the tasks API (``tasks_app.api.verdict_fields``), a new task's audit settings
 and second judge, checked against the floor and stored beside the task
 (``tasks_app.workflow.creation_checks``) and shown by the tasks API
-(``tasks_app.workflow.task_settings``), and the validator's families on /metrics."""
+(``tasks_app.workflow.task_settings``), its webhook events (``trust.webhook_events``,
+sent through ``tasks_app.notifications``), and the validator's families on /metrics."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from evidence_app.trust.blinding import exposure_receiver
 from evidence_app.trust.rates import WINDOW_DAYS, trust_window
 from evidence_app.trust.task_settings import TaskSettingsFields, task_settings_checked
 from evidence_app.trust.team import audit_queue, decisions_by_role, queue_age
+from evidence_app.trust.webhook_events import WEBHOOK_EVENTS
 from evidence_app.validation.stored_verdicts import StoredVerdicts
 from project.celery import register_periodic
 from project.metrics import (
@@ -43,6 +45,7 @@ from tasks_app.actions import (
     register_task_settings,
     register_validator,
     register_verdict_fields,
+    register_webhook_events,
 )
 from tasks_app.records import task_seen
 
@@ -236,6 +239,7 @@ def register() -> None:
     register_verdict_fields(TaskVerdictFields())
     register_creation_check(task_settings_checked)
     register_task_settings(TaskSettingsFields())
+    register_webhook_events(WEBHOOK_EVENTS)
     # A read of a task's status or verdict makes a later judgement of its open audits
     # not blind.
     task_seen.connect(exposure_receiver, dispatch_uid="evidence_app.audit_exposure")

@@ -26,10 +26,11 @@ from evidence_app.models import (
 )
 from evidence_app.trust.blinding import audit_exposure, audit_refusal
 from evidence_app.trust.claim_labels import claim_labels_record, corrected_citations_check
+from evidence_app.trust.webhook_events import EvidenceEvent
 from project.errors import Forbidden, InvalidInput, StaleAction
 from project.roles import is_operator, is_reviewer
-from tasks_app.actions import webhook_events_for_audit
-from tasks_app.records import TaskStatus, WebhookEvent
+from tasks_app.actions import webhook_events_for_task
+from tasks_app.records import TaskStatus
 
 __all__ = [
     "AUDIT_COMMENT_MAX",
@@ -133,15 +134,17 @@ def audit_draw(snapshot: ValidationSnapshot) -> Audit | None:
     )
     # Blind: the event says an audit is waiting, not which verdict it audits (no
     # validation id: /validations/{id} would tell).
-    webhook_events_for_audit(
+    webhook_events_for_task(
         task=snapshot.task,
-        event_type=WebhookEvent.AUDIT_OPENED,
-        audit={
-            "id": audit.pk,
-            "state": audit.state,
-            "attempt_index": audit.attempt_index,
-            "created_at": audit.created_at,
-            "url": f"/api/v1/audits/{audit.pk}",
+        event_type=EvidenceEvent.AUDIT_OPENED,
+        data={
+            "audit": {
+                "id": audit.pk,
+                "state": audit.state,
+                "attempt_index": audit.attempt_index,
+                "created_at": audit.created_at,
+                "url": f"/api/v1/audits/{audit.pk}",
+            }
         },
     )
     return audit
@@ -218,8 +221,8 @@ def audit_judge(
     audit.refresh_from_db()
     # A bad label raises here and the whole transaction, the judgement too, rolls back.
     claim_labels_record(snapshot=audit.snapshot, labels=labels, author=user, audit=audit)
-    webhook_events_for_audit(
-        task=audit.task, event_type=WebhookEvent.AUDIT_JUDGED, audit=audit_reveal(audit)
+    webhook_events_for_task(
+        task=audit.task, event_type=EvidenceEvent.AUDIT_JUDGED, data={"audit": audit_reveal(audit)}
     )
     return audit
 
