@@ -126,13 +126,13 @@ def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome
     )
     if claimed is not None:
         task, stamp, also = claimed
-        judge, own = (
-            (None, settings_of(task))
-            if also is None
-            else (current_judge_of(also[0]), settings_read(task, also[1]))
-        )
         try:
             with ClaimKeeper(task_id=task_id, attempt_index=attempt_index, stamp=stamp):
+                judge, own = (
+                    (None, settings_of(task))  # not read with the claim (SQLite): one query
+                    if also is None
+                    else (current_judge_of(also[0]), settings_read(task, also[1]))
+                )
                 return _validate_claimed(task, attempt_index, judge, own)
         except (OperationalError, InterfaceError):
             # The database went away: the job says db_lost and the reaper re-sends it.
