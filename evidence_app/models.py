@@ -39,6 +39,7 @@ __all__ = [
     "ShadowVerdict",
     "ThresholdState",
     "AutoAcceptThreshold",
+    "TaskAuditSettings",
 ]
 
 
@@ -327,6 +328,39 @@ class Audit(models.Model):
         if self.route == VerdictRoute.AUTO_ACCEPTED:
             return not self.correct
         return self.correct
+
+
+class TaskAuditSettings(models.Model):
+    """A task's own audit rates and second judge, kept beside the task (issue 45: the task
+    knows nothing of audits). Only a task created with one of them has a row; without one
+    every value is its default: the settings' rates (AUDIT_RATE, AUDIT_REJECT_RATE) and
+    the setting's second judge (VALIDATOR_SECOND_MODEL). Written once, when the task is
+    created (``evidence_app.trust.task_settings``)."""
+
+    task = models.OneToOneField(
+        Task, on_delete=models.CASCADE, primary_key=True, related_name="audit_settings"
+    )
+    # The share of this task's auto-accepted (and auto-rejected) verdicts drawn for a
+    # blind audit; null: AUDIT_RATE (AUDIT_REJECT_RATE).
+    audit_rate = models.FloatField(null=True, blank=True)
+    audit_reject_rate = models.FloatField(null=True, blank=True)
+    # A rate below the deployment's floor (AUDIT_RATE, AUDIT_REJECT_RATE) is an
+    # operator's exception, recorded: who set it, when and why.
+    audit_rate_set_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    audit_rate_set_at = models.DateTimeField(null=True, blank=True)
+    audit_rate_reason = models.TextField(blank=True, default="")
+    # A second validator model for this task ("": VALIDATOR_SECOND_MODEL; "none": no
+    # second judge even when the setting names one). Disagreement goes to a person.
+    second_model = models.CharField(max_length=200, blank=True, default="")
+
+    def __str__(self) -> str:
+        return f"audit settings of task {self.task_id}"
 
 
 class AuditView(models.Model):

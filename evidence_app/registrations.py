@@ -1,9 +1,11 @@
 """What evidence_app registers when Django starts (``EvidenceAppConfig.ready``): its jobs
 and the queues they go to (``jobs.JOB_ROUTES``), its periodic job (``jobs.PERIODIC_JOBS``),
 the validator tasks_app sends answers to (``tasks_app.workflow.verdicts``), the verdict
-fields of the tasks API (``tasks_app.api.verdict_fields``), the audit rates' floor a new
-task is checked against (``tasks_app.workflow.creation_checks``), and the validator's
-families on /metrics."""
+fields of the tasks API (``tasks_app.api.verdict_fields``), a new task's audit settings
+and second judge, checked against the floor and stored beside the task
+(``tasks_app.workflow.creation_checks``) and shown by the tasks API
+(``tasks_app.workflow.task_settings``), its webhook events (``trust.webhook_events``,
+sent through ``tasks_app.notifications``), and the validator's families on /metrics."""
 
 from __future__ import annotations
 
@@ -21,10 +23,11 @@ from prometheus_client.core import (
 from evidence_app.api.task_verdicts import TaskVerdictFields
 from evidence_app.jobs import JOB_ROUTES, PERIODIC_JOBS
 from evidence_app.models import AutoAcceptThreshold, ValidationSnapshot
-from evidence_app.trust.audits import audit_rates_checked
 from evidence_app.trust.blinding import exposure_receiver
 from evidence_app.trust.rates import WINDOW_DAYS, trust_window
+from evidence_app.trust.task_settings import TaskSettingsFields, task_settings_checked
 from evidence_app.trust.team import audit_queue, decisions_by_role, queue_age
+from evidence_app.trust.webhook_events import WEBHOOK_EVENTS
 from evidence_app.validation.stored_verdicts import StoredVerdicts
 from project.celery import register_periodic
 from project.metrics import (
@@ -39,8 +42,10 @@ from project.metrics import (
 from project.queues import register_routes
 from tasks_app.actions import (
     register_creation_check,
+    register_task_settings,
     register_validator,
     register_verdict_fields,
+    register_webhook_events,
 )
 from tasks_app.records import task_seen
 
@@ -232,7 +237,9 @@ def register() -> None:
     register_periodic(PERIODIC_JOBS)
     register_validator(StoredVerdicts())
     register_verdict_fields(TaskVerdictFields())
-    register_creation_check(audit_rates_checked)
+    register_creation_check(task_settings_checked)
+    register_task_settings(TaskSettingsFields())
+    register_webhook_events(WEBHOOK_EVENTS)
     # A read of a task's status or verdict makes a later judgement of its open audits
     # not blind.
     task_seen.connect(exposure_receiver, dispatch_uid="evidence_app.audit_exposure")

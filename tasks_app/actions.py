@@ -1,9 +1,13 @@
 """What other apps may do to a task, and the hand-offs they register: transitions,
 decisions, claims and notes; jobs queued through the outbox; the validation claim; the
 validator hand-off (``register_validator``, ``Verdict``) and the tasks API's verdict
-fields (``register_verdict_fields``); webhook events of an audit; a team plan's check;
+fields (``register_verdict_fields``); the webhook events another app registers and sends
+(``register_webhook_events``, ``webhook_events_for_task``, ``webhook_events_for_operators``:
+evidence_app's audit and auto-accept events); a team plan's check;
 the knowledge base's import; an external agent's attempt (the demo submits one); the
-checks of a new task's fields (``register_creation_check``: the audit rates' floor).
+checks of a new task's fields and what is stored beside it (``register_creation_check``:
+the audit settings), and who reads those settings for the tasks API
+(``register_task_settings``).
 
 evidence_app imports tasks_app only through this module and ``tasks_app.records`` (an
 import contract in pyproject.toml holds it)."""
@@ -14,19 +18,18 @@ from tasks_app.api.verdict_fields import register_verdict_fields
 from tasks_app.intake.external import external_attempt_submit
 from tasks_app.intake.external_input import AttemptIn
 from tasks_app.knowledge.importer import import_folder
-from tasks_app.notifications.webhooks import webhook_events_for_audit, webhook_events_for_judge
+from tasks_app.notifications.event_names import RegisteredEvent, register_webhook_events
+from tasks_app.notifications.webhooks import webhook_events_for_operators, webhook_events_for_task
 from tasks_app.runtime.agents.plans import parse_plan
 from tasks_app.workflow.creation_checks import register_creation_check
 from tasks_app.workflow.services import (
     FEEDBACK_TARGETS,
-    NO_SECOND_JUDGE,
     attempt_enqueue,
     decision_undo,
     job_enqueue,
     job_send_on_commit,
     new_job_id,
     review_visit_record,
-    second_model_checked,
     task_add_note,
     task_assign,
     task_claim,
@@ -35,6 +38,7 @@ from tasks_app.workflow.services import (
     task_release_claim,
     validation_enqueue,
 )
+from tasks_app.workflow.task_settings import register_task_settings
 from tasks_app.workflow.transitions import Transition, task_transition
 from tasks_app.workflow.validation_claims import (
     ClaimKeeper,
@@ -45,10 +49,10 @@ from tasks_app.workflow.verdicts import Verdict, register_validator
 
 __all__ = [
     "AttemptIn",
+    "RegisteredEvent",
     "Transition",
     "ClaimKeeper",
     "FEEDBACK_TARGETS",
-    "NO_SECOND_JUDGE",
     "Verdict",
     "attempt_enqueue",
     "decision_undo",
@@ -59,10 +63,11 @@ __all__ = [
     "new_job_id",
     "parse_plan",
     "register_creation_check",
+    "register_task_settings",
     "register_validator",
+    "register_webhook_events",
     "register_verdict_fields",
     "review_visit_record",
-    "second_model_checked",
     "task_add_note",
     "task_assign",
     "task_claim",
@@ -73,6 +78,6 @@ __all__ = [
     "validation_claim_and_read",
     "validation_claim_release",
     "validation_enqueue",
-    "webhook_events_for_audit",
-    "webhook_events_for_judge",
+    "webhook_events_for_operators",
+    "webhook_events_for_task",
 ]

@@ -17,8 +17,7 @@ gone).
 - ``Task``: id, owner, title, request, rules, plan, validation_policy,
   validation_keywords, agent, status, version, attempt_count, max_attempts,
   final_answer, validation_outcome, claimed_by, claimed_at, assigned_to, requeue_count,
-  job_id, audit_rate, audit_reject_rate, audit_rate_reason, second_model, created_at,
-  updated_at
+  job_id, created_at, updated_at
 - ``TaskEvent``: id, task, from_status, to_status, actor, actor_kind, reason,
   attempt_index, at
 - ``ClaimEvent``: id, task, kind, actor, actor_kind, previous_holder, attempt_index,

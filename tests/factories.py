@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+from typing import Any
+
 import factory
 from django.contrib.auth import get_user_model
 
-from evidence_app.models import ValidationSnapshot
+from evidence_app.models import TaskAuditSettings, ValidationSnapshot
 from tasks_app.models import KnowledgeDocument, Run, RunMessage, Task, ToolEvidence
 
 
@@ -22,6 +24,18 @@ class UserFactory(factory.django.DjangoModelFactory):
             obj.save()
 
 
+# A task's own audit settings and second judge: evidence_app keeps them beside the task
+# (issue 45); TaskFactory(audit_rate=..., second_model=...) stores the row.
+AUDIT_SETTINGS = (
+    "audit_rate",
+    "audit_reject_rate",
+    "audit_rate_set_by",
+    "audit_rate_set_at",
+    "audit_rate_reason",
+    "second_model",
+)
+
+
 class TaskFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Task
@@ -29,6 +43,14 @@ class TaskFactory(factory.django.DjangoModelFactory):
     owner = factory.SubFactory(UserFactory)
     title = factory.Sequence(lambda n: f"Task {n}")
     request = "What is the annual training budget per employee?"
+
+    @classmethod
+    def _create(cls, model_class: Any, *args: Any, **kwargs: Any) -> Task:
+        own = {name: kwargs.pop(name) for name in AUDIT_SETTINGS if name in kwargs}
+        task = super()._create(model_class, *args, **kwargs)
+        if own:
+            TaskAuditSettings.objects.create(task=task, **own)
+        return task
 
 
 class RunFactory(factory.django.DjangoModelFactory):

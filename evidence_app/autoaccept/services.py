@@ -25,10 +25,11 @@ from django.utils import timezone
 
 from evidence_app.autoaccept.selectors import JudgeKey
 from evidence_app.models import AutoAcceptThreshold, ThresholdState
+from evidence_app.trust.webhook_events import EvidenceEvent
 from project.errors import Forbidden, InvalidInput, StaleAction
 from project.roles import is_operator
-from tasks_app.actions import job_enqueue, webhook_events_for_audit, webhook_events_for_judge
-from tasks_app.records import Task, WebhookEvent
+from tasks_app.actions import job_enqueue, webhook_events_for_operators, webhook_events_for_task
+from tasks_app.records import Task
 
 log = logging.getLogger(__name__)
 
@@ -171,8 +172,8 @@ def threshold_approve(*, threshold_id: int, user: Any, now: Any = None) -> AutoA
     row.approved_by = user
     row.save(update_fields=["state", "approved_at", "approved_by"])
     log.info("auto-accept threshold %s approved: %s", row.pk, row)
-    webhook_events_for_judge(
-        event_type=WebhookEvent.AUTO_ACCEPT_APPROVED, judge=_approval_description(row)
+    webhook_events_for_operators(
+        event_type=EvidenceEvent.AUTO_ACCEPT_APPROVED, data={"judge": _approval_description(row)}
     )
     return row
 
@@ -235,9 +236,9 @@ def threshold_stop(*, threshold_id: int, user: Any, reason: str) -> AutoAcceptTh
         user.get_username(),
         reason,
     )
-    webhook_events_for_judge(
-        event_type=WebhookEvent.AUTO_ACCEPT_STOPPED,
-        judge={**_stop_description(row), "stopped_by": user.get_username()},
+    webhook_events_for_operators(
+        event_type=EvidenceEvent.AUTO_ACCEPT_STOPPED,
+        data={"judge": {**_stop_description(row), "stopped_by": user.get_username()}},
     )
     return row
 
@@ -280,10 +281,10 @@ def threshold_drift_record(*, threshold_id: int, drift: DriftFigures) -> AutoAcc
         )
         task = Task.objects.filter(pk=stopped_task).first()
         if task is not None:
-            webhook_events_for_audit(
+            webhook_events_for_task(
                 task=task,
-                event_type=WebhookEvent.AUTO_ACCEPT_STOPPED,
-                audit=_stop_description(row),
+                event_type=EvidenceEvent.AUTO_ACCEPT_STOPPED,
+                data={"audit": _stop_description(row)},
             )
     return row
 

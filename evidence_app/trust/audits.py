@@ -19,16 +19,18 @@ from evidence_app.models import (
     Audit,
     AuditState,
     AuditView,
+    TaskAuditSettings,
     ValidationSnapshot,
     ValidationStatus,
     VerdictRoute,
 )
 from evidence_app.trust.blinding import audit_exposure, audit_refusal
 from evidence_app.trust.claim_labels import claim_labels_record, corrected_citations_check
+from evidence_app.trust.webhook_events import EvidenceEvent
 from project.errors import Forbidden, InvalidInput, StaleAction
 from project.roles import is_operator, is_reviewer
-from tasks_app.actions import webhook_events_for_audit
-from tasks_app.records import Task, TaskStatus, WebhookEvent
+from tasks_app.actions import webhook_events_for_task
+from tasks_app.records import TaskStatus
 
 __all__ = [
     "AUDIT_COMMENT_MAX",
@@ -59,15 +61,16 @@ def verdict_route(status: str, to_status: str) -> str:
     return VerdictRoute.TO_PERSON
 
 
-def audit_probability(task: Task, route: str) -> float | None:
-    """The share of this route's verdicts drawn for an audit: the task's own rate, else
-    the setting; None for a verdict a person sees anyway."""
+def audit_probability(own: TaskAuditSettings, route: str) -> float | None:
+    """The share of this route's verdicts drawn for an audit: the task's own rate
+    (``own``: its settings, ``task_settings.settings_of``), else the setting; None for a
+    verdict a person sees anyway."""
     if route == VerdictRoute.AUTO_ACCEPTED:
-        rate = task.audit_rate if task.audit_rate is not None else settings.AUDIT_RATE
+        rate = own.audit_rate if own.audit_rate is not None else settings.AUDIT_RATE
     elif route == VerdictRoute.AUTO_REJECTED:
         rate = (
-            task.audit_reject_rate
-            if task.audit_reject_rate is not None
+            own.audit_reject_rate
+            if own.audit_reject_rate is not None
             else settings.AUDIT_REJECT_RATE
         )
     else:
@@ -78,10 +81,11 @@ def audit_probability(task: Task, route: str) -> float | None:
 def audit_rates_checked(owner: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
     """A new task's audit rates (``audit_rate``, ``audit_reject_rate``; None: the
     settings) checked against the floor (``AUDIT_RATE``, ``AUDIT_REJECT_RATE``): the
-    columns recording an operator's exception (who, when, why), {} when there is none.
+    values recording an operator's exception (who, when, why), {} when there is none.
     Raises InvalidInput naming the field: out of 0..1, below the floor for anyone but an
-    operator, or an operator's exception without ``audit_rate_reason``. Registered as a
-    check of ``task_create`` (tasks_app keeps the columns, evidence_app the rule)."""
+    operator, or an operator's exception without ``audit_rate_reason``. Part of the check
+    of ``task_create`` that stores the task's ``TaskAuditSettings``
+    (``task_settings.task_settings_checked``)."""
     below = []
     for name, rate, floor in (
         ("audit_rate", fields.get("audit_rate"), settings.AUDIT_RATE),
@@ -130,15 +134,17 @@ def audit_draw(snapshot: ValidationSnapshot) -> Audit | None:
     )
     # Blind: the event says an audit is waiting, not which verdict it audits (no
     # validation id: /validations/{id} would tell).
-    webhook_events_for_audit(
+    webhook_events_for_task(
         task=snapshot.task,
-        event_type=WebhookEvent.AUDIT_OPENED,
-        audit={
-            "id": audit.pk,
-            "state": audit.state,
-            "attempt_index": audit.attempt_index,
-            "created_at": audit.created_at,
-            "url": f"/api/v1/audits/{audit.pk}",
+        event_type=EvidenceEvent.AUDIT_OPENED,
+        data={
+            "audit": {
+                "id": audit.pk,
+                "state": audit.state,
+                "attempt_index": audit.attempt_index,
+                "created_at": audit.created_at,
+                "url": f"/api/v1/audits/{audit.pk}",
+            }
         },
     )
     return audit
@@ -215,8 +221,8 @@ def audit_judge(
     audit.refresh_from_db()
     # A bad label raises here and the whole transaction, the judgement too, rolls back.
     claim_labels_record(snapshot=audit.snapshot, labels=labels, author=user, audit=audit)
-    webhook_events_for_audit(
-        task=audit.task, event_type=WebhookEvent.AUDIT_JUDGED, audit=audit_reveal(audit)
+    webhook_events_for_task(
+        task=audit.task, event_type=EvidenceEvent.AUDIT_JUDGED, data={"audit": audit_reveal(audit)}
     )
     return audit
 

@@ -159,8 +159,8 @@ def uncovered_verdicts(since: datetime) -> list[Uncovered]:
         .values(
             "route",
             "task__owner__username",
-            "task__audit_rate_set_by__username",
-            "task__audit_rate_reason",
+            "task__audit_settings__audit_rate_set_by__username",
+            "task__audit_settings__audit_rate_reason",
         )
         .annotate(n=Count("pk"))
         .order_by("-n", "route", "task__owner__username")
@@ -170,8 +170,8 @@ def uncovered_verdicts(since: datetime) -> list[Uncovered]:
             route=row["route"],
             count=row["n"],
             requester=row["task__owner__username"] or "",
-            set_by=row["task__audit_rate_set_by__username"] or "",
-            reason=row["task__audit_rate_reason"] or "",
+            set_by=row["task__audit_settings__audit_rate_set_by__username"] or "",
+            reason=row["task__audit_settings__audit_rate_reason"] or "",
         )
         for row in rows
     ]

@@ -14,8 +14,9 @@ from typing import Any
 from django.conf import settings
 from django.contrib.auth import get_user_model
 
-from evidence_app.models import ValidationSnapshot
+from evidence_app.models import TaskAuditSettings, ValidationSnapshot
 from evidence_app.packets.task_packet import TaskEvidencePacket, build_packet
+from evidence_app.trust.task_settings import NO_SECOND_JUDGE
 from evidence_app.validation.current_judge import current_judge
 from evidence_app.validator.judging import Judgement, judge_prompt
 from evidence_app.validator.prompt import (
@@ -28,7 +29,6 @@ from evidence_app.validator.schema import ValidationResult
 from evidence_app.validator.templates import TemplateVersion, get_template
 from project.db import MARKER_ID, MARKER_TIME, Prepared, release_connection
 from project.llm.registry import resolve_model
-from tasks_app.actions import NO_SECOND_JUDGE
 from tasks_app.records import Feedback, FeedbackAction, Run, RunKind, Task
 
 log = logging.getLogger(__name__)
@@ -170,13 +170,14 @@ def _judge_prompt(prompt: ValidationPrompt, plan: JudgePlan, *, task: Task) -> J
         )
 
 
-def second_model_name(task: Task) -> str:
-    """The second judge's model for ``task``: its own ``second_model``, else
+def second_model_name(own: TaskAuditSettings) -> str:
+    """The second judge's model for a task of settings ``own``
+    (``trust.task_settings.settings_of``): its own ``second_model``, else
     VALIDATOR_SECOND_MODEL; "" for none (a task's "none" turns the setting off)."""
-    own = (task.second_model or "").strip()
-    if own.lower() == NO_SECOND_JUDGE:
+    name = (own.second_model or "").strip()
+    if name.lower() == NO_SECOND_JUDGE:
         return ""
-    return own or settings.VALIDATOR_SECOND_MODEL.strip()
+    return name or settings.VALIDATOR_SECOND_MODEL.strip()
 
 
 @dataclass(frozen=True)

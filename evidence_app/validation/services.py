@@ -20,9 +20,15 @@ from django.db import InterfaceError, OperationalError, transaction
 
 from evidence_app.autoaccept.gate import approved_gate
 from evidence_app.autoaccept.selectors import JudgeKey
-from evidence_app.models import SnapshotKind, ValidationFailure, ValidationSnapshot
+from evidence_app.models import (
+    SnapshotKind,
+    TaskAuditSettings,
+    ValidationFailure,
+    ValidationSnapshot,
+)
 from evidence_app.packets.task_packet import build_packet
 from evidence_app.trust.audits import audit_draw, verdict_route
+from evidence_app.trust.task_settings import settings_of, settings_read, settings_sql
 from evidence_app.validation.current_judge import current_judge_of, current_judge_sql
 from evidence_app.validation.judge_calls import (
     JudgePair,
@@ -113,17 +119,21 @@ def validation_run(*, task_id: int, attempt_index: int) -> ValidationSnapshot | 
 def validation_attempt(*, task_id: int, attempt_index: int) -> ValidationOutcome:
     """``validation_run`` saying what happened, for the job: a duplicate delivery is
     ``duplicate`` and logs one INFO line, never the verdict of the first one."""
-    # The current judge is read with the claim (on PostgreSQL), where it was read next.
+    # The current judge and the task's own settings are read with the claim (on
+    # PostgreSQL), where each was read next.
     claimed = validation_claim_and_read(
-        task_id=task_id, attempt_index=attempt_index, also=current_judge_sql()
+        task_id=task_id, attempt_index=attempt_index, also=_claim_reads(task_id)
     )
     if claimed is not None:
-        task, stamp, judge = claimed
+        task, stamp, also = claimed
         try:
             with ClaimKeeper(task_id=task_id, attempt_index=attempt_index, stamp=stamp):
-                return _validate_claimed(
-                    task, attempt_index, None if judge is None else current_judge_of(judge)
+                judge, own = (
+                    (None, settings_of(task))  # not read with the claim (SQLite): one query
+                    if also is None
+                    else (current_judge_of(also[0]), settings_read(task, also[1]))
                 )
+                return _validate_claimed(task, attempt_index, judge, own)
         except (OperationalError, InterfaceError):
             # The database went away: the job says db_lost and the reaper re-sends it.
             validation_claim_release(task_id, attempt_index)
@@ -193,6 +203,15 @@ def _validation_crashed(task_id: int, attempt_index: int, exc: Exception) -> Val
     return ValidationOutcome(GAVE_UP)
 
 
+def _claim_reads(task_id: int) -> tuple[str, list[Any]]:
+    """What the validation claim reads besides the task (on PostgreSQL, in its own
+    statement): a JSON pair of the current judge (``current_judge_sql``) and the task's
+    own settings (``settings_sql``)."""
+    judge_sql, judge_params = current_judge_sql()
+    own_sql, own_params = settings_sql(task_id)
+    return f"json_build_array({judge_sql}, {own_sql})", [*judge_params, *own_params]
+
+
 @dataclass
 class _Verdict:
     """A verdict judged outside the transaction, stored under the task's row lock."""
@@ -200,6 +219,7 @@ class _Verdict:
     plan: JudgePlan
     pair: JudgePair
     route: str
+    own: TaskAuditSettings
     retry_job_id: str = ""
     stored: list[ValidationSnapshot] = field(default_factory=list)
 
@@ -207,7 +227,7 @@ class _Verdict:
         """Store the verdict (and the second judge's beside it), draw its audit, and
         queue the next attempt when the verdict asks for a revision."""
         snapshot = snapshot_store(
-            task=locked, plan=self.plan, judgement=self.pair.first, route=self.route
+            task=locked, plan=self.plan, judgement=self.pair.first, route=self.route, own=self.own
         )
         self.stored.append(snapshot)
         if self.pair.second is not None and self.pair.second_plan is not None:
@@ -258,7 +278,7 @@ def _validator_transition(
 
 
 def _validate_claimed(
-    task: Task, attempt_index: int, judge: tuple[str, str] | None
+    task: Task, attempt_index: int, judge: tuple[str, str] | None, own: TaskAuditSettings
 ) -> ValidationOutcome:
     task_id = task.pk
     if not validation_applies(task):
@@ -279,7 +299,7 @@ def _validate_claimed(
         )
     template, model = judge if judge is not None else (None, None)
     plan = judge_plan(packet, answer, template=template, model=model)
-    second_model = second_model_name(task)
+    second_model = second_model_name(own)
     pair = judge_pair(plan, task=task, second_model=second_model)
     # The first judge's gate: its verdict is the one the route follows. The task's own
     # second judge never picks another judge's threshold (nor none): it only adds caution.
@@ -297,6 +317,7 @@ def _validate_claimed(
         plan=plan,
         pair=pair,
         route=verdict_route(pair.first.result.status, to_status),
+        own=own,
         retry_job_id=updates.get("job_id", ""),
     )
     try:

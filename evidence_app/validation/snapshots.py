@@ -7,8 +7,9 @@ from typing import Any
 
 from django.conf import settings
 
-from evidence_app.models import SnapshotKind, ValidationSnapshot
+from evidence_app.models import SnapshotKind, TaskAuditSettings, ValidationSnapshot
 from evidence_app.trust.audits import audit_probability
+from evidence_app.trust.task_settings import settings_of
 from evidence_app.validation.current_judge import active_shadow_sql, shadow_enqueue
 from evidence_app.validation.judge_calls import JudgePlan
 from evidence_app.validator.judging import Judgement
@@ -28,6 +29,7 @@ def snapshot_store(
     requested_by: Any = None,
     route: str = "",
     companion_of: ValidationSnapshot | None = None,
+    own: TaskAuditSettings | None = None,
 ) -> ValidationSnapshot:
     packet = plan.packet
     result = judgement.result
@@ -68,7 +70,9 @@ def snapshot_store(
         error=judgement.error,
         chunk_verdicts=judgement.chunk_verdicts,
         route=route,
-        audit_probability=audit_probability(task, route) if route else None,
+        # With a route, the share drawn for an audit: the task's own rate (``own``: its
+        # settings as the validation read them) or the setting.
+        audit_probability=audit_probability(own or settings_of(task), route) if route else None,
         companion_of=companion_of,
     )
     if kind != SnapshotKind.VALIDATION:

@@ -20,7 +20,8 @@ from project.errors import DomainError
 from project.views import AuthenticatedHttpRequest
 from tasks_app.accounts.auth import api_token_create, api_token_revoke
 from tasks_app.accounts.models import ApiToken
-from tasks_app.notifications.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
+from tasks_app.notifications.event_names import webhook_event_choices
+from tasks_app.notifications.models import WebhookDelivery, WebhookEndpoint
 from tasks_app.notifications.webhooks import (
     webhook_delivery_resend,
     webhook_endpoint_create,
@@ -55,7 +56,7 @@ def account(request: AuthenticatedHttpRequest) -> HttpResponse:
             "endpoints": endpoints,
             "deliveries": deliveries,
             "new_webhook": new_webhook,
-            "webhook_events": WebhookEvent.choices,
+            "webhook_events": webhook_event_choices(),
         },
     )
 

@@ -15,12 +15,13 @@ only. Only the task's owner (the external agent's account) submits attempts.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from ninja import Query, Router, Schema, Status
 from ninja.errors import AuthorizationError, ValidationError
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic_core import PydanticCustomError, core_schema
 
 from project.errors import InvalidInput
 from project.idempotency import idempotency_header, run_idempotent
@@ -28,6 +29,7 @@ from project.pagination import LimitOffset
 from project.schemas import NO_NUL, error_responses
 from tasks_app.intake import external, external_input
 from tasks_app.notifications import webhooks
+from tasks_app.notifications.event_names import listed_event_names
 from tasks_app.notifications.models import WebhookDelivery, WebhookEndpoint
 from tasks_app.workflow.selectors import visible_tasks
 
@@ -58,18 +60,34 @@ WEBHOOK_URL_PATTERN = (
     r"([/?#][^\s\x00]*)?$"
 )
 
-WebhookEventName = Literal[
-    "task.needs_review",
-    "task.awaiting_feedback",
-    "task.needs_revision",
-    "task.closed",
-    "task.failed",
-    "task.abandoned",
-    "validation.completed",
-    "trace.unusable",
-    "audit.opened",
-    "audit.judged",
-]
+
+class _EventName:
+    """A webhook event the API names: tasks_app's own and those other apps registered
+    (``event_names.listed_event_names``), read when a body is checked and when the
+    document is made (after every app has registered its events). Checked as a
+    ``Literal`` of them would be: the same error, the same schema."""
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_plain_validator_function(_listed_event)
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return {"enum": listed_event_names(), "type": "string"}
+
+
+def _listed_event(value: Any) -> str:
+    names = listed_event_names()
+    if isinstance(value, str) and value in names:
+        return value
+    quoted = [repr(name) for name in names]
+    expected = f"{', '.join(quoted[:-1])} or {quoted[-1]}" if len(quoted) > 1 else quoted[0]
+    raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+
+
+WebhookEventName = Annotated[str, _EventName()]
 
 
 class WebhookIn(Schema):

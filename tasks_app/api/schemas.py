@@ -37,6 +37,7 @@ from tasks_app.workflow import states
 from tasks_app.workflow.models import ClaimEvent, Feedback, Task
 from tasks_app.workflow.selectors import last_decision_on, pending_decision_on
 from tasks_app.workflow.states import TaskStatus
+from tasks_app.workflow.task_settings import task_settings
 
 # --- Tasks ------------------------------------------------------------------------------
 
@@ -378,6 +379,18 @@ class TaskOut(TaskListItemOut):
     audit_reject_rate: float | None = Field(
         None, description="The task's own audit rate of auto-rejects (null: the setting)"
     )
+
+    @staticmethod
+    def resolve_second_model(task: Task) -> str:
+        return str(task_settings().settings_of(task).get("second_model", ""))
+
+    @staticmethod
+    def resolve_audit_rate(task: Task) -> float | None:
+        return task_settings().settings_of(task).get("audit_rate")
+
+    @staticmethod
+    def resolve_audit_reject_rate(task: Task) -> float | None:
+        return task_settings().settings_of(task).get("audit_reject_rate")
 
     @staticmethod
     def resolve_plan(task: Task) -> dict[str, Any]:

@@ -6,28 +6,16 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from tasks_app.notifications.event_names import WebhookEvent, webhook_event_choices
 from tasks_app.workflow.models import Task
 
-
-class WebhookEvent(models.TextChoices):
-    """The events an endpoint can subscribe to."""
-
-    TASK_NEEDS_REVIEW = "task.needs_review", "Task needs review"
-    TASK_AWAITING_FEEDBACK = "task.awaiting_feedback", "Task awaits feedback"
-    TASK_NEEDS_REVISION = "task.needs_revision", "Task needs a revision"
-    TASK_CLOSED = "task.closed", "Task closed"
-    TASK_FAILED = "task.failed", "Task failed"
-    TASK_ABANDONED = "task.abandoned", "Task abandoned"
-    VALIDATION_COMPLETED = "validation.completed", "Validation completed"
-    # A verdict drawn for a blind audit, and a person's judgement of it.
-    AUDIT_OPENED = "audit.opened", "Audit opened"
-    AUDIT_JUDGED = "audit.judged", "Audit judged"
-    # An OTLP trace of a task that could not become an attempt, with the reason.
-    TRACE_UNUSABLE = "trace.unusable", "Trace unusable"
-    # The audits of a judge's auto-accepts show it drifting: auto-accept stopped.
-    AUTO_ACCEPT_STOPPED = "auto_accept.stopped", "Auto-accept stopped"
-    # An operator approved a judge's certified threshold: it routes accepts from now.
-    AUTO_ACCEPT_APPROVED = "auto_accept.approved", "Auto-accept threshold approved"
+__all__ = [
+    "DeliveryStatus",
+    "WebhookDelivery",
+    "WebhookDeliveryAttempt",
+    "WebhookEndpoint",
+    "WebhookEvent",
+]
 
 
 class WebhookEndpoint(models.Model):
@@ -85,7 +73,8 @@ class WebhookDelivery(models.Model):
         null=True,
         blank=True,
     )
-    event_type = models.CharField(max_length=40, choices=WebhookEvent.choices)
+    # tasks_app's own events and those other apps register (``event_names``).
+    event_type = models.CharField(max_length=40, choices=webhook_event_choices)
     msg_id = models.CharField(max_length=64, unique=True)
     # The exact JSON text that is signed and sent (the same bytes on every attempt).
     payload = models.TextField()

@@ -45,6 +45,7 @@ from project.errors import InvalidInput
 from project.netguard import UnsafeAddress, resolve_public_address
 from project.roles import OPERATORS
 from tasks_app.intake.external import revision_feedback, validation_summary
+from tasks_app.notifications.event_names import registered_event_names, webhook_event_names
 from tasks_app.notifications.models import (
     DeliveryStatus,
     WebhookDelivery,
@@ -133,10 +134,11 @@ def webhook_endpoint_create(
     """Register an endpoint for ``owner``'s tasks. The returned row carries the secret,
     which the caller shows once."""
     url = webhook_url_check(url)
-    chosen = list(dict.fromkeys(events or WebhookEvent.values))
-    unknown = [e for e in chosen if e not in WebhookEvent.values]
+    known = webhook_event_names()
+    chosen = list(dict.fromkeys(events or known))
+    unknown = [e for e in chosen if e not in known]
     if unknown:
-        raise InvalidInput(f"events: unknown event(s) {unknown}; known: {WebhookEvent.values}")
+        raise InvalidInput(f"events: unknown event(s) {unknown}; known: {known}")
     if len(description) > 200:
         raise InvalidInput("description: at most 200 characters")
     return WebhookEndpoint.objects.create(
@@ -265,24 +267,20 @@ def _delivery(
     )
 
 
-AUDIT_EVENTS = (
-    WebhookEvent.AUDIT_OPENED,
-    WebhookEvent.AUDIT_JUDGED,
-    WebhookEvent.AUTO_ACCEPT_STOPPED,
-)
+def _registered_event(event_type: str) -> None:
+    """Refuse an event no other app registered (tasks_app's own have their writers)."""
+    if event_type not in registered_event_names():
+        raise ValueError(f"not an event another app registered: {event_type}")
 
 
-def webhook_events_for_audit(
-    *, task: Task, event_type: str, audit: dict[str, Any]
+def webhook_events_for_task(
+    *, task: Task, event_type: str, data: dict[str, Any]
 ) -> list[WebhookDelivery]:
-    """Write the deliveries of an audit event (``audit.opened`` when a verdict is drawn,
-    ``audit.judged`` when a person judged it, ``auto_accept.stopped`` when the judged
-    audits of a judge's auto-accepts stopped its auto-accept: ``audit`` then describes the
-    judge and the audit that stopped it) in the caller's transaction, and send them
-    after commit. ``audit`` is the event's plain description of the audit, sent as it is
-    beside the task's summary; the audit stream lives in another app, which calls this."""
-    if event_type not in AUDIT_EVENTS:
-        raise ValueError(f"not an audit event: {event_type}")
+    """Write the deliveries of an event another app registered about ``task`` (e.g.
+    evidence_app's ``audit.opened``) to the endpoints of the task's owner subscribed to
+    it, in the caller's transaction, and send them after commit. The event's data is the
+    task's summary, then ``data`` as it is (``{"audit": ...}``)."""
+    _registered_event(event_type)
     endpoints = _subscribed(task, [event_type])
     if not endpoints:
         return []
@@ -290,7 +288,7 @@ def webhook_events_for_audit(
     body = {
         "type": event_type,
         "timestamp": now.isoformat(),
-        "data": {"task": task_summary(task), "audit": audit},
+        "data": {"task": task_summary(task), **data},
     }
     payload = json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":"))
     deliveries = [_delivery(endpoint, task, event_type, payload, now) for endpoint in endpoints]
@@ -310,23 +308,17 @@ def _operator_endpoints(event_type: str) -> list[WebhookEndpoint]:
     return [endpoint for endpoint in live if event_type in (endpoint.events or [])]
 
 
-JUDGE_EVENTS = (WebhookEvent.AUTO_ACCEPT_APPROVED, WebhookEvent.AUTO_ACCEPT_STOPPED)
-
-
-def webhook_events_for_judge(*, event_type: str, judge: dict[str, Any]) -> list[WebhookDelivery]:
-    """Write the deliveries of an event about a judge rather than a task
-    (``auto_accept.approved``: an operator approved a certified threshold;
-    ``auto_accept.stopped``: an operator stopped its auto-accept) to the
-    operators' endpoints subscribed to it, in the caller's transaction, and send them after
-    commit. It names no task, so its deliveries have none; ``judge`` is the event's plain
-    description, sent as it is."""
-    if event_type not in JUDGE_EVENTS:
-        raise ValueError(f"not a judge event: {event_type}")
+def webhook_events_for_operators(*, event_type: str, data: dict[str, Any]) -> list[WebhookDelivery]:
+    """Write the deliveries of an event another app registered that names no task (e.g.
+    evidence_app's ``auto_accept.approved``, about a judge) to the operators' endpoints
+    subscribed to it, in the caller's transaction, and send them after commit. Its
+    deliveries have no task; ``data`` is the event's data as it is (``{"judge": ...}``)."""
+    _registered_event(event_type)
     endpoints = _operator_endpoints(event_type)
     if not endpoints:
         return []
     now = timezone.now()
-    body = {"type": event_type, "timestamp": now.isoformat(), "data": {"judge": judge}}
+    body = {"type": event_type, "timestamp": now.isoformat(), "data": data}
     payload = json.dumps(body, cls=DjangoJSONEncoder, separators=(",", ":"))
     deliveries = [_delivery(endpoint, None, event_type, payload, now) for endpoint in endpoints]
     _store_and_send(deliveries)

@@ -1,17 +1,24 @@
-"""Checks another app registers on what a task is created with (``task_create``): each
-reads the owner and the creation fields and returns more columns to store with the task
-(an operator's recorded exception), or raises a ``DomainError`` that refuses the task.
+"""Checks another app registers on what a task is created with (``task_create``), and the
+settings it keeps beside the new task. A check reads the owner and the creation fields
+and raises a ``DomainError`` that refuses the task, or returns what to store for the new
+task (a function called with it in the transaction that creates it), or None when there
+is nothing to store.
 
-tasks_app keeps the columns and knows none of the rules: the audit rates' floor, and who
-may go below it, are evidence_app's (``evidence_app.trust.audits.audit_rates_checked``,
-registered when Django starts)."""
+tasks_app passes the fields through and stores none of them: a task's audit rates, who
+may set one below the floor, and its second judge are evidence_app's, kept in its own
+table beside the task (``evidence_app.trust.task_settings.task_settings_checked``,
+registered when Django starts; the tasks API shows them through ``task_settings``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-CreationCheck = Callable[[Any, Mapping[str, Any]], dict[str, Any]]
+if TYPE_CHECKING:
+    from tasks_app.workflow.models import Task
+
+CreationStore = Callable[["Task"], object]
+CreationCheck = Callable[[Any, Mapping[str, Any]], CreationStore | None]
 
 _checks: list[CreationCheck] = []
 
@@ -22,10 +29,12 @@ def register_creation_check(check: CreationCheck) -> None:
         _checks.append(check)
 
 
-def creation_columns(owner: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
-    """The columns the registered checks add for a new task of ``owner``; the first check
-    that refuses raises."""
-    columns: dict[str, Any] = {}
+def creation_stores(owner: Any, fields: Mapping[str, Any]) -> list[CreationStore]:
+    """What the registered checks store with a new task of ``owner``; the first check
+    that refuses raises, before anything is written."""
+    stores = []
     for check in _checks:
-        columns.update(check(owner, fields))
-    return columns
+        store = check(owner, fields)
+        if store is not None:
+            stores.append(store)
+    return stores

@@ -136,25 +136,6 @@ class Task(models.Model):
     # marker that spaces re-sends one lease period apart. ``updated_at`` only
     # says the row changed; a re-send does not touch it.
     resent_at = models.DateTimeField(null=True, blank=True)
-    # Per-task audit rates: the share of this task's auto-accepted (and
-    # auto-rejected) verdicts drawn for a blind audit; null: AUDIT_RATE (AUDIT_REJECT_RATE).
-    audit_rate = models.FloatField(null=True, blank=True)
-    audit_reject_rate = models.FloatField(null=True, blank=True)
-    # A rate below the deployment's floor (AUDIT_RATE, AUDIT_REJECT_RATE) is an
-    # operator's exception, recorded: who set it, when and why.
-    audit_rate_set_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        on_delete=models.SET_NULL,
-        null=True,
-        blank=True,
-        related_name="+",
-    )
-    audit_rate_set_at = models.DateTimeField(null=True, blank=True)
-    audit_rate_reason = models.TextField(blank=True, default="", db_default="")
-    # A second validator model for this task ("" : VALIDATOR_SECOND_MODEL; "none": no
-    # second judge even when the setting names one). Disagreement goes to a person.
-    # db_default: rows written by raw SQL or COPY (the benchmarks' seeds) get "" too.
-    second_model = models.CharField(max_length=200, blank=True, default="", db_default="")
     # Set by the validation job before it calls the validator model: a second copy of the
     # job (redelivery, reaper) finds it claimed and does not call the model again.
     validation_claimed_at = models.DateTimeField(null=True, blank=True)

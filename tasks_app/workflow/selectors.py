@@ -23,6 +23,7 @@ from tasks_app.workflow.models import (
 )
 from tasks_app.workflow.signals import task_seen_by
 from tasks_app.workflow.states import TaskStatus
+from tasks_app.workflow.task_settings import task_settings
 
 
 def pending_decision_by(user: Any) -> Feedback | None:
@@ -67,9 +68,11 @@ def visible_tasks(user: Any) -> TaskQuerySet:
 
 
 def get_visible_task(user: Any, task_id: int, *, channel: str = "the API") -> Task:
-    """The task if ``user`` may see it; otherwise 404, whether or not it exists.
+    """The task if ``user`` may see it, with the settings kept beside it
+    (``task_settings``) in the same query; otherwise 404, whether or not it exists.
     The read is reported (``task_seen``: it shows the task's status and verdict)."""
-    task = visible_tasks(user).select_related("owner", "claimed_by").filter(pk=task_id).first()
+    tasks = visible_tasks(user).select_related("owner", "claimed_by")
+    task = task_settings().with_settings(tasks).filter(pk=task_id).first()
     if task is None:
         raise Http404(f"Task {task_id} not found.")
     task_seen_by(user, [task.pk], channel)

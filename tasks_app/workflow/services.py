@@ -29,11 +29,10 @@ from project.errors import (
     InvalidInput,
     StaleAction,
 )
-from project.llm.registry import resolve_model
 from project.logs import bind as bind_log_context
 from project.roles import is_reviewer
 from tasks_app.workflow import states
-from tasks_app.workflow.creation_checks import creation_columns
+from tasks_app.workflow.creation_checks import creation_stores
 from tasks_app.workflow.models import (
     ClaimEventKind,
     DecisionState,
@@ -122,8 +121,10 @@ def validation_enqueue(
 
 class TaskFields(TypedDict, total=False):
     """What a task may be created with besides its owner and request (``task_create``):
-    absent, each takes its default (the settings' for ``max_attempts`` and the audit
-    rates)."""
+    absent, each takes its default (the settings' for ``max_attempts``). The audit rates,
+    the reason for one below the floor and the second judge are passed to the checks
+    registered in ``creation_checks`` and stored by the app that owns them, not on the
+    task."""
 
     title: str
     rules: str
@@ -142,23 +143,25 @@ def task_create(
     *, owner: Any, request: str, enqueue: bool = True, **fields: Unpack[TaskFields]
 ) -> Task:
     """Create a task in ``open`` and queue its first attempt after commit; an external
-    task waits for its agent to submit one through the API. ``audit_rate``
-    and ``audit_reject_rate`` (None: the settings) are the shares of its automatic
-    verdicts drawn for a blind audit; the checks registered in ``creation_checks`` refuse
-    what may not be created (a rate below the floor) and add the columns they record."""
-    # The checks other apps register (the audit rates' floor is evidence_app's).
-    exception = creation_columns(owner, fields)
+    task waits for its agent to submit one through the API. The checks registered in
+    ``creation_checks`` refuse what may not be created (an audit rate below the floor)
+    and store, in the same transaction, what they keep beside the task."""
+    # The checks other apps register (the audit settings are evidence_app's).
+    stores = creation_stores(owner, fields)
     columns = _task_columns(request, fields)
-    internal = columns["agent"] == TaskAgent.INTERNAL
-    if enqueue and internal:
-        # The task and its first attempt's job commit together (the job's outbox row).
+    job_id = new_job_id() if enqueue and columns["agent"] == TaskAgent.INTERNAL else ""
+    if job_id or stores:
+        # The task, what is kept beside it and its first attempt's job (the job's outbox
+        # row) commit together.
         with transaction.atomic():
-            job_id = new_job_id()
-            task = Task.objects.create(owner=owner, job_id=job_id, **columns, **exception)
-            attempt_enqueue(task.pk, job_id=job_id)
+            task = Task.objects.create(owner=owner, job_id=job_id, **columns)
+            for store in stores:
+                store(task)
+            if job_id:
+                attempt_enqueue(task.pk, job_id=job_id)
     else:
         # One INSERT is atomic on its own: no transaction around it (two statements less).
-        task = Task.objects.create(owner=owner, job_id="", **columns, **exception)
+        task = Task.objects.create(owner=owner, job_id="", **columns)
     # The rest of this request's (or job's) log lines name the new task; outside one,
     # nothing is bound (it would outlive this call) and only this line names it.
     bind_log_context(task_id=task.pk)
@@ -167,12 +170,10 @@ def task_create(
 
 
 def _task_columns(request: str, fields: TaskFields) -> dict[str, Any]:
-    """A new task's columns from what it is created with, checked (InvalidInput, or
-    ``ModelConfigurationError`` for a second model the registry does not resolve)."""
+    """A new task's columns from what it is created with, checked (InvalidInput)."""
     request = request.strip()
     if not request:
         raise InvalidInput("request must not be empty")
-    second_model = second_model_checked(fields.get("second_model", ""))
     validation_policy = fields.get("validation_policy", ValidationPolicy.ALWAYS)
     if validation_policy not in ValidationPolicy.values:
         raise InvalidInput(f"unknown validation_policy '{validation_policy}'")
@@ -188,24 +189,7 @@ def _task_columns(request: str, fields: TaskFields) -> dict[str, Any]:
         "validation_keywords": fields.get("validation_keywords") or [],
         "max_attempts": fields.get("max_attempts") or settings.MAX_ATTEMPTS,
         "agent": agent,
-        "audit_rate": fields.get("audit_rate"),
-        "audit_reject_rate": fields.get("audit_reject_rate"),
-        "second_model": second_model,
     }
-
-
-# A task's second_model that turns the second judge off even when the setting names one.
-NO_SECOND_JUDGE = "none"
-
-
-def second_model_checked(name: str) -> str:
-    """A task's second validator model: "" (the setting's), "none" (no second judge) or a
-    name the model registry resolves; anything else raises ``ModelConfigurationError``."""
-    name = (name or "").strip()
-    if not name or name.lower() == NO_SECOND_JUDGE:
-        return name.lower()
-    resolve_model(name)
-    return name
 
 
 def _title_from(request: str) -> str:

@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.test import Client
 
-from evidence_app.models import Audit, AuditExposure, ClaimLabel
+from evidence_app.models import Audit, AuditExposure, ClaimLabel, TaskAuditSettings
 from evidence_app.trust.audits import audit_judge, audit_mark_viewed
 from evidence_app.trust.rates import trust_report
 from evidence_app.trust.team import team_figures
@@ -147,13 +147,13 @@ def test_only_an_operator_lowers_a_rate_and_it_is_recorded(
         {"request": "Load test", "audit_rate": 0, "audit_rate_reason": "synthetic load test"},
     )
     assert made.status_code == 201, made.content
-    task = Task.objects.get(pk=made.json()["id"])
-    assert (task.audit_rate, task.audit_rate_set_by, task.audit_rate_reason) == (
+    own = TaskAuditSettings.objects.get(task_id=made.json()["id"])
+    assert (own.audit_rate, own.audit_rate_set_by, own.audit_rate_reason) == (
         0.0,
         operator,
         "synthetic load test",
     )
-    assert task.audit_rate_set_at is not None
+    assert own.audit_rate_set_at is not None
 
 
 def test_verdicts_at_rate_zero_are_listed_uncovered_not_making_the_window_unknown(
@@ -166,8 +166,11 @@ def test_verdicts_at_rate_zero_are_listed_uncovered_not_making_the_window_unknow
     for _ in range(3):
         zero = drawn_audit("accepted", owner=requester)
         zero.snapshot.__class__.objects.filter(pk=zero.snapshot_id).update(audit_probability=0)
-        Task.objects.filter(pk=zero.task_id).update(
-            audit_rate=0, audit_rate_set_by=operator, audit_rate_reason="load test"
+        TaskAuditSettings.objects.create(
+            task_id=zero.task_id,
+            audit_rate=0,
+            audit_rate_set_by=operator,
+            audit_rate_reason="load test",
         )
         zero.delete()
     window = trust_report().groups[0].window.false_accepts

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from evidence_app.models import Audit, ClaimLabel
+from evidence_app.models import Audit, ClaimLabel, TaskAuditSettings
 from tasks_app.models import Task
 from tests.audit_helpers import drawn_audit
 
@@ -154,8 +154,8 @@ def test_per_task_audit_rates_are_set_at_creation_and_checked(alice: Client) -> 
     )
     assert made.status_code == 201, made.content
     assert made.json()["audit_rate"] == 0.5 and made.json()["audit_reject_rate"] == 0.0
-    task = Task.objects.get(pk=made.json()["id"])
-    assert (task.audit_rate, task.audit_reject_rate) == (0.5, 0.0)
+    own = TaskAuditSettings.objects.get(task_id=made.json()["id"])
+    assert (own.audit_rate, own.audit_reject_rate) == (0.5, 0.0)
     for bad in ({"audit_rate": 1.5}, {"audit_reject_rate": -0.1}):
         refused = post(alice, "/api/v1/tasks", {"request": "Again?", **bad})
         assert refused.status_code == 422, refused.content

@@ -1,8 +1,9 @@
-"""The audit rates' floor is evidence_app's rule, not tasks_app's (issue 45, item 2:
-evidence concepts leave tasks_app or are named extension points). tasks_app keeps a
-task's audit rate columns and calls the checks registered on a new task's fields
-(``tasks_app/workflow/creation_checks.py``); evidence_app registers the floor and who
-may go below it (``evidence_app.trust.audits.audit_rates_checked``)."""
+"""A task's audit settings are evidence_app's, not tasks_app's (issue 45, item 2:
+evidence concepts leave tasks_app or are named extension points). tasks_app calls the
+checks registered on a new task's fields (``tasks_app/workflow/creation_checks.py``) and
+stores none of them; evidence_app registers the floor, who may go below it and the
+second judge's check, and keeps the values beside the task
+(``evidence_app.trust.task_settings``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.apps import apps
 
+from evidence_app.models import TaskAuditSettings
 from project.errors import InvalidInput
 from tasks_app.actions import task_create
 from tasks_app.records import Task
@@ -52,4 +55,25 @@ def test_task_create_runs_the_floor_evidence_app_registered(
         audit_rate_reason="synthetic load test",
         enqueue=False,
     )
-    assert (task.audit_rate_set_by, task.audit_rate_reason) == (operator, "synthetic load test")
+    own = TaskAuditSettings.objects.get(task=task)
+    assert (own.audit_rate, own.audit_rate_set_by, own.audit_rate_reason) == (
+        0.0,
+        operator,
+        "synthetic load test",
+    )
+
+
+def test_no_model_of_tasks_app_holds_an_audit_setting_or_a_second_judge() -> None:
+    """Issue 45: a task's audit rates, the exception to their floor and its second judge
+    are evidence_app's (``TaskAuditSettings``, beside the task): no field of any
+    tasks_app model names an audit or the second judge."""
+    fields = {
+        f"{model.__name__}.{field.name}"
+        for model in apps.get_app_config("tasks_app").get_models()
+        for field in model._meta.get_fields()
+        if field.concrete and ("audit" in field.name or "second_model" in field.name)
+    }
+    assert fields == set()
+    kept = {field.name for field in TaskAuditSettings._meta.concrete_fields}
+    assert {"audit_rate", "audit_reject_rate", "audit_rate_set_by", "second_model"} <= kept
+    assert TaskAuditSettings._meta.app_label == "evidence_app"

@@ -36,6 +36,7 @@ from evidence_app.models import (
     AuditExposure,
     AutoAcceptThreshold,
     ClaimLabel,
+    TaskAuditSettings,
     ThresholdState,
     ValidationSnapshot,
 )
@@ -323,8 +324,11 @@ def test_lowering_audit_rates_is_refused_or_recorded_and_not_covered(
     for _ in range(6):
         zero = drawn_audit("accepted", owner=operator)
         zero.snapshot.__class__.objects.filter(pk=zero.snapshot_id).update(audit_probability=0)
-        Task.objects.filter(pk=zero.task_id).update(
-            audit_rate=0, audit_rate_set_by=operator, audit_rate_reason="load test"
+        TaskAuditSettings.objects.create(
+            task_id=zero.task_id,
+            audit_rate=0,
+            audit_rate_set_by=operator,
+            audit_rate_reason="load test",
         )
         zero.delete()
     assert certified() == before

@@ -11,19 +11,27 @@ from typing import Any
 
 import pytest
 from django.db import transaction
+from django.test import Client
 from django.utils import timezone
 
 from project.errors import InvalidInput
+from tasks_app.accounts.auth import api_token_create
 from tasks_app.models import (
     WebhookDelivery,
     WebhookDeliveryAttempt,
     WebhookEndpoint,
 )
+from tasks_app.notifications.event_names import (
+    WebhookEvent,
+    listed_event_names,
+    registered_event_names,
+    webhook_event_names,
+)
 from tasks_app.notifications.webhooks import (
     retry_delay,
     webhook_delivery_resend,
     webhook_endpoint_create,
-    webhook_events_for_judge,
+    webhook_events_for_operators,
     webhook_send_pending,
 )
 from tasks_app.workflow import transitions
@@ -409,8 +417,8 @@ def test_an_event_about_a_judge_reaches_operators_endpoints_only_and_is_delivere
             events=["auto_accept.approved"]
         )
         receiver.secret = ours.secret
-        [delivery] = webhook_events_for_judge(
-            event_type="auto_accept.approved", judge={"threshold_id": 7, "threshold": 0.9}
+        [delivery] = webhook_events_for_operators(
+            event_type="auto_accept.approved", data={"judge": {"threshold_id": 7, "threshold": 0.9}}
         )
         assert delivery.endpoint_id == ours.pk and delivery.task_id is None
         outcome = webhook_send_pending(endpoint_id=ours.pk, task_id=None)
@@ -421,4 +429,41 @@ def test_an_event_about_a_judge_reaches_operators_endpoints_only_and_is_delivere
     delivery.refresh_from_db()
     assert delivery.status == "delivered"
     with pytest.raises(ValueError):
-        webhook_events_for_judge(event_type="task.closed", judge={})
+        webhook_events_for_operators(event_type="task.closed", data={})
+
+
+def test_tasks_app_names_no_event_of_evidence_app_and_sends_the_ones_it_registered() -> None:
+    """Issue 45, item 2: the audit and auto-accept events are evidence_app's, registered
+    into tasks_app's event names when Django starts: tasks_app's own choices name none of
+    them, and every one is offered to endpoints after tasks_app's own, in the order the
+    API document lists them."""
+    own = set(WebhookEvent.values)
+    theirs = ["audit.opened", "audit.judged", "auto_accept.stopped", "auto_accept.approved"]
+    assert own.isdisjoint(theirs)
+    assert not any(name.startswith(("audit", "auto_accept")) for name in own)
+    assert registered_event_names() == theirs
+    assert webhook_event_names() == [*WebhookEvent.values, *theirs]
+    assert listed_event_names() == [*WebhookEvent.values, "audit.opened", "audit.judged"]
+    delivery_choices = WebhookDelivery._meta.get_field("event_type").choices
+    assert [name for name, _ in delivery_choices] == webhook_event_names()
+
+
+def test_an_unknown_event_is_refused_as_before(requester: Any) -> None:
+    """Issue 45: a name no app offers is a 422 naming the events the API lists, as the
+    ``Literal`` it was said."""
+    api = Client(headers={"Authorization": f"Bearer {api_token_create(user=requester)[1]}"})
+    refused = api.post(
+        "/api/v1/webhooks",
+        {"url": "https://example.com/hook", "events": ["audit.opened", "nope"]},
+        content_type="application/json",
+    )
+    assert refused.status_code == 422
+    body = refused.json()
+    assert body["code"] == "validation_error"
+    [error] = body["errors"]
+    assert error["field"] == "events.1"
+    assert error["message"] == (
+        "Input should be 'task.needs_review', 'task.awaiting_feedback', "
+        "'task.needs_revision', 'task.closed', 'task.failed', 'task.abandoned', "
+        "'validation.completed', 'trace.unusable', 'audit.opened' or 'audit.judged'"
+    )

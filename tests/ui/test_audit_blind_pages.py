@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Group
 
-from evidence_app.models import Audit, AuditExposure
+from evidence_app.models import Audit, AuditExposure, TaskAuditSettings
 from tasks_app.models import Feedback, Task, ToolEvidence
 from tests.audit_helpers import drawn_audit
 from tests.factories import UserFactory
@@ -133,8 +133,11 @@ def test_trust_states_the_rules_and_lists_the_verdicts_it_does_not_cover(
     the rate floor) and lists the rate-0 verdicts: how many, whose, who set it, why."""
     zero = drawn_audit("accepted", owner=requester)
     zero.snapshot.__class__.objects.filter(pk=zero.snapshot_id).update(audit_probability=0)
-    Task.objects.filter(pk=zero.task_id).update(
-        audit_rate=0, audit_rate_set_by=operator, audit_rate_reason="synthetic load"
+    TaskAuditSettings.objects.create(
+        task_id=zero.task_id,
+        audit_rate=0,
+        audit_rate_set_by=operator,
+        audit_rate_reason="synthetic load",
     )
     zero.delete()
     client.force_login(operator)

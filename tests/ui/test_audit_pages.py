@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from evidence_app.models import Audit, ClaimLabel
+from evidence_app.models import Audit, ClaimLabel, TaskAuditSettings
 from tasks_app.models import Task, ToolEvidence
 from tests.audit_helpers import ANSWER, drawn_audit
 
@@ -139,5 +139,5 @@ def test_the_new_task_page_takes_audit_rates_between_0_and_1(client: Any, reques
     assert not Task.objects.exists()
     made = client.post("/tasks/new/", {**base, "audit_rate": "0.25", "audit_reject_rate": ""})
     assert made.status_code == 302
-    task = Task.objects.get()
-    assert (task.audit_rate, task.audit_reject_rate) == (0.25, None)
+    own = TaskAuditSettings.objects.get(task=Task.objects.get())
+    assert (own.audit_rate, own.audit_reject_rate) == (0.25, None)

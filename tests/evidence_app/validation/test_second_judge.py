@@ -12,8 +12,9 @@ from django.urls import reverse
 from pydantic_ai.messages import ModelMessage, SystemPromptPart, UserPromptPart
 from pydantic_ai.models.function import FunctionModel
 
-from evidence_app.models import Audit, ValidationSnapshot
+from evidence_app.models import Audit, TaskAuditSettings, ValidationSnapshot
 from evidence_app.trust.agreement import judge_pair_stats
+from evidence_app.trust.task_settings import settings_of
 from evidence_app.validation.judge_calls import second_model_name
 from evidence_app.validation.selectors import daily_costs, task_cost
 from evidence_app.validation.services import validation_run
@@ -168,7 +169,7 @@ def test_none_on_the_task_disables_the_second_judge_named_by_the_setting(
     scripted_judge.replies = [verdict("accepted")]
     second_judge.replies = [verdict("rejected")]
     task = validating_task(second_model="none")
-    assert second_model_name(task) == ""
+    assert second_model_name(settings_of(task)) == ""
     snapshot = _validate(task)
     task.refresh_from_db()
     assert task.status == "awaiting_feedback"
@@ -183,7 +184,7 @@ def test_the_tasks_own_second_model_is_used_without_the_setting(
     scripted_judge.replies = [verdict("accepted")]
     second_judge.replies = [verdict("rejected")]
     plain = validating_task()
-    assert second_model_name(plain) == ""
+    assert second_model_name(settings_of(plain)) == ""
     _validate(plain)
     assert second_judge.calls == []
     task = validating_task(second_model=SECOND)
@@ -260,7 +261,7 @@ def test_a_task_is_created_with_a_second_model_through_the_api_and_the_form(
     )
     assert created.status_code == 201, created.content
     assert created.json()["second_model"] == JUDGE
-    assert Task.objects.get(pk=created.json()["id"]).second_model == JUDGE
+    assert TaskAuditSettings.objects.get(task_id=created.json()["id"]).second_model == JUDGE
     refused = api.post(
         "/api/v1/tasks",
         {"request": "What is the training budget?", "second_model": "offline:nobody"},
@@ -277,7 +278,7 @@ def test_a_task_is_created_with_a_second_model_through_the_api_and_the_form(
     assert Task.objects.count() == 1
     response = client.post(reverse("task_new"), {**form, "second_model": "None"})
     assert response.status_code == 302
-    assert Task.objects.latest("id").second_model == "none"
+    assert settings_of(Task.objects.latest("id")).second_model == "none"
 
 
 def _reason_line(page: str) -> str:
