@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.conf import settings
-from django.template import TemplateSyntaxError, engines
+from django.template import Engine, TemplateSyntaxError
 
 __all__ = ["compile_templates"]
 
@@ -16,10 +15,9 @@ __all__ = ["compile_templates"]
 def compile_templates() -> int:
     """Compile every ``.html`` template under the Django engine's folders; returns how
     many. A template that fails to compile is left for its first request to report."""
-    engine = engines["django"]
+    engine = Engine.get_default()
     names: set[str] = set()
-    for folder in settings.TEMPLATES[0]["DIRS"]:
-        root = Path(folder)
+    for root in (Path(folder) for folder in engine.dirs):
         names.update(str(p.relative_to(root)) for p in root.rglob("*.html"))
     compiled = 0
     for name in sorted(names):

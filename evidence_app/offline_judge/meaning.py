@@ -127,6 +127,30 @@ def _same_figures(other: Sentence, claim_text: str) -> bool:
     return bool(mine) and _figures(other.text) == mine
 
 
+def _rival_bars(
+    claim_text: str, singles: list[Sentence], stated: tuple[Sentence, ...]
+) -> dict[str, float]:
+    """The sentences that may dispute the claim, each with the contradiction from which it
+    does. Only a sentence about the same fact may (from any reading): one about something
+    else is no dispute, whatever the model would read, and is not read. A sentence that
+    shares only a few of the claim's words disputes it only when it names the claim's
+    subject and the model is nearly sure (``FAR_CONTRADICTS``: "The Beach's director was
+    Shah Rukh Khan" against "The Beach is a 2000 film directed by Danny Boyle"; not
+    "Danny Boyle was born in Radcliffe", which the model also reads as contradicting):
+    the one sharing most words with it is read, other sentences are not."""
+    support_texts = _texts(stated)
+    subject = subject_of(tokens(claim_text))
+    bar: dict[str, float] = {}
+    for s in singles:
+        if s.text in support_texts or not _states(s) or _same_figures(s, claim_text):
+            continue
+        if _same_fact(s, claim_text, stated):
+            bar[s.text] = 0.0
+        elif subject & unpossessed(s.toks) and FAR_CONTRADICTS not in bar.values():
+            bar[s.text] = FAR_CONTRADICTS
+    return bar
+
+
 def read_claim(
     claim_text: str,
     evidence: list[Sentence],
@@ -144,23 +168,7 @@ def read_claim(
         return Reading(0.0, (), 0.0, None)
     if stated:
         premises = [Premise(" ".join(s.text for s in stated), stated)]
-    support_texts = _texts(stated)
-    # Only a sentence about the same fact may dispute the claim: one about something
-    # else is no dispute, whatever the model would read, and is not read.
-    # A sentence that shares only a few of the claim's words disputes it only when it
-    # names the claim's subject and the model is nearly sure ("The Beach's director was
-    # Shah Rukh Khan" against "The Beach is a 2000 film directed by Danny Boyle"; not
-    # "Danny Boyle was born in Radcliffe", which the model also reads as contradicting):
-    # the one sharing most words with it is read, other sentences are not.
-    subject = subject_of(tokens(claim_text))
-    bar: dict[str, float] = {}
-    for s in singles:
-        if s.text in support_texts or not _states(s) or _same_figures(s, claim_text):
-            continue
-        if _same_fact(s, claim_text, stated):
-            bar[s.text] = 0.0
-        elif subject & unpossessed(s.toks) and FAR_CONTRADICTS not in bar.values():
-            bar[s.text] = FAR_CONTRADICTS
+    bar = _rival_bars(claim_text, singles, stated)
     rivals = [s for s in singles if s.text in bar]
     pairs = [(p.text, claim_text) for p in premises]
     pairs += [(s.text, claim_text) for s in rivals] + [(claim_text, s.text) for s in rivals]
