@@ -1,15 +1,25 @@
-"""A web process's warm-up: every page template compiled once when the process starts, so
-that the first request it serves does not pay for it (Django's cached template loader
-keeps the compiled templates for the life of the process). ``project.wsgi`` runs it, so
-`make run`, gunicorn and `make prod` warm every web process before it takes a request."""
+"""A web process's warm-up: its URL map imported (the view modules, the API and its
+schemas) and every page template compiled once when the process starts, so that the
+first request it serves does not pay for them (Django keeps both for the life of the
+process: the resolver, and the cached template loader's compiled templates).
+``project.wsgi`` runs it, so `make run`, gunicorn and `make prod` warm every web process
+before it takes a request."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from django.template import Engine, TemplateSyntaxError
+from django.urls import get_resolver
 
-__all__ = ["compile_templates"]
+__all__ = ["compile_templates", "warm_up"]
+
+
+def warm_up() -> None:
+    """What the first request would otherwise pay: the URL map imported (every view
+    module, the API with its schemas) and the page templates compiled."""
+    get_resolver().url_patterns  # noqa: B018 - importing the URL map is the point
+    compile_templates()
 
 
 def compile_templates() -> int:

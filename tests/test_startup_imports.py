@@ -52,12 +52,14 @@ def test_the_lazy_quantiles_are_scipy_stats_own() -> None:
 
 def test_a_web_process_compiles_its_page_templates_before_its_first_request() -> None:
     """Issue 48 (the task page's first response): loading ``project.wsgi`` (what gunicorn
-    and the dev server do before serving) compiles every page template, so the first
-    request compiles none; a fresh process that only sets Django up has compiled none."""
+    and the dev server do before serving) imports the URL map and compiles every page
+    template, so the first request does neither; a fresh process that only sets Django
+    up has done neither."""
     code = (
         "import django, sys; django.setup(); from django.template import engines; "
         "cache = engines['django'].engine.template_loaders[0].get_template_cache; "
-        "print(len(cache)); import project.wsgi; print(len(cache))"
+        "print(len(cache), int('project.urls' in sys.modules)); import project.wsgi; "
+        "print(len(cache), int('project.urls' in sys.modules))"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings"}
     result = subprocess.run(
@@ -69,7 +71,8 @@ def test_a_web_process_compiles_its_page_templates_before_its_first_request() ->
         timeout=120,
         check=True,
     )
-    before, after = (int(n) for n in result.stdout.split())
+    before, urls_before, after, urls_after = (int(n) for n in result.stdout.split())
     pages = list((settings.BASE_DIR / "templates").rglob("*.html"))
-    assert before == 0
+    assert (before, urls_before) == (0, 0)
     assert after >= len(pages) > 50
+    assert urls_after == 1
