@@ -26,13 +26,8 @@ class UserFactory(factory.django.DjangoModelFactory):
 
 # A task's own audit settings and second judge: evidence_app keeps them beside the task
 # (issue 45); TaskFactory(audit_rate=..., second_model=...) stores the row.
-AUDIT_SETTINGS = (
-    "audit_rate",
-    "audit_reject_rate",
-    "audit_rate_set_by",
-    "audit_rate_set_at",
-    "audit_rate_reason",
-    "second_model",
+AUDIT_SETTINGS = tuple(
+    f.name for f in TaskAuditSettings._meta.concrete_fields if f.name not in ("id", "task")
 )
 
 

@@ -14,6 +14,20 @@ from django.conf import settings
 from evidence_app.trust import stats
 
 
+def _fresh_process(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a new Python process in the project's folder."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings"}
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+
+
 def test_django_setup_and_the_celery_app_do_not_import_scipy() -> None:
     """Issue "Same result on every machine" (CI time): a fresh process that sets Django up
     and loads the Celery app (what a worker does) has not imported scipy; computing a
@@ -24,16 +38,7 @@ def test_django_setup_and_the_celery_app_do_not_import_scipy() -> None:
         "from evidence_app.trust import stats; stats.clopper_pearson(1, 10); "
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'scipy'}))"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings"}
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    result = _fresh_process(code)
     assert result.stdout.split("\n")[:2] == ["[]", "['scipy']"], result.stdout + result.stderr
 
 
@@ -61,16 +66,7 @@ def test_a_web_process_compiles_its_page_templates_before_its_first_request() ->
         "print(len(cache), int('project.urls' in sys.modules)); import project.wsgi; "
         "print(len(cache), int('project.urls' in sys.modules))"
     )
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "project.settings"}
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=settings.BASE_DIR,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    result = _fresh_process(code)
     before, urls_before, after, urls_after = (int(n) for n in result.stdout.split())
     pages = list((settings.BASE_DIR / "templates").rglob("*.html"))
     assert (before, urls_before) == (0, 0)

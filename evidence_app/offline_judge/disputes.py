@@ -415,7 +415,7 @@ def disputing_sentence(
 # update, another kind) only from a sentence about the same fact (``_same_fact``).
 _FIGURE_REASONS = frozenset({"other figures", "another figure or name in its place"})
 # A sentence is about the same fact when this share of its content words are the claim's
-# or its support's ...
+# or its support's (the rules here, the entailment model's rivals in ``meaning``) ...
 SAME_FACT_SHARE = 0.5
 
 

@@ -9,7 +9,7 @@ scored: an answer is not compared with every sentence of every document.
 
 A sentence *contradicts* the claim when the model reads a contradiction either way round
 (sentence then claim, claim then sentence) with at least ``CONTRADICTS`` probability,
-it states something (a heading does not), it speaks of the same fact (``SAME_FACT``),
+it states something (a heading does not), it speaks of the same fact (``SAME_FACT_SHARE``),
 the rules do not read it as about another subject or kind, and it comes from another
 tool result than the claim's support.
 """
@@ -23,7 +23,7 @@ from django.conf import settings
 
 from evidence_app.offline_judge.answer_text import content_words
 from evidence_app.offline_judge.claim_words import sentence_words, subject_of, unpossessed
-from evidence_app.offline_judge.disputes import about_something_else
+from evidence_app.offline_judge.disputes import SAME_FACT_SHARE, about_something_else
 from evidence_app.offline_judge.entailment import EntailmentModel, shared_model
 from evidence_app.offline_judge.wording import Finding, Sentence, essential, tokens
 
@@ -34,9 +34,6 @@ WHOLE_CHARS = 600
 # Contradiction probability (the sentence read given the claim) from which a sentence
 # about the same fact disputes a claim.
 CONTRADICTS = 0.4
-# A sentence speaks of the same fact as the claim when this share of its content words
-# are the claim's or its supporting sentence's.
-SAME_FACT = 0.5
 # Contradiction probability from which a sentence that is not about the same fact (it
 # shares a word or two with the claim) disputes it.
 FAR_CONTRADICTS = 0.95
@@ -112,7 +109,7 @@ def _same_fact(other: Sentence, claim_text: str, support: Iterable[Sentence]) ->
     the same fact (a sentence about something else shares a few words at most)."""
     theirs = content_words(other.text)
     known = content_words(claim_text).union(*(content_words(s.text) for s in support))
-    return bool(theirs) and len(theirs & known) / len(theirs) >= SAME_FACT
+    return bool(theirs) and len(theirs & known) / len(theirs) >= SAME_FACT_SHARE
 
 
 def _figures(text: str) -> frozenset[str]:

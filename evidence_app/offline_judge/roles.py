@@ -25,8 +25,10 @@ person decides):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from evidence_app.offline_judge.claim_words import is_content
-from evidence_app.offline_judge.quantities import CALENDAR
+from evidence_app.offline_judge.quantities import CALENDAR, ORDINAL_WORDS
 from evidence_app.offline_judge.wording import FILLERS, Sentence, Token
 
 __all__ = ["role_objection"]
@@ -121,12 +123,15 @@ def _name_run(toks: list[Token], start: int) -> set[str]:
     return words
 
 
-def _agent_after(toks: list[Token], k: int) -> set[str]:
+def _agent_after(
+    toks: list[Token], k: int, names: Callable[[list[Token], int], set[str]] = _name_run
+) -> set[str]:
     """The name after "by" that follows the verb at ``k`` ("directed, produced, and
-    written by Randall Wallace"), empty when none follows."""
+    written by Randall Wallace"), as ``names`` reads it from there; empty when none
+    follows."""
     for j in range(k + 1, min(len(toks), k + _BEFORE_BY)):
         if toks[j].lower == "by":
-            return _name_run(toks, j + 1)
+            return names(toks, j + 1)
         if not (toks[j].punct or toks[j].lower in _LIST_WORDS):
             break
     return set()
@@ -176,6 +181,10 @@ def _agent_verb_swapped(claim: list[Token], evidence: list[Sentence]) -> str | N
     return None
 
 
+def _is_year(t: Token) -> bool:
+    return t.figure and len(t.norm) == 4 and t.norm.isdigit()
+
+
 def _figure_after(toks: list[Token], k: int) -> Token | None:
     """The figure within two words after position ``k`` ("debut in 2003")."""
     for t in toks[k + 1 : k + 3]:
@@ -190,7 +199,7 @@ def _other_figure_after(claim: list[Token], evidence: list[Sentence]) -> str | N
     """The claim's figure follows a word ("debut in 2006") that the evidence follows with
     another figure of the same kind ("film debut in 2003")."""
     for i, t in enumerate(claim):
-        if not t.figure or len(t.norm) != 4 or not t.norm.isdigit():
+        if not _is_year(t):
             continue  # years only: counts and days are read in too many ways
         words = [w for w in claim[max(0, i - 3) : i] if is_content(w)]
         if not words:
@@ -280,29 +289,15 @@ def _other_agent(claim: list[Token], evidence: list[Sentence]) -> str | None:
             for s in evidence
             if agent and t.norm in s.norms and "by" in s.norms
             for k, e in enumerate(s.toks)
-            if e.norm == t.norm and (listed := _listed_after(s.toks, k))
+            if e.norm == t.norm and (listed := _agent_after(s.toks, k, _agent_list))
         ]
         if lists and not any(agent & listed for listed in lists):
             return f'the evidence names another after "{t.lower} by"'
     return None
 
 
-def _listed_after(toks: list[Token], k: int) -> set[str]:
-    """The names listed after the "by" that follows the verb at ``k`` (none when no "by"
-    follows it, or no name follows the "by")."""
-    for j in range(k + 1, min(len(toks), k + _BEFORE_BY)):
-        if toks[j].lower == "by":
-            return _agent_list(toks, j + 1)
-        if not (toks[j].punct or toks[j].lower in _LIST_WORDS):
-            break
-    return set()
-
-
-_ORDINALS = frozenset("first second third fourth fifth sixth seventh eighth ninth tenth".split())
-
-
 def _year_in(toks: list[Token]) -> set[str]:
-    return {t.norm for t in toks if t.figure and len(t.norm) == 4 and t.norm.isdigit()}
+    return {t.norm for t in toks if _is_year(t)}
 
 
 def _other_ordinal(claim: list[Token], evidence: list[Sentence]) -> str | None:
@@ -313,7 +308,7 @@ def _other_ordinal(claim: list[Token], evidence: list[Sentence]) -> str | None:
     if not years:
         return None
     for i, t in enumerate(claim):
-        if t.lower not in _ORDINALS:
+        if t.lower not in ORDINAL_WORDS:
             continue
         nouns = {x.norm for x in claim[i + 1 : i + 4] if is_content(x) and not x.figure}
         seen = {
@@ -321,7 +316,7 @@ def _other_ordinal(claim: list[Token], evidence: list[Sentence]) -> str | None:
             for s in evidence
             if years & s.norms
             for k, e in enumerate(s.toks)
-            if e.lower in _ORDINALS and nouns & {x.norm for x in s.toks[k + 1 : k + 4]}
+            if e.lower in ORDINAL_WORDS and nouns & {x.norm for x in s.toks[k + 1 : k + 4]}
         }
         if seen and t.lower not in seen:
             return f'the evidence has "{min(seen)}" where the claim has "{t.text}"'
