@@ -60,7 +60,7 @@ PHASES: tuple[tuple[str, str], ...] = (
     ("judging: other", "evidence_app.validation.judge_calls:judge_pair"),
     ("gate", "evidence_app.autoaccept.gate:approved_gate"),
     ("routing", "evidence_app.validation.routing:pair_target"),
-    ("routing", "evidence_app.trust.audits:verdict_route"),
+    ("routing", "evidence_app.validation.routing:verdict_route"),
     ("verdict transition", "evidence_app.validation.services:_validator_transition"),
     ("verdict: snapshot store", "evidence_app.validation.snapshots:snapshot_store"),
     ("verdict: audit draw", "evidence_app.trust.audits:audit_draw"),

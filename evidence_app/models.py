@@ -335,7 +335,7 @@ class TaskAuditSettings(models.Model):
     knows nothing of audits). Only a task created with one of them has a row; without one
     every value is its default: the settings' rates (AUDIT_RATE, AUDIT_REJECT_RATE) and
     the setting's second judge (VALIDATOR_SECOND_MODEL). Written once, when the task is
-    created (``evidence_app.trust.task_settings``)."""
+    created (``evidence_app.validation.task_settings``)."""
 
     task = models.OneToOneField(
         Task, on_delete=models.CASCADE, primary_key=True, related_name="audit_settings"

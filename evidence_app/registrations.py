@@ -25,10 +25,10 @@ from evidence_app.jobs import JOB_ROUTES, PERIODIC_JOBS
 from evidence_app.models import AutoAcceptThreshold, ValidationSnapshot
 from evidence_app.trust.blinding import exposure_receiver
 from evidence_app.trust.rates import WINDOW_DAYS, trust_window
-from evidence_app.trust.task_settings import TaskSettingsFields, task_settings_checked
 from evidence_app.trust.team import audit_queue, decisions_by_role, queue_age
 from evidence_app.trust.webhook_events import WEBHOOK_EVENTS
 from evidence_app.validation.stored_verdicts import StoredVerdicts
+from evidence_app.validation.task_settings import TaskSettingsFields, task_settings_checked
 from project.celery import register_periodic
 from project.metrics import (
     PREFIX,

@@ -41,7 +41,7 @@ from evidence_app.api.trust_schemas import (
 )
 from evidence_app.models import Audit, AuditState, ReplayRequest, ValidationSnapshot
 from evidence_app.review.audit_page import audit_material
-from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
+from evidence_app.trust.agreement import agreement_stats
 from evidence_app.trust.audits import audit_judge, audit_mark_viewed
 from evidence_app.trust.blinding import (
     audit_exposure,
@@ -53,6 +53,7 @@ from evidence_app.trust.claim_labels import decision_claim_labels_add
 from evidence_app.trust.rates import trust_report
 from evidence_app.trust.team import Durations, TeamFigures, team_figures
 from evidence_app.validation.replay import replay_request
+from evidence_app.validation.selectors import judge_pair_stats
 from evidence_app.validator.templates import get_template
 from project import roles
 from project.downloads import set_attachment

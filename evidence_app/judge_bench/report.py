@@ -10,7 +10,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from evidence_app.judge_bench.conflict import conflict_targets
-from evidence_app.trust.agreement import judges_disagree
+from evidence_app.validation.routing import judges_disagree
 from evidence_app.validator.schema import STATUSES
 
 if TYPE_CHECKING:

@@ -18,13 +18,14 @@ from evidence_app.models import (
     ValidationStatus,
 )
 from evidence_app.operator import llm_requests
-from evidence_app.trust.agreement import agreement_stats, judge_pair_stats
+from evidence_app.trust.agreement import agreement_stats
 from evidence_app.trust.blinding import audit_exposures_record
 from evidence_app.trust.claim_agreement import STANCES, claim_agreement_stats
 from evidence_app.trust.team import audit_queue, queue_age
 from evidence_app.validation.selectors import (
     cost_per_accepted_answer,
     daily_costs,
+    judge_pair_stats,
 )
 from evidence_app.validator.templates import list_templates
 from project.diffs import DIFF_MAX_LINES, diff_lines

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from evidence_app.packets.task_packet import RunEvidence, TaskEvidencePacket, ToolEvidence
 from project.untrusted import wrap_external
@@ -31,6 +32,27 @@ def evidence_labels(packet: TaskEvidencePacket) -> dict[int, str]:
         for result in run.tool_results:
             labels[result.evidence_id] = f"R{len(labels) + 1}"
     return labels
+
+
+@dataclass(frozen=True)
+class CitableResult:
+    label: str
+    evidence_id: int
+    content: str
+
+
+def citable_results(packet: TaskEvidencePacket) -> dict[str, CitableResult]:
+    """Every tool result of the attempt by the ``R<n>`` label the validator saw: what its
+    citations may name (``validator.citations`` checks them against it)."""
+    labels = evidence_labels(packet)
+    out: dict[str, CitableResult] = {}
+    for run in packet.all_runs:
+        for result in run.tool_results:
+            label = labels[result.evidence_id]
+            out[label] = CitableResult(
+                label=label, evidence_id=result.evidence_id, content=result.content
+            )
+    return out
 
 
 class _Renderer:

@@ -161,14 +161,12 @@ def _prepared() -> tuple[Prepared, Prepared, Prepared]:
 def build_packet(task: Task, attempt: int) -> TaskEvidencePacket:
     """Assemble the packet of one attempt from stored rows, in three queries of plain
     values (this runs once per validation)."""
-    prepared_runs, prepared_evidence, prepared_transcript = _prepared()
-    runs = [_Run(*row) for row in prepared_runs.rows(task_id=task.pk, attempt=attempt)]
-    evidence_by_run = _evidence_by_run(
-        runs, prepared_evidence.rows(task_id=task.pk, attempt=attempt)
+    run_rows, evidence_rows, transcript_rows = (
+        prepared.rows(task_id=task.pk, attempt=attempt) for prepared in _prepared()
     )
-    transcript_by_run = _transcript_by_run(
-        runs, prepared_transcript.rows(task_id=task.pk, attempt=attempt)
-    )
+    runs = [_Run(*row) for row in run_rows]
+    evidence_by_run = _evidence_by_run(runs, evidence_rows)
+    transcript_by_run = _transcript_by_run(runs, transcript_rows)
     main_run: RunEvidence | None = None
     team_runs: list[RunEvidence] = []
     node_results: list[NodeRunResult] = []

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from evidence_app.trust.task_settings import second_model_checked
+from evidence_app.validation.task_settings import second_model_checked
 from project.errors import DomainError
 from tasks_app.actions import parse_plan
 from tasks_app.records import ValidationPolicy

@@ -15,14 +15,9 @@ from evidence_app.models import SnapshotKind, ValidationSnapshot
 from evidence_app.review import lists, task_page, trace_tree
 from evidence_app.review.forms import NoteForm
 from evidence_app.review.queue_selectors import queue_filters, queue_position, reviewer_choices
-from evidence_app.trust.agreement import judges_disagree
 from evidence_app.trust.blinding import audit_exposures_record
-from evidence_app.validation.claims import (
-    disagreement_reason,
-    review_reason,
-    shown_claims,
-    shown_counts,
-)
+from evidence_app.validation.claims import review_reason, shown_claims, shown_counts
+from evidence_app.validation.routing import disagreement_reason, judges_disagree
 from evidence_app.validation.selectors import answer_segments, evidence_labels_of, task_cost_of
 from project.diffs import diff_lines
 from project.roles import is_operator, is_reviewer, is_staff_role

@@ -13,12 +13,6 @@ template version and model.
   ``validator_error`` made no call, so it is left out of rate and kappa (it is in
   ``count`` and ``confusion``). Both are None when nothing is left to compare; kappa is
   None when chance agreement is 1 (everyone always said the same thing).
-
-Judge versus judge (``judge_pair_stats``): every original verdict with a second judge's
-verdict beside it, grouped by (first model, second model): the same binary call for
-both, rate and kappa over the pairs where neither judge failed; ``disagreements``
-counts the pairs the routing sent to a person (a failed second judge counts as not
-accepting there).
 """
 
 from __future__ import annotations
@@ -27,17 +21,11 @@ from collections import defaultdict
 
 from pydantic import BaseModel, Field
 
-from evidence_app.models import SnapshotKind, ValidationSnapshot, ValidationStatus
+from evidence_app.models import ValidationSnapshot, ValidationStatus
 from evidence_app.trust import stats
 from tasks_app.records import Feedback, FeedbackAction
 
 HUMAN_DECISIONS = (FeedbackAction.SATISFIED, FeedbackAction.REVISE, FeedbackAction.ABANDON)
-
-
-def judges_disagree(first_status: str, second_status: str) -> bool:
-    """Two judges disagree when one accepts and the other does not (a second judge that
-    failed does not accept)."""
-    return (first_status == "accepted") != (second_status == "accepted")
 
 
 class AgreementGroup(BaseModel):
@@ -109,56 +97,4 @@ def agreement_stats() -> list[AgreementGroup]:
             )
         )
     groups.sort(key=lambda g: (-g.count, g.template_version, g.model_name))
-    return groups
-
-
-class JudgePairGroup(BaseModel):
-    first_model: str
-    second_model: str
-    count: int
-    compared: int = 0
-    agreement_rate: float | None = None
-    kappa: float | None = None
-    disagreements: int = 0
-    # first judge's status -> second judge's status -> count
-    confusion: dict[str, dict[str, int]] = Field(default_factory=dict)
-
-
-def judge_pair_stats() -> list[JudgePairGroup]:
-    """Judge-versus-judge agreement per (first model, second model), largest first."""
-    rows = (
-        ValidationSnapshot.objects.filter(kind=SnapshotKind.SECOND, companion_of__isnull=False)
-        .order_by()
-        .values_list("companion_of__model_name", "model_name", "companion_of__status", "status")
-    )
-    grouped: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
-    for first_model, second_model, first_status, second_status in rows:
-        grouped[(first_model, second_model)].append((first_status, second_status))
-    groups = []
-    error = ValidationStatus.VALIDATOR_ERROR
-    for (first_model, second_model), pairs in grouped.items():
-        confusion: dict[str, dict[str, int]] = {}
-        for first, second in pairs:
-            row = confusion.setdefault(first, {})
-            row[second] = row.get(second, 0) + 1
-        binary = [
-            (first == ValidationStatus.ACCEPTED, second == ValidationStatus.ACCEPTED)
-            for first, second in pairs
-            if error not in (first, second)
-        ]
-        groups.append(
-            JudgePairGroup(
-                first_model=first_model,
-                second_model=second_model,
-                count=len(pairs),
-                compared=len(binary),
-                agreement_rate=(
-                    sum(1 for a, b in binary if a == b) / len(binary) if binary else None
-                ),
-                kappa=cohen_kappa(binary),
-                disagreements=sum(1 for first, second in pairs if judges_disagree(first, second)),
-                confusion=confusion,
-            )
-        )
-    groups.sort(key=lambda g: (-g.count, g.first_model, g.second_model))
     return groups

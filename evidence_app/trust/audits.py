@@ -21,7 +21,6 @@ from evidence_app.models import (
     AuditView,
     TaskAuditSettings,
     ValidationSnapshot,
-    ValidationStatus,
     VerdictRoute,
 )
 from evidence_app.trust.blinding import audit_exposure, audit_refusal
@@ -30,7 +29,6 @@ from evidence_app.trust.webhook_events import EvidenceEvent
 from project.errors import Forbidden, InvalidInput, StaleAction
 from project.roles import is_operator, is_reviewer
 from tasks_app.actions import webhook_events_for_task
-from tasks_app.records import TaskStatus
 
 __all__ = [
     "AUDIT_COMMENT_MAX",
@@ -40,25 +38,11 @@ __all__ = [
     "audit_probability",
     "audit_rates_checked",
     "audit_reveal",
-    "verdict_route",
 ]
 
 AUDIT_COMMENT_MAX = 20_000
 
 _draw = random.SystemRandom()
-
-
-def verdict_route(status: str, to_status: str) -> str:
-    """Where a verdict sent the task: accepted straight to the requester, rejected back
-    for another attempt (or to failed with no usable answer), or to a person."""
-    if status == ValidationStatus.ACCEPTED and to_status == TaskStatus.AWAITING_FEEDBACK:
-        return VerdictRoute.AUTO_ACCEPTED
-    if status == ValidationStatus.REJECTED and to_status in (
-        TaskStatus.NEEDS_REVISION,
-        TaskStatus.FAILED,
-    ):
-        return VerdictRoute.AUTO_REJECTED
-    return VerdictRoute.TO_PERSON
 
 
 def audit_probability(own: TaskAuditSettings, route: str) -> float | None:

@@ -128,15 +128,6 @@ def _claim_reasons(result: dict[str, Any]) -> list[str]:
     return parts
 
 
-def disagreement_reason(
-    first_model: str, first_status: str, second_model: str, second_status: str
-) -> str:
-    """The reason a disagreement sends a task to a person, naming both verdicts."""
-    return (
-        f"judges disagree: {first_model} says {first_status}, {second_model} says {second_status}"
-    )
-
-
 def review_reason(status: str, result: dict[str, Any], error: str = "") -> str:
     """Why a verdict is not an acceptance, in one line: "sources disagree about the
     figure (R2: 46 EUR; R3 says 38 EUR)", "2 claims unsupported", "validator error: …",

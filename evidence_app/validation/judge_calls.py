@@ -16,8 +16,8 @@ from django.contrib.auth import get_user_model
 
 from evidence_app.models import TaskAuditSettings, ValidationSnapshot
 from evidence_app.packets.task_packet import TaskEvidencePacket, build_packet
-from evidence_app.trust.task_settings import NO_SECOND_JUDGE
 from evidence_app.validation.current_judge import current_judge
+from evidence_app.validation.task_settings import NO_SECOND_JUDGE
 from evidence_app.validator.judging import Judgement, judge_prompt
 from evidence_app.validator.prompt import (
     HistoryMessage,
@@ -172,7 +172,7 @@ def _judge_prompt(prompt: ValidationPrompt, plan: JudgePlan, *, task: Task) -> J
 
 def second_model_name(own: TaskAuditSettings) -> str:
     """The second judge's model for a task of settings ``own``
-    (``trust.task_settings.settings_of``): its own ``second_model``, else
+    (``task_settings.settings_of``): its own ``second_model``, else
     VALIDATOR_SECOND_MODEL; "" for none (a task's "none" turns the setting off)."""
     name = (own.second_model or "").strip()
     if name.lower() == NO_SECOND_JUDGE:

@@ -16,12 +16,25 @@ from __future__ import annotations
 from typing import Any
 
 from evidence_app.autoaccept.gate import AutoAcceptGate, below_threshold_reason
-from evidence_app.models import ValidationStatus
-from evidence_app.trust.agreement import judges_disagree
-from evidence_app.validation.claims import disagreement_reason
+from evidence_app.models import ValidationStatus, VerdictRoute
 from evidence_app.validation.judge_calls import JudgePair
 from evidence_app.validator.schema import ValidationResult
 from tasks_app.records import NO_USABLE_ANSWER, Task, TaskStatus
+
+
+def judges_disagree(first_status: str, second_status: str) -> bool:
+    """Two judges disagree when one accepts and the other does not (a second judge that
+    failed does not accept)."""
+    return (first_status == "accepted") != (second_status == "accepted")
+
+
+def disagreement_reason(
+    first_model: str, first_status: str, second_model: str, second_status: str
+) -> str:
+    """The reason a disagreement sends a task to a person, naming both verdicts."""
+    return (
+        f"judges disagree: {first_model} says {first_status}, {second_model} says {second_status}"
+    )
 
 
 def pair_target(
@@ -96,3 +109,16 @@ def verdict_target(
         else ""
     )
     return TaskStatus.NEEDS_REVIEW, {"validation_outcome": None}, reason
+
+
+def verdict_route(status: str, to_status: str) -> str:
+    """Where a verdict sent the task: accepted straight to the requester, rejected back
+    for another attempt (or to failed with no usable answer), or to a person."""
+    if status == ValidationStatus.ACCEPTED and to_status == TaskStatus.AWAITING_FEEDBACK:
+        return VerdictRoute.AUTO_ACCEPTED
+    if status == ValidationStatus.REJECTED and to_status in (
+        TaskStatus.NEEDS_REVISION,
+        TaskStatus.FAILED,
+    ):
+        return VerdictRoute.AUTO_REJECTED
+    return VerdictRoute.TO_PERSON

@@ -3,6 +3,7 @@ the cost of a task, its attempts and the system per day."""
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -13,10 +14,13 @@ from django.db.models import Count, JSONField, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import JSONObject, Substr, TruncDate
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from pydantic import BaseModel, Field
 
 from evidence_app.models import ReplayRequest, SnapshotKind, ValidationSnapshot, ValidationStatus
 from evidence_app.packets.packet_text import render_packet
 from evidence_app.packets.task_packet import build_packet
+from evidence_app.trust.stats import cohen_kappa
+from evidence_app.validation.routing import judges_disagree
 from evidence_app.validator.citations import find_quote
 from evidence_app.validator.schema import stored_result
 from project.costs import CostTotal
@@ -480,3 +484,59 @@ def recent_replay_requests(*, user: Any, limit: int = 50) -> list[ReplayRequest]
         .select_related("original__task")
         .order_by("-created_at", "-id")[:limit]
     )
+
+
+class JudgePairGroup(BaseModel):
+    first_model: str
+    second_model: str
+    count: int
+    compared: int = 0
+    agreement_rate: float | None = None
+    kappa: float | None = None
+    disagreements: int = 0
+    # first judge's status -> second judge's status -> count
+    confusion: dict[str, dict[str, int]] = Field(default_factory=dict)
+
+
+def judge_pair_stats() -> list[JudgePairGroup]:
+    """Judge versus judge: every original verdict with a second judge's verdict beside
+    it, grouped by (first model, second model), largest first: the binary call (accepted
+    or not) of both, rate and Cohen's kappa over the pairs where neither judge failed;
+    ``disagreements`` counts the pairs the routing sent to a person
+    (``routing.judges_disagree``: a failed second judge counts as not accepting there)."""
+    rows = (
+        ValidationSnapshot.objects.filter(kind=SnapshotKind.SECOND, companion_of__isnull=False)
+        .order_by()
+        .values_list("companion_of__model_name", "model_name", "companion_of__status", "status")
+    )
+    grouped: dict[tuple[str, str], list[tuple[str, str]]] = defaultdict(list)
+    for first_model, second_model, first_status, second_status in rows:
+        grouped[(first_model, second_model)].append((first_status, second_status))
+    groups = []
+    error = ValidationStatus.VALIDATOR_ERROR
+    for (first_model, second_model), pairs in grouped.items():
+        confusion: dict[str, dict[str, int]] = {}
+        for first, second in pairs:
+            row = confusion.setdefault(first, {})
+            row[second] = row.get(second, 0) + 1
+        binary = [
+            (first == ValidationStatus.ACCEPTED, second == ValidationStatus.ACCEPTED)
+            for first, second in pairs
+            if error not in (first, second)
+        ]
+        groups.append(
+            JudgePairGroup(
+                first_model=first_model,
+                second_model=second_model,
+                count=len(pairs),
+                compared=len(binary),
+                agreement_rate=(
+                    sum(1 for a, b in binary if a == b) / len(binary) if binary else None
+                ),
+                kappa=cohen_kappa(binary),
+                disagreements=sum(1 for first, second in pairs if judges_disagree(first, second)),
+                confusion=confusion,
+            )
+        )
+    groups.sort(key=lambda g: (-g.count, g.first_model, g.second_model))
+    return groups

@@ -27,8 +27,7 @@ from evidence_app.models import (
     ValidationSnapshot,
 )
 from evidence_app.packets.task_packet import build_packet
-from evidence_app.trust.audits import audit_draw, verdict_route
-from evidence_app.trust.task_settings import settings_of, settings_read, settings_sql
+from evidence_app.trust.audits import audit_draw
 from evidence_app.validation.current_judge import current_judge_of, current_judge_sql
 from evidence_app.validation.judge_calls import (
     JudgePair,
@@ -37,8 +36,9 @@ from evidence_app.validation.judge_calls import (
     judge_plan,
     second_model_name,
 )
-from evidence_app.validation.routing import pair_target
+from evidence_app.validation.routing import pair_target, verdict_route
 from evidence_app.validation.snapshots import snapshot_store
+from evidence_app.validation.task_settings import settings_of, settings_read, settings_sql
 from project.errors import StaleAction, first_line
 from tasks_app.actions import (
     ClaimKeeper,

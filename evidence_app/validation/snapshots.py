@@ -9,9 +9,9 @@ from django.conf import settings
 
 from evidence_app.models import SnapshotKind, TaskAuditSettings, ValidationSnapshot
 from evidence_app.trust.audits import audit_probability
-from evidence_app.trust.task_settings import settings_of
 from evidence_app.validation.current_judge import active_shadow_sql, shadow_enqueue
 from evidence_app.validation.judge_calls import JudgePlan
+from evidence_app.validation.task_settings import settings_of
 from evidence_app.validator.judging import Judgement
 from evidence_app.validator.schema import claim_summary
 from project.costs import CURRENCY

@@ -77,6 +77,14 @@ class EvidencePart:
     start: int  # offsets in the unsplit evidence
     end: int
 
+    @property
+    def note(self) -> str:
+        """What the validator is told of the part it reads."""
+        return (
+            f"(Evidence part {self.index} of {self.count}: characters {self.start}–{self.end} "
+            "of the rendered evidence. Judge the answer against this part only.)"
+        )
+
 
 def split_evidence(evidence: str, capacity: int) -> list[EvidencePart]:
     """Cut ``evidence`` into ordered parts of at most ``capacity`` characters (plus a
@@ -136,13 +144,6 @@ def split_evidence(evidence: str, capacity: int) -> list[EvidencePart]:
         EvidencePart(index=i, count=count, text=text, start=s, end=e)
         for i, (text, s, e) in enumerate(pieces, start=1)
     ]
-
-
-def part_note(part: EvidencePart) -> str:
-    return (
-        f"(Evidence part {part.index} of {part.count}: characters {part.start}–{part.end} of "
-        "the rendered evidence. Judge the answer against this part only.)"
-    )
 
 
 def _norm(text: str) -> str:

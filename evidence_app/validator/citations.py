@@ -19,8 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evidence_app.packets.packet_text import evidence_labels
-from evidence_app.packets.task_packet import TaskEvidencePacket
+from evidence_app.packets.packet_text import CitableResult
 from evidence_app.validator.schema import Citation, ValidationResult
 from project.untrusted import OPENERS
 
@@ -143,26 +142,6 @@ def ref_label(ref: str) -> str | None:
     """``"R3"`` for ``"R3"``, ``"[R3]"``, ``"r 3"``; None when it is no ``R<n>`` label."""
     match = _REF_RE.match(ref.strip())
     return f"R{int(match.group(1))}" if match else None
-
-
-@dataclass(frozen=True)
-class CitableResult:
-    label: str
-    evidence_id: int
-    content: str
-
-
-def citable_results(packet: TaskEvidencePacket) -> dict[str, CitableResult]:
-    """Every tool result of the attempt by the ``R<n>`` label the validator saw."""
-    labels = evidence_labels(packet)
-    out: dict[str, CitableResult] = {}
-    for run in packet.all_runs:
-        for result in run.tool_results:
-            label = labels[result.evidence_id]
-            out[label] = CitableResult(
-                label=label, evidence_id=result.evidence_id, content=result.content
-            )
-    return out
 
 
 def verify_citation(citation: Citation, results: dict[str, CitableResult]) -> Citation:

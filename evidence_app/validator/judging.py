@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.utils import timezone
@@ -21,7 +21,6 @@ from evidence_app.validator.chunking import (
     PART_OVERHEAD_CHARS,
     combine_verified,
     context_budget,
-    part_note,
     split_evidence,
 )
 from evidence_app.validator.citations import verify_result
@@ -140,6 +139,50 @@ def retry_room(budget: int, retries: int) -> int:
     return max(MIN_RETRY_ROOM_CHARS, min(RETRY_ROOM_CHARS, budget // 10))
 
 
+class _Request(NamedTuple):
+    """How each request of one validation is made: the model, its name (for the price)
+    and the schema retries with the room they may add."""
+
+    model: Model
+    model_name: str
+    retries: int
+    retry_room: int
+
+
+class _Asked(NamedTuple):
+    verdict: ValidationResult
+    outcome: StrictOutcome[ValidationResult]
+    cost: CostTotal
+
+
+def _ask(
+    judgement: Judgement,
+    prompt: ValidationPrompt,
+    request: _Request,
+    *,
+    system: str,
+    user: str,
+    output: OutputAllowance,
+    part: int | None,
+) -> _Asked:
+    """One request to the model (with its schema retries), the whole prompt's or one
+    part's: counted in ``judgement``, its verdict's citations checked against the
+    prompt's tool results."""
+    messages = _messages(system, user)
+    outcome = strict_request(
+        request.model,
+        messages,
+        ValidationResult,
+        retries=request.retries,
+        schema_hint=SCHEMA_DESCRIPTION,
+        retry_room=request.retry_room,
+        output=output,
+    )
+    result = _result_of(outcome)
+    cost = judgement.add(outcome, part=part, model_name=request.model_name)
+    return _Asked(verify_result(result, prompt.citable), outcome, cost)
+
+
 def judge_prompt(
     prompt: ValidationPrompt, *, model: Model, model_name: str, retries: int
 ) -> Judgement:
@@ -153,18 +196,17 @@ def judge_prompt(
             system_prompt=prompt.system,
             rendered_input=prompt.user,
         )
-        outcome = strict_request(
-            model,
-            _messages(prompt.system, prompt.user),
-            ValidationResult,
-            retries=retries,
-            schema_hint=SCHEMA_DESCRIPTION,
-            retry_room=min(room, budget - prompt.total_chars),
+        asked = _ask(
+            judgement,
+            prompt,
+            _Request(model, model_name, retries, min(room, budget - prompt.total_chars)),
+            system=prompt.system,
+            user=prompt.user,
             output=output_allowance(prompt),
+            part=None,
         )
-        judgement.add(outcome, part=None, model_name=model_name)
-        judgement.result = reconcile(verify_result(_result_of(outcome), prompt.citable))
-        judgement.error = outcome.error
+        judgement.result = reconcile(asked.verdict)
+        judgement.error = asked.outcome.error
         return judgement
     return _judge_in_parts(
         prompt, model=model, model_name=model_name, budget=budget, retries=retries
@@ -195,6 +237,8 @@ def _judge_in_parts(
     capacity = budget - fixed
     if capacity < MIN_EVIDENCE_CHARS:
         return _overflow(prompt, system=system, fixed=fixed, budget=budget)
+    allowance = output_allowance(prompt)
+    request = _Request(model, model_name, retries, room)
     parts = split_evidence(prompt.evidence, capacity)
     judgement = Judgement(
         result=ValidationResult.validator_error("not judged"),
@@ -203,21 +247,12 @@ def _judge_in_parts(
     )
     inputs: list[str] = []
     verdicts: list[ValidationResult] = []
-    allowance = output_allowance(prompt)
     for part in parts:
-        user = prompt.user_with(part.text, evidence_note=part_note(part))
+        user = prompt.user_with(part.text, evidence_note=part.note)
         inputs.append(PART_SEPARATOR.format(index=part.index, count=part.count) + user)
-        outcome = strict_request(
-            model,
-            _messages(system, user),
-            ValidationResult,
-            retries=retries,
-            schema_hint=SCHEMA_DESCRIPTION,
-            retry_room=room,
-            output=allowance,
+        verdict, outcome, part_cost = _ask(
+            judgement, prompt, request, system=system, user=user, output=allowance, part=part.index
         )
-        part_cost = judgement.add(outcome, part=part.index, model_name=model_name)
-        verdict = verify_result(_result_of(outcome), prompt.citable)
         verdicts.append(verdict)
         judgement.chunk_verdicts.append(
             {

@@ -19,9 +19,8 @@ from datetime import datetime
 
 from django.conf import settings
 
-from evidence_app.packets.packet_text import render_packet
+from evidence_app.packets.packet_text import CitableResult, citable_results, render_packet
 from evidence_app.packets.task_packet import TaskEvidencePacket
-from evidence_app.validator.citations import CitableResult, citable_results
 from evidence_app.validator.schema import SCHEMA_DESCRIPTION
 from evidence_app.validator.templates import TemplateVersion
 from project.untrusted import wrap_external

@@ -6,7 +6,7 @@ is nothing to store.
 
 tasks_app passes the fields through and stores none of them: a task's audit rates, who
 may set one below the floor, and its second judge are evidence_app's, kept in its own
-table beside the task (``evidence_app.trust.task_settings.task_settings_checked``,
+table beside the task (``evidence_app.validation.task_settings.task_settings_checked``,
 registered when Django starts; the tasks API shows them through ``task_settings``)."""
 
 from __future__ import annotations

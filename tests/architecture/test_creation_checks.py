@@ -3,7 +3,7 @@ evidence concepts leave tasks_app or are named extension points). tasks_app call
 checks registered on a new task's fields (``tasks_app/workflow/creation_checks.py``) and
 stores none of them; evidence_app registers the floor, who may go below it and the
 second judge's check, and keeps the values beside the task
-(``evidence_app.trust.task_settings``)."""
+(``evidence_app.validation.task_settings``)."""
 
 from __future__ import annotations
 

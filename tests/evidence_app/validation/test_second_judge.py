@@ -13,11 +13,10 @@ from pydantic_ai.messages import ModelMessage, SystemPromptPart, UserPromptPart
 from pydantic_ai.models.function import FunctionModel
 
 from evidence_app.models import Audit, TaskAuditSettings, ValidationSnapshot
-from evidence_app.trust.agreement import judge_pair_stats
-from evidence_app.trust.task_settings import settings_of
 from evidence_app.validation.judge_calls import second_model_name
-from evidence_app.validation.selectors import daily_costs, task_cost
+from evidence_app.validation.selectors import daily_costs, judge_pair_stats, task_cost
 from evidence_app.validation.services import validation_run
+from evidence_app.validation.task_settings import settings_of
 from project.costs import format_cost
 from project.llm.registry import register_model, unregister_model
 from tasks_app.models import Task, TaskEvent

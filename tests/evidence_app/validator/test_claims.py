@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 
 from evidence_app.jobs import validate_attempt_job
 from evidence_app.models import ValidationSnapshot
+from evidence_app.packets.packet_text import CitableResult
 from evidence_app.validation.services import validation_run
-from evidence_app.validator.citations import CitableResult, find_quote, verify_citation
+from evidence_app.validator.citations import find_quote, verify_citation
 from evidence_app.validator.reconcile import reconcile
 from evidence_app.validator.schema import Citation, ValidationResult, claim_summary
 from project.untrusted import neutralise
