@@ -104,3 +104,32 @@ def test_a_word_dispute_the_model_does_not_overrule_stands(settings: Any) -> Non
     snapshot = _judge(settings, MOHRA, second)
     assert snapshot.status == "insufficient_evidence", snapshot.result
     assert ("contradicts", second) in _stances(snapshot)
+
+
+NORTHWIND = (
+    "Northwind Traders runs a chain of hardware stores throughout Canada, and in Ireland"
+    " outlets in four towns."
+)
+
+
+def test_a_source_with_the_same_figure_and_another_place_is_read_by_the_model(
+    settings: Any,
+) -> None:
+    """The second source repeats the answer's figure ("four") but puts it somewhere else
+    ("Chinese towns" against "in Ireland"): the figures agree and the rules see no word in
+    another's place, so the model reads it, and reads the contradiction: a person
+    decides, with both quotes."""
+    second = "Northwind Traders has outlets in four Chinese towns."
+    snapshot = _judge(settings, NORTHWIND, second)
+    assert snapshot.status == "insufficient_evidence", snapshot.result
+    assert _stances(snapshot) == [("supports", NORTHWIND), ("contradicts", second)]
+
+
+def test_a_source_with_the_same_figure_and_only_the_answer_s_words_is_left_to_the_rules(
+    settings: Any,
+) -> None:
+    """A sentence that states the answer's figure and nothing the answer does not say is
+    the rules' to compare (they read figures better than the model): accepted."""
+    second = "Northwind Traders has outlets in four towns."
+    snapshot = _judge(settings, NORTHWIND, second)
+    assert snapshot.status == "accepted", snapshot.result
