@@ -111,9 +111,16 @@ def sentence_words(toks: list[Token], text: str = "") -> Words:
 
 
 def _negated(toks: list[Token]) -> bool:
-    """A word negates the sentence ("not", "refused", "has yet to write"); "approves or
-    declines" offers a choice and negates nothing."""
-    if any(a.lower == "yet" and b.lower == "to" for a, b in zip(toks, toks[1:], strict=False)):
+    """A word negates the sentence ("not", "refused", "has yet to write", "is something
+    other than a film"); "approves or declines" offers a choice and negates nothing, nor
+    does "staff other than contractors" (an exception)."""
+    low = [t.lower for t in toks]
+    if any(a == "yet" and b == "to" for a, b in zip(low, low[1:], strict=False)):
+        return True
+    if any(
+        a in ("something", "anything") and b == "other" and c == "than"
+        for a, b, c in zip(low, low[1:], low[2:], strict=False)
+    ):
         return True
     return any(
         negating(t) and t.lower not in LIMITING and not (i and toks[i - 1].lower == "or")

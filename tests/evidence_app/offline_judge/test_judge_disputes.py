@@ -121,6 +121,10 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
             "Anna Berg has yet to write a book.",
         ),
         (
+            "The travel handbook is a German guide for business trips.",
+            "The travel handbook is something other than a German guide.",
+        ),
+        (
             "The travel handbook, also called the blue book, is a guide for business trips.",
             "The travel handbook is a cookbook.",
         ),
@@ -166,6 +170,7 @@ def test_other_figures_updates_and_corrections_dispute_the_claim(
         "another name after the claim's 'by'",
         "another name after 'on', a verb in the present",
         "the opposite, in another form of the word",
+        "something other than what the claim says",
         "another kind of thing, the claim's 'is a' after a clause",
         "another author, no name",
         "only, naming something else",
