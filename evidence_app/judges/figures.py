@@ -31,7 +31,7 @@ from evidence_app.models import (
     ValidationStatus,
 )
 from evidence_app.trust.agreement import HUMAN_DECISIONS, cohen_kappa
-from evidence_app.trust.stats import clopper_pearson, mcnemar_exact
+from evidence_app.trust.stats import agreement_rate, clopper_pearson, mcnemar_exact
 from tasks_app.records import Feedback, FeedbackAction
 
 __all__ = [
@@ -149,7 +149,7 @@ class Agreement:
 
         return cls(
             compared=n,
-            rate=sum(1 for a, b in pairs if a == b) / n if n else None,
+            rate=agreement_rate(pairs),
             kappa=cohen_kappa(pairs),
             confusion=(
                 (count(True, True), count(True, False)),

@@ -84,14 +84,13 @@ def agreement_stats() -> list[AgreementGroup]:
             for status, action in pairs
             if status != ValidationStatus.VALIDATOR_ERROR
         ]
-        rate = sum(1 for a, b in binary if a == b) / len(binary) if binary else None
         groups.append(
             AgreementGroup(
                 template_version=template_version,
                 model_name=model_name,
                 count=len(pairs),
                 compared=len(binary),
-                agreement_rate=rate,
+                agreement_rate=stats.agreement_rate(binary),
                 kappa=cohen_kappa(binary),
                 confusion=confusion,
             )

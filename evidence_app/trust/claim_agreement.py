@@ -51,10 +51,6 @@ def counted_claim_labels() -> QuerySet[ClaimLabel]:
     )
 
 
-def _rate(pairs: list[tuple[object, object]]) -> float | None:
-    return sum(1 for a, b in pairs if a == b) / len(pairs) if pairs else None
-
-
 def claim_agreement_stats() -> list[ClaimAgreementGroup]:
     """One group per (template version, model) of the labelled validations, largest first.
     A validator verdict outside the three stances (an old or malformed result) is left
@@ -77,9 +73,9 @@ def claim_agreement_stats() -> list[ClaimAgreementGroup]:
                 template_version=template_version,
                 model_name=model_name,
                 count=len(pairs),
-                agreement_rate=_rate(list(pairs)),
+                agreement_rate=stats.agreement_rate(list(pairs)),
                 kappa=stats.cohen_kappa(pairs),
-                binary_agreement_rate=_rate(list(binary)),
+                binary_agreement_rate=stats.agreement_rate(list(binary)),
                 binary_kappa=stats.cohen_kappa(binary),
                 confusion=confusion,
             )

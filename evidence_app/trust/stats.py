@@ -26,6 +26,7 @@ __all__ = [
     "Interval",
     "PredictionStratum",
     "Stratum",
+    "agreement_rate",
     "audits_needed",
     "clopper_pearson",
     "cohen_kappa",
@@ -233,15 +234,21 @@ def ppi_interval(strata: Sequence[PredictionStratum], *, level: float = 0.95) ->
     return Interval(clipped, max(0.0, estimate - half), min(1.0, estimate + half))
 
 
+def agreement_rate(pairs: Sequence[tuple[Hashable, Hashable]]) -> float | None:
+    """The share of ``(first, second)`` pairs where the two raters agree; None when there
+    are no pairs."""
+    return sum(1 for a, b in pairs if a == b) / len(pairs) if pairs else None
+
+
 def cohen_kappa(pairs: Sequence[tuple[Hashable, Hashable]]) -> float | None:
     """Cohen's kappa of two raters over any set of categories: ``(first, second)`` per
     item. ``(p_o - p_e) / (1 - p_e)``, with ``p_e`` the agreement expected from each
     rater's own category shares. None when there are no pairs or when chance agreement
     is 1 (both raters always gave the same single category)."""
-    n = len(pairs)
-    if n == 0:
+    observed = agreement_rate(pairs)
+    if observed is None:
         return None
-    observed = sum(1 for a, b in pairs if a == b) / n
+    n = len(pairs)
     first = Counter(a for a, _ in pairs)
     second = Counter(b for _, b in pairs)
     expected = sum(first[c] * second[c] for c in first) / (n * n)

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 from evidence_app.models import ReplayRequest, SnapshotKind, ValidationSnapshot, ValidationStatus
 from evidence_app.packets.packet_text import render_packet
 from evidence_app.packets.task_packet import build_packet
-from evidence_app.trust.stats import cohen_kappa
+from evidence_app.trust.stats import agreement_rate, cohen_kappa
 from evidence_app.validation.routing import judges_disagree
 from evidence_app.validator.citations import find_quote
 from evidence_app.validator.schema import stored_result
@@ -530,9 +530,7 @@ def judge_pair_stats() -> list[JudgePairGroup]:
                 second_model=second_model,
                 count=len(pairs),
                 compared=len(binary),
-                agreement_rate=(
-                    sum(1 for a, b in binary if a == b) / len(binary) if binary else None
-                ),
+                agreement_rate=agreement_rate(binary),
                 kappa=cohen_kappa(binary),
                 disagreements=sum(1 for first, second in pairs if judges_disagree(first, second)),
                 confusion=confusion,
