@@ -50,8 +50,8 @@ def _gap_problem(gap: list[Token], following: Token | None) -> str:
     words = [t for t in words_of(gap) if t.lower not in FILLERS]
     if len(words) == 1 and words[0].lower in ("who", "which", "that"):
         return ""  # "Matt Groening who named …" states "Matt Groening named …"
-    for t in words:
-        if t.figure or t.lower in GAP_BLOCKERS:
+    for k, t in enumerate(words):
+        if t.figure or (t.lower in GAP_BLOCKERS and not plain_use(words, k)):
             return f'the sentence has "{t.text}" between the claim\'s words'
     if len(words) > MAX_GAP_WORDS:
         return "the sentence says more between the claim's words than can be checked"
@@ -75,15 +75,35 @@ def _clause_words(sentence: list[Token], start: int, stop: int, step: int) -> li
     return out
 
 
+# "appeared in", "appears as": a plain statement of where or as what, not "appears to".
+_APPEAR = frozenset({"appear", "appears", "appeared"})
+_APPEAR_PLAIN = frozenset({"in", "on", "at", "as", "with", "alongside", "opposite"})
+
+
+def plain_use(sentence: list[Token], i: int) -> bool:
+    """A blocking word used in a sense that qualifies nothing: the month in "12 May
+    1950", "appeared in" a film, the genre "science fiction"."""
+    t = sentence[i]
+    before = sentence[i - 1] if i > 0 else None
+    after = sentence[i + 1] if i + 1 < len(sentence) else None
+    if t.text == "May":
+        return any(n is not None and n.text[:1].isdigit() for n in (before, after))
+    if t.lower in _APPEAR:
+        return after is not None and after.lower in _APPEAR_PLAIN
+    if t.lower == "fiction":
+        return before is not None and before.lower == "science"
+    return False
+
+
 def _edge_problem(sentence: list[Token], first: int, last: int) -> str:
-    outside = sentence[:first] + sentence[last + 1 :]
-    for t in outside:
-        if t.lower in SENTENCE_BLOCKERS:
-            return f'the sentence qualifies it with "{t.text}"'
+    outside = [*range(first), *range(last + 1, len(sentence))]
+    for i in outside:
+        if sentence[i].lower in SENTENCE_BLOCKERS and not plain_use(sentence, i):
+            return f'the sentence qualifies it with "{sentence[i].text}"'
     before = _clause_words(sentence, first - 1, -1, -1)
     after = _clause_words(sentence, last + 1, len(sentence), 1)
-    for t in before:
-        if t.lower in PREFIX_BLOCKERS:
+    for k, t in enumerate(before):
+        if t.lower in PREFIX_BLOCKERS and not plain_use(sentence, first - 1 - k):
             return f'the sentence qualifies it with "{t.text}"'
     for t in after:
         if t.lower in SUFFIX_BLOCKERS:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from evidence_app.offline_judge.alignment import Alignment, align, contradicts
+from evidence_app.offline_judge.alignment import Alignment, align, contradicts, plain_use
 from evidence_app.offline_judge.disputes import disputing_sentence
 from evidence_app.offline_judge.relations import compute_relation
 from evidence_app.offline_judge.roles import role_objection
@@ -79,6 +79,19 @@ def name_runs(claim: list[Token]) -> list[str]:
     return [" ".join(t.text for t in run) for run in runs if len(run) > 1]
 
 
+# Up to two capitalised words between a name's words are its middle names ("Alexandra
+# Anna Daddario" is "Alexandra Daddario").
+_MIDDLE_NAMES = r"(?:\s+[A-Z][\w.'’-]*){0,2}\s+"
+
+
+def _written_whole(run: str, evidence_text: str) -> bool:
+    """The name occurs in the evidence as one name: with middle names between its words,
+    or in the plural ("Filmfare Awards")."""
+    words = run.split()
+    pattern = _MIDDLE_NAMES.join(re.escape(w) for w in words)
+    return re.search(rf"(?<![\w-]){pattern}s?(?![\w-])", evidence_text) is not None
+
+
 def spliced_names(claim: list[Token], evidence_text: str, vocabulary: set[str]) -> list[str]:
     """Names whose words all occur in the evidence, but never together."""
     flat = re.sub(r"[^a-z0-9]+", " ", evidence_text.lower())
@@ -86,7 +99,9 @@ def spliced_names(claim: list[Token], evidence_text: str, vocabulary: set[str]) 
     for run in name_runs(claim):
         words = run.lower().split()
         joined = re.sub(r"[^a-z0-9]+", " ", run.lower()).strip()
-        if all(w.strip(".") in vocabulary for w in words) and f" {joined} " not in f" {flat} ":
+        if not all(w.strip(".") in vocabulary for w in words) or f" {joined} " in f" {flat} ":
+            continue
+        if not _written_whole(run, evidence_text):
             out.append(run)
     return out
 
@@ -138,7 +153,24 @@ def _objection(
         return True  # a negation, hedge or qualifier around the claim's words
     if any(_hedged_between(b) for b in closest.blocked):
         return True  # "usually" or "not" between the claim's words
+    if any(_hedged_swap(claim, at, mine, theirs) for at, mine, theirs in closest.swaps):
+        return True  # "appeared to be" for "was"
     return any(_exact_swap(claim, at, mine, theirs) for at, mine, theirs in closest.swaps)
+
+
+def _hedged_swap(claim: list[Token], at: int, mine: list[Token], theirs: list[Token]) -> bool:
+    """The few words the sentence has in the claim's place negate or hedge it ("appeared
+    to be" for "was"), and the claim does not. A longer stretch says it otherwise: the
+    model reads it."""
+    if len(theirs) > SWAP_WORDS:
+        return False
+    own = {stem(t.lower) for t in claim}
+    # What follows the swap is the claim's next word: "also appeared" before "in".
+    read = theirs + claim[at + len(mine) : at + len(mine) + 1]
+    return any(
+        t.lower in NEGATIONS | HEDGES and not plain_use(read, k) and stem(t.lower) not in own
+        for k, t in enumerate(theirs)
+    )
 
 
 def _hedged_between(blocked: str) -> bool:
@@ -156,13 +188,40 @@ def _exact_swap(claim: list[Token], at: int, mine: list[Token], theirs: list[Tok
     if words & _PRESENT and words & _PAST:
         return True  # "is" for "was": what held is not what holds
     if len(mine) == 1 and len(theirs) == 1 and not (mine[0].punct or theirs[0].punct):
-        return True  # one word for another, the rest the same: "raises" for "lowers"
+        return _one_word_swap(mine[0], theirs[0])
     after = claim[at + len(mine) : at + len(mine) + 2]
     return len(after) == 2 and after[0].lower in _ROLE_LINKS and after[1].name
 
 
+def _one_word_swap(mine: Token, theirs: Token) -> bool:
+    """One word for another, the rest the same ("raises" for "lowers"), but for "It" where
+    the claim names its subject (whom it names is for the model to read), a linking verb
+    ("stars" for "is") or another spelling ("license" for "licence")."""
+    if theirs.lower in _REFERRING and mine.text[:1].isupper():
+        return False
+    one, other = mine.lower, theirs.lower
+    return not ({one, other} & _LINKING or _spelled_otherwise(one, other))
+
+
 # A swap of at most this many words a side is one word or name for another.
 SWAP_WORDS = 3
+# A pronoun standing where the claim names someone or something.
+_REFERRING = frozenset({"he", "she", "it", "they"})
+# Linking verbs: one in another word's place says it otherwise, it is no opposite.
+_LINKING = frozenset({"is", "are", "was", "were", "be", "been", "being"})
+# British and American spellings of one word ("licence", "colour", "organise").
+_SPELLINGS = (("our", "or"), ("ise", "ize"), ("isa", "iza"), ("ence", "ense"), ("tre", "ter"))
+
+
+def _spelled_otherwise(a: str, b: str) -> bool:
+    if a == b or a[:3] != b[:3]:
+        return False
+    for british, american in _SPELLINGS:
+        if a.replace(british, american) == b.replace(british, american):
+            return True
+    return False
+
+
 _PRESENT = frozenset({"is", "are", "has", "have"})
 _ROLE_LINKS = frozenset({"by", "of", "for", "to", "with"})
 _PAST = frozenset({"was", "were", "had"})
