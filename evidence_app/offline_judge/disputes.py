@@ -173,7 +173,11 @@ def _shared_subject(other: Words, other_toks: list[Token], claim: Claim) -> bool
     what follows says something of the same thing."""
     theirs = {t.norm for t in other_toks[: other.verb_at] if is_content(t)}
     mine = {t.norm for t in claim.toks[: claim.words.verb_at] if is_content(t)}
-    return bool(theirs & mine)
+    return bool(theirs & mine - _MODALS)
+
+
+# What may stand before the verb without being what the sentence is about.
+_MODALS = frozenset({"must", "may", "can", "could", "should", "would", "will", "shall", "might"})
 
 
 def _opening_phrase(toks: list[Token]) -> list[Token]:
@@ -361,14 +365,15 @@ def _reason(s: Sentence, claim: Claim, vocabulary: set[str]) -> str:
     update = _update_disputes(s, other, claim)
     if update is not None:
         return "an update or correction" if update else ""
-    if other_figures(claim.quantities, quantities(s.text)) or _other_months(s.toks, claim):
+    figures = other_figures(claim.quantities, quantities(s.text)) or _other_months(s.toks, claim)
+    if figures and _shared_subject(other, s.toks, claim):
         return "other figures"
     if contradicts(claim.toks, align(claim.toks, s.toks), vocabulary):
         return "another figure or name in its place"
     swapped = _put_in_place(other, s.toks, claim)
     if swapped:
         return swapped
-    if _polarity_disputes(other, s.toks, claim):
+    if _shared_subject(other, s.toks, claim) and _polarity_disputes(other, s.toks, claim):
         return "the opposite"
     if other.statement and _limited_otherwise(s.toks, other, claim):
         return "the opposite"
@@ -405,7 +410,7 @@ def disputing_sentence(
         if s is support or s.text == support.text or s.text.rstrip().endswith("?"):
             continue  # the same statement, or a question (it states nothing)
         reason = _reason(s, state, vocabulary)
-        if reason and (reason in _FIGURE_REASONS or _same_fact(s, state, support)):
+        if reason and _same_fact(s, state, support):
             return Dispute(s, reason)
     return None
 

@@ -413,3 +413,52 @@ def test_updates_of_the_claims_own_subject_still_dispute_it(settings: Any, secon
     answer = "Hotel stays on standard business trips are capped at 120 EUR a night."
     snapshot = _judge(settings, answer, second, request="What is the hotel cap per night?")
     _assert_disputed_by(snapshot, second)
+
+
+@pytest.mark.parametrize(
+    ("answer", "second", "asked"),
+    [
+        (
+            "Credits must be claimed within 30 days after the end of the month.",
+            "The following trainings must be completed within your first 14 days.",
+            "When must credits be claimed?",
+        ),
+        (
+            "Shared credentials are rotated by the owning team within five working days.",
+            "The People team confirms the last working day in writing within three working days.",
+            "When are shared credentials rotated?",
+        ),
+        (
+            "Part-time employees receive a pro-rata entitlement based on their working days.",
+            "They do not receive the weekly train.",
+            "What do part-time employees receive?",
+        ),
+    ],
+    ids=["figures of another duty", "figures of another team", "a negation of something else"],
+)
+def test_figures_and_negations_whose_subject_is_another_dispute_nothing(
+    settings: Any, answer: str, second: str, asked: str
+) -> None:
+    """Issue 44: handbook sentences that disputed true claims with other figures or a
+    negation though neither subject holds a word of the other's (what "must" and
+    "within" share is no subject)."""
+    snapshot = _judge(settings, answer, second, request=asked)
+    assert snapshot.status == "accepted", snapshot.result
+    assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
+
+
+@pytest.mark.parametrize(
+    "second",
+    [
+        "The public status page is updated within 30 minutes.",
+        "The status page is not updated within 60 minutes.",
+    ],
+    ids=["other figures", "negated"],
+)
+def test_the_same_subject_with_other_figures_or_negated_still_disputes(
+    settings: Any, second: str
+) -> None:
+    """Issue 44: the subject filter keeps the disputes about the claim's own subject."""
+    answer = "The status page is updated within 60 minutes."
+    snapshot = _judge(settings, answer, second, request="How soon is the status page updated?")
+    _assert_disputed_by(snapshot, second)
