@@ -18,7 +18,11 @@ subject, states something incompatible with it:
 A sentence is about the same subject when it shares at least two content words with the
 claim and names nobody the claim does not in its subject ("Hotel stays in London are
 capped at 180 EUR" is about London's hotels: figures about other subjects keep the claim
-supported). Restating the claim in other words disputes nothing.
+supported); it disputes only when it is about the same fact (most of its content words
+are the claim's or its support's, or it names the claim's whole subject), and other
+figures or a negation only when the two subjects share a word ("The following trainings
+must be completed within 14 days" says nothing of when credits must be claimed).
+Restating the claim in other words disputes nothing.
 """
 
 from __future__ import annotations
@@ -415,10 +419,9 @@ def disputing_sentence(
     return None
 
 
-# What the rules read of figures disputes a claim from any sentence about the same
-# subject; what they read of words (the opposite, another word or name in its place, an
-# update, another kind) only from a sentence about the same fact (``_same_fact``).
-_FIGURE_REASONS = frozenset({"other figures", "another figure or name in its place"})
+# What the rules read (other figures, the opposite, another word or name in its place,
+# an update, another kind) disputes a claim only from a sentence about the same fact
+# (``_same_fact``): a figure about something else disputes nothing.
 # A sentence is about the same fact when this share of its content words are the claim's
 # or its support's (the rules here, the entailment model's rivals in ``meaning``) ...
 SAME_FACT_SHARE = 0.5
