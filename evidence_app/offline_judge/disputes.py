@@ -18,10 +18,12 @@ subject, states something incompatible with it:
 A sentence is about the same subject when it shares at least two content words with the
 claim and names nobody the claim does not in its subject ("Hotel stays in London are
 capped at 180 EUR" is about London's hotels: figures about other subjects keep the claim
-supported); it disputes only when it is about the same fact (most of its content words
-are the claim's or its support's, or it names the claim's whole subject), and other
-figures or a negation only when the two subjects share a word ("The following trainings
-must be completed within 14 days" says nothing of when credits must be claimed).
+supported). Other figures dispute from a sentence whose subject shares a word with the
+claim's ("The following trainings must be completed within 14 days" says nothing of when
+credits must be claimed); other years alone, the words' readings and a negation only
+from a sentence about the same fact (most of its content words are the claim's or its
+support's, or it names the claim's whole subject), a negation only when the subjects
+share a word too.
 Restating the claim in other words disputes nothing.
 """
 
@@ -48,6 +50,7 @@ from evidence_app.offline_judge.claim_words import (
 )
 from evidence_app.offline_judge.quantities import (
     FULL_MONTHS,
+    Quantity,
     other_figures,
     quantities,
     same_quantity,
@@ -214,6 +217,15 @@ def _another_kind(other_toks: list[Token], claim: Claim) -> bool:
     return False
 
 
+def _years_only(claim: Claim, said: list[Quantity]) -> bool:
+    """Only the years differ: the sentence may date another event of the same subject
+    ("In 2014, Henrike Oltmanns joined as head of sales" against "In 2020 Henrike
+    Oltmanns becomes CEO"), so it disputes only from a sentence about the same fact."""
+    return not other_figures(
+        [q for q in claim.quantities if q.kind != "year"], [q for q in said if q.kind != "year"]
+    )
+
+
 def _update_disputes(s: Sentence, other: Words, claim: Claim) -> bool | None:
     """``None`` when the sentence is no update of what the claim says; ``True`` when it
     says what no longer holds, or is an update or correction whose final value the
@@ -369,9 +381,10 @@ def _reason(s: Sentence, claim: Claim, vocabulary: set[str]) -> str:
     update = _update_disputes(s, other, claim)
     if update is not None:
         return "an update or correction" if update else ""
-    figures = other_figures(claim.quantities, quantities(s.text)) or _other_months(s.toks, claim)
-    if figures and _shared_subject(other, s.toks, claim):
-        return "other figures"
+    said = quantities(s.text)
+    months = _other_months(s.toks, claim)
+    if (months or other_figures(claim.quantities, said)) and _shared_subject(other, s.toks, claim):
+        return ANOTHER_YEAR if not months and _years_only(claim, said) else "other figures"
     if contradicts(claim.toks, align(claim.toks, s.toks), vocabulary):
         return "another figure or name in its place"
     swapped = _put_in_place(other, s.toks, claim)
@@ -414,14 +427,18 @@ def disputing_sentence(
         if s is support or s.text == support.text or s.text.rstrip().endswith("?"):
             continue  # the same statement, or a question (it states nothing)
         reason = _reason(s, state, vocabulary)
-        if reason and _same_fact(s, state, support):
+        if reason and (reason in _FIGURE_REASONS or _same_fact(s, state, support)):
             return Dispute(s, reason)
     return None
 
 
-# What the rules read (other figures, the opposite, another word or name in its place,
-# an update, another kind) disputes a claim only from a sentence about the same fact
-# (``_same_fact``): a figure about something else disputes nothing.
+# What the rules read of figures disputes a claim from any sentence whose subject shares
+# a word with the claim's; what they read of words (the opposite, another word or name in
+# its place, an update, another kind) only from a sentence about the same fact
+# (``_same_fact``).
+_FIGURE_REASONS = frozenset({"other figures", "another figure or name in its place"})
+# Other years alone dispute from a sentence about the same fact only (``_years_only``).
+ANOTHER_YEAR = "another year"
 # A sentence is about the same fact when this share of its content words are the claim's
 # or its support's (the rules here, the entailment model's rivals in ``meaning``) ...
 SAME_FACT_SHARE = 0.5

@@ -433,15 +433,27 @@ def test_updates_of_the_claims_own_subject_still_dispute_it(settings: Any, secon
             "They do not receive the weekly train.",
             "What do part-time employees receive?",
         ),
+        (
+            "In 2013, the team made the decision to rebuild LatticeRoute as a web application.",
+            "By the end of 2012, LatticeRoute had six customers and the company had five"
+            " employees.",
+            "What does the source say about LatticeRoute?",
+        ),
     ],
-    ids=["figures of another duty", "figures of another team", "a negation of something else"],
+    ids=[
+        "figures of another duty",
+        "figures of another team",
+        "a negation of something else",
+        "the year of another event",
+    ],
 )
 def test_figures_and_negations_whose_subject_is_another_dispute_nothing(
     settings: Any, answer: str, second: str, asked: str
 ) -> None:
     """Issue 44: handbook sentences that disputed true claims with other figures or a
     negation though neither subject holds a word of the other's (what "must" and
-    "within" share is no subject)."""
+    "within" share is no subject), or with the year of another event (a year disputes
+    only from a sentence about the same fact)."""
     snapshot = _judge(settings, answer, second, request=asked)
     assert snapshot.status == "accepted", snapshot.result
     assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
@@ -461,4 +473,12 @@ def test_the_same_subject_with_other_figures_or_negated_still_disputes(
     """Issue 44: the subject filter keeps the disputes about the claim's own subject."""
     answer = "The status page is updated within 60 minutes."
     snapshot = _judge(settings, answer, second, request="How soon is the status page updated?")
+    _assert_disputed_by(snapshot, second)
+
+
+def test_another_year_of_the_same_event_still_disputes(settings: Any) -> None:
+    """Issue 44: a year disputes from a sentence about the same fact."""
+    answer = "In 2020, Henrike Oltmanns became chief executive."
+    second = "Henrike Oltmanns became chief executive in 2019."
+    snapshot = _judge(settings, answer, second, request="When did she become chief executive?")
     _assert_disputed_by(snapshot, second)
