@@ -221,9 +221,17 @@ def _years_only(claim: Claim, said: list[Quantity]) -> bool:
     """Only the years differ: the sentence may date another event of the same subject
     ("In 2014, Henrike Oltmanns joined as head of sales" against "In 2020 Henrike
     Oltmanns becomes CEO"), so it disputes only from a sentence about the same fact."""
+    if any(q.kind == "year" and not _calendar_year(q) for q in [*claim.quantities, *said]):
+        return False  # "for 30 years" against "born in 1948": a duration is no date
     return not other_figures(
-        [q for q in claim.quantities if q.kind != "year"], [q for q in said if q.kind != "year"]
+        [q for q in claim.quantities if not _calendar_year(q)],
+        [q for q in said if not _calendar_year(q)],
     )
+
+
+def _calendar_year(q: Quantity) -> bool:
+    """A year of the calendar ("in 2014"), not a duration ("for 30 years")."""
+    return q.kind == "year" and q.value >= 1000
 
 
 def _update_disputes(s: Sentence, other: Words, claim: Claim) -> bool | None:

@@ -482,3 +482,17 @@ def test_another_year_of_the_same_event_still_disputes(settings: Any) -> None:
     second = "Henrike Oltmanns became chief executive in 2019."
     snapshot = _judge(settings, answer, second, request="When did she become chief executive?")
     _assert_disputed_by(snapshot, second)
+
+
+def test_a_duration_in_years_is_no_year_of_another_event(settings: Any) -> None:
+    """Issue 44: "for 30 years" is a duration, not a calendar year: it disputes a career
+    "over five decades" from any sentence naming the subject, as other figures do."""
+    answer = (
+        "Alice Cooper (born February 4, 1948) is an American singer whose career spans over"
+        " five decades."
+    )
+    second = "Alice Cooper has been working in his field for 30 years."
+    snapshot = _judge(
+        settings, answer, second, request="What does the source say about Alice Cooper?"
+    )
+    _assert_disputed_by(snapshot, second)
