@@ -219,22 +219,15 @@ WORD_DISPUTES = frozenset(
 )
 
 
-# The claim entails a sentence the rules dispute it with from this probability: the
-# sentence restates a part of it, it disputes nothing (set on the conflict cases' dev
-# half: 0.9 kept 52 of 59 controls instead of 50 and let no more conflicts through; 0.7
-# let one more through).
-RESTATES = 0.9
-
-
 def _words_misread(claim_text: str, sentence: Sentence, dispute: str) -> bool:
     """The model overrules a dispute the rules read from words alone: the claim entails
-    the sentence (``RESTATES``: it states a part of the claim in other words, "Mohra is an
+    the sentence (``ENTAILS``: it states a part of the claim in other words, "Mohra is an
     action movie" beside "Mohra is a 1994 Indian action thriller film"), or, for "that it
     is something else", it reads less than ``CONFIRMS`` contradiction between them."""
     forward, backward = shared_model().score(
         [(sentence.text, claim_text), (claim_text, sentence.text)]
     )
-    if backward.entailment >= RESTATES:
+    if backward.entailment >= ENTAILS:
         return True
     contradiction = max(forward.contradiction, backward.contradiction)
     return dispute == ANOTHER_KIND and contradiction < CONFIRMS
