@@ -50,9 +50,9 @@ def _gap_problem(gap: list[Token], following: Token | None) -> str:
     words = [t for t in words_of(gap) if t.lower not in FILLERS]
     if len(words) == 1 and words[0].lower in ("who", "which", "that"):
         return ""  # "Matt Groening who named …" states "Matt Groening named …"
-    for k, t in enumerate(words):
-        if t.figure or (t.lower in GAP_BLOCKERS and not plain_use(words, k)):
-            return f'the sentence has "{t.text}" between the claim\'s words'
+    blocker = _blocker(words)
+    if blocker:
+        return blocker
     if len(words) > MAX_GAP_WORDS:
         return "the sentence says more between the claim's words than can be checked"
     names = [t for t in words if t.name]
@@ -61,6 +61,24 @@ def _gap_problem(gap: list[Token], following: Token | None) -> str:
     adjective = len(words) == 1 and following is not None and not following.name
     if names and not adjective:
         return f'the sentence names "{names[0].text}" between the claim\'s words'
+    return ""
+
+
+def _blocker(words: list[Token]) -> str:
+    """The first figure, negation, hedge, limiter or role word among the words between
+    the claim's, as the objection reads it: one in an aside qualifies the aside ("(also
+    romanized Qur'an or Koran)"), "about" before a figure the claim omits qualifies that
+    figure ("about 6,852 islands" for "islands")."""
+    for k, t in enumerate(words):
+        if t.figure:
+            return f'the sentence has "{t.text}" between the claim\'s words'
+        if t.lower not in GAP_BLOCKERS or plain_use(words, k):
+            continue
+        if t.paren > 0:
+            return f'the sentence has "{t.text}" in an aside between the claim\'s words'
+        if t.lower in APPROXIMATE and k + 1 < len(words) and words[k + 1].figure:
+            return f'the sentence has "{words[k + 1].text}" between the claim\'s words'
+        return f'the sentence has "{t.text}" between the claim\'s words'
     return ""
 
 
@@ -75,6 +93,10 @@ def _clause_words(sentence: list[Token], start: int, stop: int, step: int) -> li
     return out
 
 
+# Words that make a figure after them approximate.
+APPROXIMATE = frozenset(
+    "about approximately around roughly nearly almost over under some circa".split()
+)
 # "appeared in", "appears as": a plain statement of where or as what, not "appears to".
 _APPEAR = frozenset({"appear", "appears", "appeared"})
 _APPEAR_PLAIN = frozenset({"in", "on", "at", "as", "with", "alongside", "opposite"})

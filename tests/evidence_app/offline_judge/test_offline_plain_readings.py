@@ -2,7 +2,8 @@
 entailed, on what is no qualifier and no other name: the month in "12 May 1950" is no
 "may", "appeared in" is no "appears to", "science fiction" is a genre, a middle name
 does not splice a name, "It" where the claim names its subject, a linking verb or a
-British spelling in one word's place. Each now leaves the claim to the model, and the
+British spelling in one word's place, an "or" inside a parenthesis, "about" before a
+figure the claim does not state. Each now leaves the claim to the model, and the
 objections they were mistaken for still stand."""
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ PLAIN = [
         "Red Bull Racing races under an Austrian license.",
         "Red Bull Racing races under an Austrian licence.",
     ),
+    (
+        "The Quran is the central religious text of Islam.",
+        "The Quran (also romanized Qur'an or Koran) is the central religious text of Islam.",
+    ),
+    ("Japan consists of islands.", "Japan consists of about 6,852 islands."),
 ]
 
 
@@ -69,6 +75,8 @@ OBJECTED = [
         "Barack Obama was a president. George W. Bush was a president.",
     ),
     ("The company raises prices in May.", "The company lowers prices in May."),
+    ("Japan consists of 6,852 islands.", "Japan consists of about 6,852 islands."),
+    ("The Quran is a religious text.", "The Quran is, or was, a religious text."),
 ]
 
 
