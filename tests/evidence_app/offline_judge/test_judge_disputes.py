@@ -37,6 +37,11 @@ def _stances(snapshot: Any) -> list[tuple[str, str, bool]]:
     return [(c["stance"], c["quote"], c["verified"]) for c in claim["citations"]]
 
 
+def _assert_accepted_undisputed(snapshot: Any) -> None:
+    assert snapshot.status == "accepted", snapshot.result
+    assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
+
+
 def _assert_disputed_by(snapshot: Any, second: str) -> None:
     """A person decides, and the claim's second citation is ``second``, contradicting."""
     assert snapshot.status == "insufficient_evidence", snapshot.result
@@ -205,8 +210,7 @@ def test_restatements_and_figures_about_other_subjects_keep_the_claim_accepted(
 ) -> None:
     answer = "The maximum hotel rate is 120 EUR per night."
     snapshot = _judge(settings, answer, second)
-    assert snapshot.status == "accepted", snapshot.result
-    assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
+    _assert_accepted_undisputed(snapshot)
 
 
 def test_a_preposition_of_the_same_sense_keeps_the_claim_accepted(settings: Any) -> None:
@@ -295,8 +299,7 @@ def test_figures_about_another_period_or_freeze_keep_the_deep_fact_accepted(
     that shares the claim's words only after its verb ("the code of conduct", "annual
     leave"), nor by another freeze's dates."""
     snapshot = _judge(settings, FREEZE, second, request=FREEZE_REQUEST)
-    assert snapshot.status == "accepted", snapshot.result
-    assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
+    _assert_accepted_undisputed(snapshot)
 
 
 @pytest.mark.parametrize(
@@ -393,8 +396,7 @@ def test_handbook_sentences_that_update_or_negate_something_else_dispute_nothing
     used to" states a purpose, not the past; "or declines" offers a choice, it negates
     nothing."""
     snapshot = _judge(settings, answer, second, request=asked)
-    assert snapshot.status == "accepted", snapshot.result
-    assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
+    _assert_accepted_undisputed(snapshot)
 
 
 @pytest.mark.parametrize(
@@ -455,8 +457,7 @@ def test_figures_and_negations_whose_subject_is_another_dispute_nothing(
     "within" share is no subject), or with the year of another event (a year disputes
     only from a sentence about the same fact)."""
     snapshot = _judge(settings, answer, second, request=asked)
-    assert snapshot.status == "accepted", snapshot.result
-    assert [s for s, _q, _v in _stances(snapshot)] == ["supports"]
+    _assert_accepted_undisputed(snapshot)
 
 
 @pytest.mark.parametrize(
