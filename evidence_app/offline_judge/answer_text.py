@@ -29,7 +29,7 @@ _ABBREVIATIONS = frozenset(
     jan feb mar apr jun jul aug sep sept oct nov dec approx fig vol ed eds""".split()
 )
 _QUOTE_RE = re.compile(r'^"(?P<sentence>.+)"\s*(\((source|sources):[^)]*\))?\.?$')
-LETTERS_RE = re.compile(r"[A-Za-z]+")
+LETTERS_RE = re.compile(r"[^\W\d_]+")
 FIGURE_QUESTION_RE = re.compile(
     r"\b(how (many|much|long|often|old|far)|what percentage|which percentage|when|what date|"
     r"what year|which year)\b",

@@ -94,11 +94,11 @@ def _written_whole(run: str, evidence_text: str) -> bool:
 
 def spliced_names(claim: list[Token], evidence_text: str, vocabulary: set[str]) -> list[str]:
     """Names whose words all occur in the evidence, but never together."""
-    flat = re.sub(r"[^a-z0-9]+", " ", evidence_text.lower())
+    flat = re.sub(r"[\W_]+", " ", evidence_text.lower())
     out = []
     for run in name_runs(claim):
         words = run.lower().split()
-        joined = re.sub(r"[^a-z0-9]+", " ", run.lower()).strip()
+        joined = re.sub(r"[\W_]+", " ", run.lower()).strip()
         if not all(w.strip(".") in vocabulary for w in words) or f" {joined} " in f" {flat} ":
             continue
         if not _written_whole(run, evidence_text):

@@ -116,8 +116,8 @@ def _kind_notes(claim: str, said: str, request: str) -> list[str]:
 def short_answer(claim: str, request: str, evidence_text: str, vocabulary: set[str]) -> Finding:
     """A one- or two-word answer names something; whether the evidence gives it for what
     the question asks is a judgement a person makes. The note says what was checked."""
-    flat = " " + re.sub(r"[^a-z0-9]+", " ", evidence_text.lower()) + " "
-    said = re.sub(r"[^a-z0-9]+", " ", claim.lower()).strip()
+    flat = " " + re.sub(r"[\W_]+", " ", evidence_text.lower()) + " "
+    said = re.sub(r"[\W_]+", " ", claim.lower()).strip()
     notes = _kind_notes(claim, said, request)
     if said and f" {said} " in flat:
         notes.append(

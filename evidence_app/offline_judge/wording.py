@@ -75,7 +75,7 @@ _WAS = frozenset({"was", "were"})
 _HAVE = frozenset({"has", "have", "having"})
 _DO = frozenset({"do", "does", "did"})
 _CONTRACTIONS = {"won't": "will", "can't": "can", "shan't": "shall"}
-_TOKEN_RE = re.compile(r"\d[\d,.:/]*\d|\d|[A-Za-z][A-Za-z'’\-]*|[(),;:\[\]]")
+_TOKEN_RE = re.compile(r"\d[\d,.:/]*\d|\d|[^\W\d_](?:[^\W\d_]|['’\-])*|[(),;:\[\]]")
 
 
 def stem(word: str) -> str:

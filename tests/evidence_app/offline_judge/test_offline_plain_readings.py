@@ -104,3 +104,16 @@ def test_a_claim_naming_the_subject_of_it_is_accepted_through_the_model(settings
     snapshot = validation_run(task_id=task.pk, attempt_index=1)
     assert snapshot is not None
     assert snapshot.result["status"] == "accepted", snapshot.result
+
+
+def test_names_with_letters_beyond_ascii_are_read_whole() -> None:
+    """Issue 44: "Müller" was read as "M" and "ller", so a sentence naming "Möller"
+    stated a claim about "Müller", and "Eugène Ionesco" was never written as the claim
+    writes it."""
+    evidence = "Travel above 2,000 EUR is approved by Jürgen Möller."
+    wrong = _finding("Travel above 2,000 EUR is approved by Jürgen Müller.", evidence)
+    assert wrong.verdict != "supported"
+    right = _finding("Travel above 2,000 EUR is approved by Jürgen Möller.", evidence)
+    assert right.verdict == "supported"
+    play = _finding("Exit the King is by Eugène Ionesco.", "Exit the King is by Eugène Ionesco.")
+    assert play.verdict == "supported"
