@@ -12,8 +12,10 @@ from evidence_app.offline_judge.wording import (
     COMPARATOR_WORDS,
     FILLERS,
     GAP_BLOCKERS,
+    HEDGES,
     LIMITERS,
     MAX_GAP_WORDS,
+    NEGATIONS,
     PREFIX_BLOCKERS,
     SENTENCE_BLOCKERS,
     SUFFIX_BLOCKERS,
@@ -26,6 +28,18 @@ from evidence_app.offline_judge.wording import (
 )
 
 
+@dataclass(frozen=True)
+class Blocker:
+    """Why the sentence does not state the claim plainly, and whether it is an objection:
+    a negation, hedge, limiter or qualifier around or between the claim's words, which
+    no reading of meaning may overrule ("usually" or "not" between them). A figure, a
+    role word, a name or more words than can be checked between them, or a hedge inside
+    an aside, are left for the model to read."""
+
+    why: str
+    objection: bool = False
+
+
 @dataclass
 class Alignment:
     """How one claim lines up with one evidence sentence."""
@@ -35,51 +49,55 @@ class Alignment:
     # (position in the claim, claim words, sentence words) put in each other's place
     swaps: list[tuple[int, list[Token], list[Token]]] = field(default_factory=list)
     comparisons_held: int = 0
-    blocked: list[str] = field(default_factory=list)  # why it is not a plain statement
+    blocked: list[Blocker] = field(default_factory=list)  # why it is not a plain statement
 
     @property
     def states(self) -> bool:
         return self.matched > 0 and not (self.missing or self.swaps or self.blocked)
 
 
-def _gap_problem(gap: list[Token], following: Token | None) -> str:
+def _gap_problem(gap: list[Token], following: Token | None) -> Blocker | None:
     """Why the sentence's words between two matched runs of the claim change its meaning
-    ("" when they are a harmless aside)."""
+    (None when they are a harmless aside)."""
     if gap and all(t.paren > 0 or t.text in "()[]" for t in gap):
-        return ""  # a parenthesis: an aside
+        return None  # a parenthesis: an aside
     words = [t for t in words_of(gap) if t.lower not in FILLERS]
     if len(words) == 1 and words[0].lower in ("who", "which", "that"):
-        return ""  # "Matt Groening who named …" states "Matt Groening named …"
+        return None  # "Matt Groening who named …" states "Matt Groening named …"
     blocker = _blocker(words)
     if blocker:
         return blocker
     if len(words) > MAX_GAP_WORDS:
-        return "the sentence says more between the claim's words than can be checked"
+        return Blocker("the sentence says more between the claim's words than can be checked")
     names = [t for t in words if t.name]
     # One capitalised word before a lowercase word is an adjective ("a Danish actress");
     # before another name it may make a different name ("Mary Jones" for "Jones").
     adjective = len(words) == 1 and following is not None and not following.name
     if names and not adjective:
-        return f'the sentence names "{names[0].text}" between the claim\'s words'
-    return ""
+        return Blocker(f'the sentence names "{names[0].text}" between the claim\'s words')
+    return None
 
 
-def _blocker(words: list[Token]) -> str:
+def _blocker(words: list[Token]) -> Blocker | None:
     """The first figure, negation, hedge, limiter or role word among the words between
-    the claim's, as the objection reads it: one in an aside qualifies the aside ("(also
-    romanized Qur'an or Koran)"), "about" before a figure the claim omits qualifies that
-    figure ("about 6,852 islands" for "islands")."""
+    the claim's. A negation, hedge or limiter is an objection, but for one in an aside,
+    which qualifies the aside ("(also romanized Qur'an or Koran)"), and "about" before a
+    figure the claim omits, which qualifies that figure ("about 6,852 islands" for
+    "islands")."""
     for k, t in enumerate(words):
         if t.figure:
-            return f'the sentence has "{t.text}" between the claim\'s words'
+            return Blocker(f'the sentence has "{t.text}" between the claim\'s words')
         if t.lower not in GAP_BLOCKERS or plain_use(words, k):
             continue
         if t.paren > 0:
-            return f'the sentence has "{t.text}" in an aside between the claim\'s words'
+            return Blocker(f'the sentence has "{t.text}" in an aside between the claim\'s words')
         if t.lower in APPROXIMATE and k + 1 < len(words) and words[k + 1].figure:
-            return f'the sentence has "{words[k + 1].text}" between the claim\'s words'
-        return f'the sentence has "{t.text}" between the claim\'s words'
-    return ""
+            return Blocker(f'the sentence has "{words[k + 1].text}" between the claim\'s words')
+        return Blocker(
+            f'the sentence has "{t.text}" between the claim\'s words',
+            objection=t.lower in NEGATIONS | HEDGES | LIMITERS,
+        )
+    return None
 
 
 def _clause_words(sentence: list[Token], start: int, stop: int, step: int) -> list[Token]:
@@ -117,20 +135,25 @@ def plain_use(sentence: list[Token], i: int) -> bool:
     return False
 
 
-def _edge_problem(sentence: list[Token], first: int, last: int) -> str:
+def _edge_problem(sentence: list[Token], first: int, last: int) -> Blocker | None:
+    """A negation, hedge or qualifier around the claim's words: an objection."""
     outside = [*range(first), *range(last + 1, len(sentence))]
     for i in outside:
         if sentence[i].lower in SENTENCE_BLOCKERS and not plain_use(sentence, i):
-            return f'the sentence qualifies it with "{sentence[i].text}"'
+            return _qualified(sentence[i])
     before = _clause_words(sentence, first - 1, -1, -1)
     after = _clause_words(sentence, last + 1, len(sentence), 1)
     for k, t in enumerate(before):
         if t.lower in PREFIX_BLOCKERS and not plain_use(sentence, first - 1 - k):
-            return f'the sentence qualifies it with "{t.text}"'
+            return _qualified(t)
     for t in after:
         if t.lower in SUFFIX_BLOCKERS:
-            return f'the sentence qualifies it with "{t.text}"'
-    return ""
+            return _qualified(t)
+    return None
+
+
+def _qualified(word: Token) -> Blocker:
+    return Blocker(f'the sentence qualifies it with "{word.text}"', objection=True)
 
 
 def _single_name_after(gap: list[Token], sentence: list[Token], j2: int) -> bool:

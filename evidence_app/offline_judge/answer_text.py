@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from evidence_app.offline_judge import grounding
 from evidence_app.offline_judge.grounding import Sentence
+from evidence_app.offline_judge.wording import CAPITAL, LETTER, SMALL
 
 QUESTION_WORDS = frozenset(
     """many much long often old far percentage date source sources say says said tell know
@@ -23,13 +24,15 @@ BLOCK_RE = re.compile(
 TOOL_RESULT_LABEL_RE = re.compile(r"^R\d+ .+ result( \(continued\))?$")
 # A sentence ends at . ! ? before a space and a capital, digit or quote, or straight
 # before a capitalised word ("century.First"); not after an initial or an abbreviation.
-_BOUNDARY_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(*“‘])|(?<=[a-z]{2}[.!?])(?=[A-Z][a-z])")
+_BOUNDARY_RE = re.compile(
+    rf"(?<=[.!?])\s+(?={CAPITAL}|[0-9\"'(*“‘])|(?<={SMALL}{{2}}[.!?])(?={CAPITAL}{SMALL})"
+)
 _ABBREVIATIONS = frozenset(
     """mr mrs ms dr st jr sr prof inc ltd co no vs etc mt ft gen col capt lt sgt rev hon
     jan feb mar apr jun jul aug sep sept oct nov dec approx fig vol ed eds""".split()
 )
 _QUOTE_RE = re.compile(r'^"(?P<sentence>.+)"\s*(\((source|sources):[^)]*\))?\.?$')
-LETTERS_RE = re.compile(r"[^\W\d_]+")
+LETTERS_RE = re.compile(f"{LETTER}+")
 FIGURE_QUESTION_RE = re.compile(
     r"\b(how (many|much|long|often|old|far)|what percentage|which percentage|when|what date|"
     r"what year|which year)\b",

@@ -81,10 +81,10 @@ def name_word(i: int, t: Token) -> bool:
 def _verb_at(toks: list[Token]) -> int:
     verbs = (i for i, t in enumerate(toks) if t.norm in VERBISH or _past_form(t))
     found = next(verbs, None)
-    return _present_verb_at(toks) if found is None else found
+    return present_verb_at(toks) if found is None else found
 
 
-def _present_verb_at(toks: list[Token]) -> int:
+def present_verb_at(toks: list[Token]) -> int:
     """Without a form of "be", "have", "do" or a past form, the first word in lower case
     ending in "s" after the opening words ("Poldark airs on …", "The holiday freeze covers
     …"), else the sentence's length."""

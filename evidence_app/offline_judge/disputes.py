@@ -44,6 +44,7 @@ from evidence_app.offline_judge.claim_words import (
     known_name,
     name_word,
     negating,
+    present_verb_at,
     sentence_words,
     subject_of,
     unpossessed,
@@ -63,8 +64,10 @@ from evidence_app.offline_judge.substitutions import (
     word_swapped,
 )
 from evidence_app.offline_judge.wording import (
+    CAPITAL,
     FILLERS,
     FUNCTION_WORDS,
+    ROLE_WORDS,
     Sentence,
     Token,
     stem,
@@ -185,6 +188,68 @@ def _shared_subject(other: Words, other_toks: list[Token], claim: Claim) -> bool
 
 # What may stand before the verb without being what the sentence is about.
 _MODALS = frozenset({"must", "may", "can", "could", "should", "would", "will", "shall", "might"})
+# Words that begin a phrase about something the subject has, or where or when it is
+# ("Mailboxes of former employees", "Employees in Germany"): the subject's own words
+# come before them.
+_PHRASE_WORDS = ROLE_WORDS | frozenset(
+    "in on at during after before per within under over and or if when".split()
+)
+
+
+def _subject_head(toks: list[Token], verb_at: int) -> frozenset[str]:
+    """The words that name what the sentence is about: those before its verb, after an
+    opening phrase set off by a comma ("Formally, in Germany a parental leave request
+    must …": parental, leave, request), up to the first word that begins a phrase about
+    something else ("Mailboxes of former employees": mailboxes); of those, the last (the
+    head: "The release dashboard" is a dashboard) and the names. None when the subject
+    is a pronoun or left out ("Post this in the channel").
+
+    A word in lower case ending in "s" before a later verb may be the verb ("Fully remote
+    employees observe the holidays of the location named in …"): the subject is read
+    before it first, and before the verb when that leaves none ("During business hours,
+    a member of the team answers")."""
+    return _head_before(toks[: min(verb_at, present_verb_at(toks))]) or _head_before(toks[:verb_at])
+
+
+def _head_before(before: list[Token]) -> frozenset[str]:
+    words = before[max((i + 1 for i, t in enumerate(before) if t.punct), default=0) :]
+    if words and words[0].lower in _PHRASE_WORDS:
+        # "In Germany a request …": the subject starts at its article.
+        article = next((i for i, t in enumerate(words) if t.lower in FILLERS), len(words))
+        words = words[article:]
+    words = words[: present_verb_at(words)]
+    phrase: list[Token] = []
+    for t in words:
+        if t.lower in _PHRASE_WORDS and phrase:
+            break
+        if is_content(t):
+            phrase.append(t)
+    if not phrase:
+        return frozenset()
+    # Its last word and its names: "The release dashboard" is a dashboard.
+    return frozenset(t.norm for t in phrase if t.name) | {phrase[-1].norm}
+
+
+# Words before the colon of a label ("People team: people@…", "`team`: the owning team").
+LABEL_WORDS = 3
+
+
+def _label_line(toks: list[Token]) -> bool:
+    """The sentence opens with a label of a few words and a colon, no verb before it: it
+    says what the label stands for, not something of the claim's subject."""
+    colon = next((i for i, t in enumerate(toks[: LABEL_WORDS + 1]) if t.text == ":"), None)
+    return colon is not None and sentence_words(toks[:colon]).verb_at >= colon
+
+
+def _same_head(other: Words, other_toks: list[Token], claim: Claim) -> bool:
+    """Both sentences are about the same thing, as their subjects' heads show: "Part-time
+    employees receive four days" and "Mailboxes of former employees are deleted 90 days
+    after" are not."""
+    mine = _subject_head(claim.toks, claim.words.verb_at)
+    theirs = _subject_head(other_toks, other.verb_at)
+    if not (mine and theirs):
+        return True  # a pronoun or no subject: the words cannot tell
+    return bool(theirs & mine - _MODALS)
 
 
 def _opening_phrase(toks: list[Token]) -> list[Token]:
@@ -249,7 +314,7 @@ def _update_disputes(s: Sentence, other: Words, claim: Claim) -> bool | None:
     final = quantities(tail)
     if final:
         return not any(same_quantity(final[-1], q) for q in claim.quantities)
-    names = re.findall(r"\b[A-Z][\w'’-]+", tail)
+    names = re.findall(rf"\b{CAPITAL}[\w'’-]+", tail)
     return bool(names) and names[-1].lower() not in claim.known
 
 
@@ -391,14 +456,20 @@ def _reason(s: Sentence, claim: Claim, vocabulary: set[str]) -> str:
         return "an update or correction" if update else ""
     said = quantities(s.text)
     months = _other_months(s.toks, claim)
-    if (months or other_figures(claim.quantities, said)) and _shared_subject(other, s.toks, claim):
+    shared = _shared_subject(other, s.toks, claim)
+    same_head = _same_head(other, s.toks, claim)
+    if (months or other_figures(claim.quantities, said)) and shared and same_head:
         return ANOTHER_YEAR if not months and _years_only(claim, said) else "other figures"
     if contradicts(claim.toks, align(claim.toks, s.toks), vocabulary):
         return "another figure or name in its place"
+    if not same_head or _label_line(s.toks):
+        # What follows is about another thing the claim's words also name, or the
+        # sentence says what a label stands for ("People team: people@…").
+        return ""
     swapped = _put_in_place(other, s.toks, claim)
     if swapped:
         return swapped
-    if _shared_subject(other, s.toks, claim) and _polarity_disputes(other, s.toks, claim):
+    if shared and _polarity_disputes(other, s.toks, claim):
         return "the opposite"
     if other.statement and _limited_otherwise(s.toks, other, claim):
         return "the opposite"
@@ -409,10 +480,22 @@ def _reason(s: Sentence, claim: Claim, vocabulary: set[str]) -> str:
     return ""
 
 
+# "This document explains …" in one tool result and "Nothing in this document is a
+# policy" in another speak of two documents.
+_THIS_DOCUMENT_RE = re.compile(
+    r"\b(this|these) (document|documents|page|policy|handbook|manual|guide|section|chapter)\b",
+    re.IGNORECASE,
+)
+
+
 def about_something_else(claim_text: str, support: Sentence, other: Sentence) -> bool:
     """The sentence is about another subject than the claim ("Hotel stays in London"
     beside hotel stays on business trips) or another kind of it ("The holiday freeze"
-    beside "The annual peak-season code freeze"), as the words show."""
+    beside "The annual peak-season code freeze"), as the words show, or about its own
+    document ("this document") where it comes from another tool result than the
+    claim's support."""
+    if other.source != support.source and _THIS_DOCUMENT_RE.search(other.text):
+        return True
     claim = tokens(claim_text)
     known = {t.lower for t in claim + support.toks if not t.punct}
     state = Claim(claim, claim_text, sentence_words(claim), quantities(claim_text), known)
@@ -435,7 +518,7 @@ def disputing_sentence(
         if s is support or s.text == support.text or s.text.rstrip().endswith("?"):
             continue  # the same statement, or a question (it states nothing)
         reason = _reason(s, state, vocabulary)
-        if reason and (reason in _FIGURE_REASONS or _same_fact(s, state, support)):
+        if reason and (reason in _FIGURE_REASONS or _same_fact(s, state, support, reason)):
             return Dispute(s, reason)
     return None
 
@@ -452,12 +535,16 @@ ANOTHER_YEAR = "another year"
 SAME_FACT_SHARE = 0.5
 
 
-def _same_fact(s: Sentence, claim: Claim, support: Sentence) -> bool:
+def _same_fact(s: Sentence, claim: Claim, support: Sentence, reason: str = "") -> bool:
     """... or it names the claim's whole subject ("Hybrid employees do not receive an
-    internet allowance" is not about "Fully remote employees")."""
+    internet allowance" is not about "Fully remote employees"), but for another year:
+    a subject has many dated events ("In 2014, Henrike Oltmanns joined as head of
+    sales" dates no "| 2020 | Henrike Oltmanns becomes CEO")."""
     theirs = sentence_words(s.toks).content
     known = claim.words.content | sentence_words(support.toks).content
     if theirs and len(theirs & known) / len(theirs) >= SAME_FACT_SHARE:
         return True
+    if reason == ANOTHER_YEAR:
+        return False
     subject = subject_of(claim.toks)
     return bool(subject) and subject <= unpossessed(s.toks)

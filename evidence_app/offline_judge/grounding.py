@@ -29,14 +29,15 @@ from evidence_app.offline_judge.disputes import disputing_sentence
 from evidence_app.offline_judge.relations import compute_relation
 from evidence_app.offline_judge.roles import role_objection
 from evidence_app.offline_judge.wording import (
+    CAPITAL,
     FILLERS,
     HEDGES,
-    LIMITERS,
     NEGATIONS,
     Finding,
     Sentence,
     Token,
     essential,
+    flat,
     sentence,
     stem,
     tokens,
@@ -81,7 +82,7 @@ def name_runs(claim: list[Token]) -> list[str]:
 
 # Up to two capitalised words between a name's words are its middle names ("Alexandra
 # Anna Daddario" is "Alexandra Daddario").
-_MIDDLE_NAMES = r"(?:\s+[A-Z][\w.'’-]*){0,2}\s+"
+_MIDDLE_NAMES = rf"(?:\s+{CAPITAL}[\w.'’-]*){{0,2}}\s+"
 
 
 def _written_whole(run: str, evidence_text: str) -> bool:
@@ -94,12 +95,11 @@ def _written_whole(run: str, evidence_text: str) -> bool:
 
 def spliced_names(claim: list[Token], evidence_text: str, vocabulary: set[str]) -> list[str]:
     """Names whose words all occur in the evidence, but never together."""
-    flat = re.sub(r"[\W_]+", " ", evidence_text.lower())
+    evidence = f" {flat(evidence_text)} "
     out = []
     for run in name_runs(claim):
         words = run.lower().split()
-        joined = re.sub(r"[\W_]+", " ", run.lower()).strip()
-        if not all(w.strip(".") in vocabulary for w in words) or f" {joined} " in f" {flat} ":
+        if not all(w.strip(".") in vocabulary for w in words) or f" {flat(run)} " in evidence:
             continue
         if not _written_whole(run, evidence_text):
             out.append(run)
@@ -149,10 +149,8 @@ def _objection(
         return True
     if closest is None:
         return False
-    if any(b.startswith("the sentence qualifies it") for b in closest.blocked):
-        return True  # a negation, hedge or qualifier around the claim's words
-    if any(_hedged_between(b) for b in closest.blocked):
-        return True  # "usually" or "not" between the claim's words
+    if any(b.objection for b in closest.blocked):
+        return True  # a negation, hedge or qualifier around or between the claim's words
     if any(_hedged_swap(claim, at, mine, theirs) for at, mine, theirs in closest.swaps):
         return True  # "appeared to be" for "was"
     return any(_exact_swap(claim, at, mine, theirs) for at, mine, theirs in closest.swaps)
@@ -171,11 +169,6 @@ def _hedged_swap(claim: list[Token], at: int, mine: list[Token], theirs: list[To
         t.lower in NEGATIONS | HEDGES and not plain_use(read, k) and stem(t.lower) not in own
         for k, t in enumerate(theirs)
     )
-
-
-def _hedged_between(blocked: str) -> bool:
-    said = re.match(r'the sentence has "([^"]+)" between', blocked)
-    return said is not None and said.group(1).lower() in NEGATIONS | HEDGES | LIMITERS
 
 
 def _exact_swap(claim: list[Token], at: int, mine: list[Token], theirs: list[Token]) -> bool:
@@ -236,7 +229,7 @@ def _why_not(
     if closest is None:
         return "No evidence sentence holds the claim's words."
     if closest.blocked:
-        return f"The closest evidence sentence does not state it plainly: {closest.blocked[0]}."
+        return f"The closest evidence sentence does not state it plainly: {closest.blocked[0].why}."
     if closest.missing:
         shown = ", ".join(f'"{t.text}"' for t in closest.missing[:3])
         return f"The closest evidence sentence lacks {shown}: a paraphrase a person must check."

@@ -64,6 +64,7 @@ from evidence_app.offline_judge.verdicts import (
     ref,
     verdict,
 )
+from evidence_app.offline_judge.wording import flat
 from evidence_app.validator.citations import normalised
 from evidence_app.validator.prompt import ANSWER_LABEL, REQUEST_LABEL
 from project.llm.messages import first_user_prompt
@@ -116,10 +117,10 @@ def _kind_notes(claim: str, said: str, request: str) -> list[str]:
 def short_answer(claim: str, request: str, evidence_text: str, vocabulary: set[str]) -> Finding:
     """A one- or two-word answer names something; whether the evidence gives it for what
     the question asks is a judgement a person makes. The note says what was checked."""
-    flat = " " + re.sub(r"[\W_]+", " ", evidence_text.lower()) + " "
-    said = re.sub(r"[\W_]+", " ", claim.lower()).strip()
+    evidence = f" {flat(evidence_text)} "
+    said = flat(claim)
     notes = _kind_notes(claim, said, request)
-    if said and f" {said} " in flat:
+    if said and f" {said} " in evidence:
         notes.append(
             f'"{claim}" occurs in the evidence; whether the evidence gives it as the answer '
             "to the request is for a person to check."

@@ -8,7 +8,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from evidence_app.offline_judge.wording import FUNCTION_WORDS, NUMBER_WORDS, ROUNDING, stem
+from evidence_app.offline_judge.wording import (
+    FUNCTION_WORDS,
+    LETTER,
+    NUMBER_WORDS,
+    ROUNDING,
+    stem,
+)
 
 _TENS = {
     w: 10 * (i + 2)
@@ -56,7 +62,11 @@ UNITS = {
 _CURRENCY_FIRST = frozenset({"€", "$", "£", "eur", "usd", "gbp", "chf"})
 
 
-_QUANTITY_TOKEN_RE = re.compile(r"\d[\d,.]*\d|\d|[€$£%]|[A-Za-z]+")
+# A code of letters and digits ("SEV1", "P2", "S4") names something and a telephone
+# number ("+49 40 5550 1910") reaches someone: each is read as one word, no amount.
+_QUANTITY_TOKEN_RE = re.compile(
+    rf"\+\d[\d ()./-]*\d|{LETTER}+\d\w*|\d[\d,.]*\d|\d|[€$£%]|{LETTER}+"
+)
 
 
 _COMPARING = frozenset(

@@ -6,6 +6,7 @@ and the evidence sentences and findings the checks pass around."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 FILLERS = frozenset({"a", "an", "the"})
@@ -75,7 +76,38 @@ _WAS = frozenset({"was", "were"})
 _HAVE = frozenset({"has", "have", "having"})
 _DO = frozenset({"do", "does", "did"})
 _CONTRACTIONS = {"won't": "will", "can't": "can", "shan't": "shall"}
-_TOKEN_RE = re.compile(r"\d[\d,.:/]*\d|\d|[^\W\d_](?:[^\W\d_]|['’\-])*|[(),;:\[\]]")
+# A letter of any script (Python's ``re`` has no ``\p{L}``), and a capital and a small
+# letter of any script, for a regular expression's character class: "Müller" is one word, "Émile" a
+# capitalised one.
+LETTER = r"[^\W\d_]"
+
+
+def _ranges(test: Callable[[str], bool]) -> str:
+    """The characters of the Basic Multilingual Plane ``test`` holds for, as the inside of
+    a character class (runs written ``a-z``)."""
+    runs: list[tuple[int, int]] = []
+    for code in range(0x10000):
+        if test(chr(code)):
+            if runs and runs[-1][1] == code - 1:
+                runs[-1] = (runs[-1][0], code)
+            else:
+                runs.append((code, code))
+    return "".join(
+        re.escape(chr(a)) if a == b else f"{re.escape(chr(a))}-{re.escape(chr(b))}" for a, b in runs
+    )
+
+
+CAPITAL = f"[{_ranges(str.isupper)}]"
+SMALL = f"[{_ranges(str.islower)}]"
+_TOKEN_RE = re.compile(rf"\d[\d,.:/]*\d|\d|{LETTER}(?:{LETTER}|['’\-])*|[(),;:\[\]]")
+_NOT_WORD_RE = re.compile(r"[\W_]+")
+
+
+def flat(text: str) -> str:
+    """The text lower-cased, every run of what is not a letter or digit one space, no
+    space at either end: how a name or a phrase is looked for in the evidence whatever
+    its punctuation ("Coster-Waldau" is "coster waldau")."""
+    return _NOT_WORD_RE.sub(" ", text.lower()).strip()
 
 
 def stem(word: str) -> str:

@@ -497,3 +497,107 @@ def test_a_duration_in_years_is_no_year_of_another_event(settings: Any) -> None:
         settings, answer, second, request="What does the source say about Alice Cooper?"
     )
     _assert_disputed_by(snapshot, second)
+
+
+@pytest.mark.parametrize(
+    ("answer", "second", "asked"),
+    [
+        (
+            "A SEV1 incident is a complete outage of a core product.",
+            "During a SEV1 or SEV2 incident, a hotfix may be merged with a single approving"
+            " review from a senior engineer.",
+            "What is a SEV1 incident?",
+        ),
+        (
+            "Security and audit logs are retained for one year.",
+            "Security hotline: call +49 40 5550 1910.",
+            "How long are security logs retained?",
+        ),
+        (
+            "Part-time employees receive a pro-rata entitlement based on the number of working"
+            " days in their contract; an employee working four days per week receives four"
+            " fifths of the full entitlement.",
+            "Mailboxes of former employees are deleted 90 days after the last working day.",
+            "What do part-time employees receive?",
+        ),
+        (
+            "If a release in the last two hours correlates with the errors, roll it back.",
+            "The release dashboard shows every deployment and feature flag change of the last"
+            " 24 hours.",
+            "When is a release rolled back?",
+        ),
+        (
+            "The IT team (it@northwind-lattice.example) is responsible for all company"
+            " hardware.",
+            "People team: people@northwind-lattice.example.",
+            "Who is responsible for company hardware?",
+        ),
+        (
+            "Nothing in this document is a policy.",
+            "This document explains what can be claimed, how to submit a claim, and when the"
+            " money arrives in your account.",
+            "Is it a policy?",
+        ),
+        (
+            "| 2020 | Henrike Oltmanns becomes CEO.",
+            "In 2014, Henrike Oltmanns joined as the company's first head of sales.",
+            "When did Henrike Oltmanns become CEO?",
+        ),
+    ],
+    ids=[
+        "a code of letters and digits",
+        "a telephone number",
+        "the subject's head is another",
+        "the head of the subject is the last word",
+        "a label line",
+        "another document's this document",
+        "another dated event of the same person",
+    ],
+)
+def test_codes_numbers_to_call_and_other_heads_dispute_nothing(
+    settings: Any, answer: str, second: str, asked: str
+) -> None:
+    """Issue 44: handbook sentences that disputed true statements: "SEV1" and a telephone
+    number are no amounts; a subject whose head is another thing ("Mailboxes of former
+    employees", "The release dashboard") says nothing of the claim's; a label line says
+    what the label stands for; "this document" in another tool result is that document;
+    a subject's other dated event dates nothing of the claim's."""
+    snapshot = _judge(settings, answer, second, request=asked)
+    _assert_accepted_undisputed(snapshot)
+
+
+@pytest.mark.parametrize(
+    ("answer", "second"),
+    [
+        (
+            "A SEV1 incident is resolved within 4 hours.",
+            "A SEV1 incident is resolved within 8 hours.",
+        ),
+        (
+            "The security hotline answers within 15 minutes.",
+            "Security hotline: answers within 30 minutes.",
+        ),
+        (
+            "Part-time employees receive four fifths of the full entitlement.",
+            "Part-time employees receive three fifths of the full entitlement.",
+        ),
+        (
+            "Because of their dependence on the sea ice, polar bears are classified as marine"
+            " mammals; they depend on the ocean as their main food source.",
+            "Polar bears depend on the land as their main food source.",
+        ),
+    ],
+    ids=[
+        "the same code, other figures",
+        "a label line's figures",
+        "the same head",
+        "a plural read as the verb",
+    ],
+)
+def test_the_same_head_or_a_label_with_other_figures_still_disputes(
+    settings: Any, answer: str, second: str
+) -> None:
+    """Issue 44: the head and label rules leave the disputes about the claim's own
+    subject."""
+    snapshot = _judge(settings, answer, second, request="What does the handbook say?")
+    _assert_disputed_by(snapshot, second)
