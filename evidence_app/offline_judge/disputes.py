@@ -466,16 +466,22 @@ def _reason(s: Sentence, claim: Claim, vocabulary: set[str]) -> str:
         # What follows is about another thing the claim's words also name, or the
         # sentence says what a label stands for ("People team: people@…").
         return ""
-    swapped = _put_in_place(other, s.toks, claim)
+    return _words_reason(s.toks, other, claim, shared=shared)
+
+
+def _words_reason(toks: list[Token], other: Words, claim: Claim, *, shared: bool) -> str:
+    """What a sentence about the claim's subject says otherwise in words: another name or
+    word in the claim's place, the opposite, another kind of thing ("" when nothing)."""
+    swapped = _put_in_place(other, toks, claim)
     if swapped:
         return swapped
-    if shared and _polarity_disputes(other, s.toks, claim):
+    if shared and _polarity_disputes(other, toks, claim):
         return "the opposite"
-    if other.statement and _limited_otherwise(s.toks, other, claim):
+    if other.statement and _limited_otherwise(toks, other, claim):
         return "the opposite"
-    if word_swapped(claim.toks, s.toks, other.statement and _mostly_known(other, claim)):
+    if word_swapped(claim.toks, toks, other.statement and _mostly_known(other, claim)):
         return "other words in the claim's place"
-    if other.statement and other_kind(s.toks, other, claim):
+    if other.statement and other_kind(toks, other, claim):
         return "that it is something else"
     return ""
 

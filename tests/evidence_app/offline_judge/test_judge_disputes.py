@@ -527,8 +527,7 @@ def test_a_duration_in_years_is_no_year_of_another_event(settings: Any) -> None:
             "When is a release rolled back?",
         ),
         (
-            "The IT team (it@northwind-lattice.example) is responsible for all company"
-            " hardware.",
+            "The IT team (it@northwind-lattice.example) is responsible for all company hardware.",
             "People team: people@northwind-lattice.example.",
             "Who is responsible for company hardware?",
         ),
