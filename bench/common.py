@@ -117,6 +117,22 @@ def wait_for_tasks(
         time.sleep(poll)
 
 
+@contextmanager
+def kept_connection() -> Iterator[None]:
+    """This process keeps its database connection through the block, as a web process of
+    the production profile keeps its pooled ones. Without it, ``DB_CONN_MAX_AGE=0`` (the
+    default) makes every poll's ``close_old_connections`` close it, and the next task
+    this process creates opens a new connection inside the measured time."""
+    saved = connection.settings_dict["CONN_MAX_AGE"]
+    connection.settings_dict["CONN_MAX_AGE"] = None
+    connection.close()
+    try:
+        yield
+    finally:
+        connection.settings_dict["CONN_MAX_AGE"] = saved
+        connection.close()
+
+
 def cpu_ms_per(before: dict[int, float], after: dict[int, float], count: int) -> float:
     """The CPU seconds the processes spent between two ``procstat.cpu_seconds`` readings,
     per item of ``count``, in ms."""

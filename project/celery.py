@@ -27,6 +27,7 @@ from project.queues import (
     periodic_schedule,
     route_job,
 )
+from project.warmup import freeze_startup_objects
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 
@@ -137,6 +138,9 @@ def _before_publish(**kwargs: Any) -> None:
 def _connect_operations_signals() -> None:
     """Heartbeats (project.heartbeats) and log context (project.logs)."""
     signals.worker_ready.connect(start_worker_heartbeat)
+    # After the worker's start (threads pool: this process; prefork: each child).
+    signals.worker_ready.connect(freeze_startup_objects)
+    signals.worker_process_init.connect(freeze_startup_objects)
     signals.worker_shutdown.connect(stop_worker_heartbeat)
     signals.beat_init.connect(mark_beat_process)
     signals.beat_embedded_init.connect(mark_beat_process)

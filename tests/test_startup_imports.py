@@ -72,3 +72,21 @@ def test_a_web_process_compiles_its_page_templates_before_its_first_request() ->
     assert (before, urls_before) == (0, 0)
     assert after >= len(pages) > 50
     assert urls_after == 1
+
+
+def test_web_and_worker_processes_freeze_what_they_made_while_starting() -> None:
+    """Issue 48 (worker CPU): a web process, once ``project.wsgi`` is loaded, and a worker,
+    once Celery says it started (``worker_process_init`` in a prefork child; the threads
+    pool's process gets ``worker_ready``), have moved their startup objects out of the
+    collector's generations; a process that only set Django up has not."""
+    code = (
+        "import gc, django; django.setup(); import project.celery; "
+        "print(gc.get_freeze_count()); "
+        "from celery import signals; signals.worker_process_init.send(sender=None); "
+        "print(gc.get_freeze_count()); print(len(gc.get_objects(generation=2)))"
+    )
+    before, frozen, left = map(int, _fresh_process(code).stdout.split())
+    assert before < 1_000 < 100_000 < frozen, (before, frozen)
+    assert left < frozen / 10
+    web = _fresh_process("import gc, project.wsgi; print(gc.get_freeze_count())")
+    assert int(web.stdout.split()[-1]) > 100_000, web.stdout + web.stderr
