@@ -207,9 +207,18 @@ def _any_case_ids(value: Any) -> bool:
 
 @schemathesis.hook
 def map_case(context: Any, case: Any) -> Any:
+    _keep_to_the_data(context, case)
+    return case
+
+
+def _keep_to_the_data(context: Any, case: Any) -> None:
+    """The rules above applied to a schema-valid body. Called for every generated case
+    (``map_case``) and again before every call (``before_call``): the stateful phase
+    sends bodies derived along the document's links, which have been seen to carry a
+    decision's generated claim labels (citing evidence of another task: 422)."""
     body = _body_dict(case)
     if body is None:
-        return case
+        return
     if _is(context, "POST", "/replay") and _names_a_model(body.get("model")):
         body["model"] = "offline:judge"
     candidate = _is(context, "POST", "/judges/comparisons") or _is(
@@ -229,14 +238,16 @@ def map_case(context: Any, case: Any) -> Any:
         body["audit_rate_reason"] = "A rate chosen by the schemathesis run."
     if _is(context, "POST", "/webhooks") and isinstance(body.get("url"), str):
         body["url"] = "http://93.184.216.34/hook"
-    return case
 
 
 @schemathesis.hook
 def before_call(context: Any, case: Any, kwargs: Any) -> None:
     """A fresh Idempotency-Key for every request sent (the phases derive several bodies
     from one generated case, keeping its headers). A broken key (empty, over 255
-    characters) stays broken, whatever the case's mode."""
+    characters) stays broken, whatever the case's mode. And the body kept to the data
+    (``_keep_to_the_data``), whichever phase made it."""
+    if context.operation is not None:
+        _keep_to_the_data(context, case)
     headers = case.headers  # a case-insensitive mapping, or None
     if not isinstance(headers, MutableMapping):
         return
