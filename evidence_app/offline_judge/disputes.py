@@ -497,10 +497,15 @@ _THIS_DOCUMENT_RE = re.compile(
 def about_something_else(claim_text: str, support: Sentence, other: Sentence) -> bool:
     """The sentence is about another subject than the claim ("Hotel stays in London"
     beside hotel stays on business trips) or another kind of it ("The holiday freeze"
-    beside "The annual peak-season code freeze"), as the words show, or about its own
-    document ("this document") where it comes from another tool result than the
-    claim's support."""
-    if other.source != support.source and _THIS_DOCUMENT_RE.search(other.text):
+    beside "The annual peak-season code freeze"), as the words show; or both speak of
+    "this document" (policy, page, …) and it comes from another tool result than the
+    claim's support, so each speaks of its own ("This policy does not apply to
+    contractors" still disputes "The travel policy applies to contractors")."""
+    if (
+        other.source != support.source
+        and _THIS_DOCUMENT_RE.search(other.text)
+        and _THIS_DOCUMENT_RE.search(claim_text)
+    ):
         return True
     claim = tokens(claim_text)
     known = {t.lower for t in claim + support.toks if not t.punct}

@@ -600,3 +600,15 @@ def test_the_same_head_or_a_label_with_other_figures_still_disputes(
     subject."""
     snapshot = _judge(settings, answer, second, request="What does the handbook say?")
     _assert_disputed_by(snapshot, second)
+
+
+def test_another_documents_this_policy_still_disputes_a_claim_naming_the_policy(
+    settings: Any,
+) -> None:
+    """Issue 44: "this document" in another tool result speaks of its own document only
+    beside a claim that says "this document" too; beside a claim that names the policy,
+    the policy's own "This policy does not apply" still disputes it."""
+    answer = "Contractors are covered by the travel policy."
+    second = "This policy does not cover contractors."
+    snapshot = _judge(settings, answer, second, request="Are contractors covered?")
+    _assert_disputed_by(snapshot, second)
