@@ -12,7 +12,8 @@ positive_data_acceptance check tests the rest:
   case files' ids and categories): a comparison runs on every held-out case;
 - which claims a validation has (a decision's ``claims`` label them by their index, once
   each, citing this task's evidence; issue 45): a decision's generated labels are
-  dropped, so the decision itself is tested (tests/api/test_decision_claim_labels_api.py
+  dropped, so the decision itself is tested, and generated labels on their own (POST
+  /tasks/{id}/claim-labels) go to a task no one has (tests/api/test_decision_claim_labels_api.py
   covers the labels).
 For the external agents' endpoints (issue 14):
 - an attempt's ``final_answer`` is required unless it streams (``stream: true``), and
@@ -57,6 +58,10 @@ from project.schemas import MODEL_NAME
 
 REAL_IDS: dict[str, list[int]] = json.loads(os.environ.get("EVIDENTIA_ST_IDS", "{}"))
 _random = random.Random(11)
+
+
+# A task id within the schema's bounds that no run creates.
+NO_SUCH_TASK = 1_999_999_999
 
 
 def _is(context: Any, method: str, suffix: str) -> bool:
@@ -229,6 +234,12 @@ def _keep_to_the_data(context: Any, case: Any) -> None:
     if _is(context, "POST", "/feedback") and isinstance(body.get("claims"), list):
         # Which claims the task's validation has is data, not schema: no labels.
         body["claims"] = []
+    if _is(context, "POST", "/claim-labels") and isinstance(case.path_parameters, dict):
+        # The labels are the whole request and need at least one: which claims and
+        # evidence the decided validation has is data, so a generated label is refused
+        # (422) wherever a decision exists. The request goes to a task no one has (the
+        # documented 404); tests/api/test_decision_claim_labels_api.py covers the labels.
+        case.path_parameters["task_id"] = NO_SUCH_TASK
     if _is(context, "POST", "/judges/comparisons") and _any_case_ids(body.get("cases")):
         # Which held-out cases exist is data, not schema: every held-out case.
         body["cases"] = []
