@@ -13,7 +13,9 @@ from evidence_app.offline_judge.quantities import (
     Quantity,
 )
 from evidence_app.offline_judge.wording import (
+    FILLERS,
     FUNCTION_WORDS,
+    ROLE_WORDS,
     Token,
     stem,
 )
@@ -144,6 +146,11 @@ class Claim:
     known: set[str]  # lower-case words of the claim and its supporting sentence
 
     @cached_property
+    def head(self) -> frozenset[str]:
+        """What the claim is about (``subject_head``), read once per claim."""
+        return subject_head(self.toks, self.words.verb_at)
+
+    @cached_property
     def known_forms(self) -> set[str]:
         """The claim's content words and the stem of every word in ``known``."""
         return {stem(w) for w in self.known} | self.words.content
@@ -153,6 +160,48 @@ def subject_of(toks: list[Token]) -> frozenset[str]:
     """The content words of a sentence's subject: those before its first verb."""
     words = sentence_words(toks)
     return frozenset(t.norm for t in toks[: words.verb_at] if t.norm in words.content)
+
+
+# Words that begin a phrase about something the subject has, or where or when it is
+# ("Mailboxes of former employees", "Employees in Germany"): the subject's own words
+# come before them.
+_PHRASE_WORDS = ROLE_WORDS | frozenset(
+    "in on at during after before per within under over and or if when".split()
+)
+
+
+def subject_head(toks: list[Token], verb_at: int) -> frozenset[str]:
+    """The words that name what the sentence is about: those before its verb, after an
+    opening phrase set off by a comma ("Formally, in Germany a parental leave request
+    must …": parental, leave, request), up to the first word that begins a phrase about
+    something else ("Mailboxes of former employees": mailboxes); of those, the last (the
+    head: "The release dashboard" is a dashboard) and the names. None when the subject
+    is a pronoun or left out ("Post this in the channel").
+
+    A word in lower case ending in "s" before a later verb may be the verb ("Fully remote
+    employees observe the holidays of the location named in …"): the subject is read
+    before it first, and before the verb when that leaves none ("During business hours,
+    a member of the team answers")."""
+    return _head_before(toks[: min(verb_at, present_verb_at(toks))]) or _head_before(toks[:verb_at])
+
+
+def _head_before(before: list[Token]) -> frozenset[str]:
+    words = before[max((i + 1 for i, t in enumerate(before) if t.punct), default=0) :]
+    if words and words[0].lower in _PHRASE_WORDS:
+        # "In Germany a request …": the subject starts at its article.
+        article = next((i for i, t in enumerate(words) if t.lower in FILLERS), len(words))
+        words = words[article:]
+    words = words[: present_verb_at(words)]
+    phrase: list[Token] = []
+    for t in words:
+        if t.lower in _PHRASE_WORDS and phrase:
+            break
+        if is_content(t):
+            phrase.append(t)
+    if not phrase:
+        return frozenset()
+    # Its last word and its names: "The release dashboard" is a dashboard.
+    return frozenset(t.norm for t in phrase if t.name) | {phrase[-1].norm}
 
 
 def unpossessed(toks: list[Token]) -> set[str]:

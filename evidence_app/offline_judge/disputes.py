@@ -44,8 +44,8 @@ from evidence_app.offline_judge.claim_words import (
     known_name,
     name_word,
     negating,
-    present_verb_at,
     sentence_words,
+    subject_head,
     subject_of,
     unpossessed,
 )
@@ -67,7 +67,6 @@ from evidence_app.offline_judge.wording import (
     CAPITAL,
     FILLERS,
     FUNCTION_WORDS,
-    ROLE_WORDS,
     Sentence,
     Token,
     stem,
@@ -188,48 +187,6 @@ def _shared_subject(other: Words, other_toks: list[Token], claim: Claim) -> bool
 
 # What may stand before the verb without being what the sentence is about.
 _MODALS = frozenset({"must", "may", "can", "could", "should", "would", "will", "shall", "might"})
-# Words that begin a phrase about something the subject has, or where or when it is
-# ("Mailboxes of former employees", "Employees in Germany"): the subject's own words
-# come before them.
-_PHRASE_WORDS = ROLE_WORDS | frozenset(
-    "in on at during after before per within under over and or if when".split()
-)
-
-
-def _subject_head(toks: list[Token], verb_at: int) -> frozenset[str]:
-    """The words that name what the sentence is about: those before its verb, after an
-    opening phrase set off by a comma ("Formally, in Germany a parental leave request
-    must …": parental, leave, request), up to the first word that begins a phrase about
-    something else ("Mailboxes of former employees": mailboxes); of those, the last (the
-    head: "The release dashboard" is a dashboard) and the names. None when the subject
-    is a pronoun or left out ("Post this in the channel").
-
-    A word in lower case ending in "s" before a later verb may be the verb ("Fully remote
-    employees observe the holidays of the location named in …"): the subject is read
-    before it first, and before the verb when that leaves none ("During business hours,
-    a member of the team answers")."""
-    return _head_before(toks[: min(verb_at, present_verb_at(toks))]) or _head_before(toks[:verb_at])
-
-
-def _head_before(before: list[Token]) -> frozenset[str]:
-    words = before[max((i + 1 for i, t in enumerate(before) if t.punct), default=0) :]
-    if words and words[0].lower in _PHRASE_WORDS:
-        # "In Germany a request …": the subject starts at its article.
-        article = next((i for i, t in enumerate(words) if t.lower in FILLERS), len(words))
-        words = words[article:]
-    words = words[: present_verb_at(words)]
-    phrase: list[Token] = []
-    for t in words:
-        if t.lower in _PHRASE_WORDS and phrase:
-            break
-        if is_content(t):
-            phrase.append(t)
-    if not phrase:
-        return frozenset()
-    # Its last word and its names: "The release dashboard" is a dashboard.
-    return frozenset(t.norm for t in phrase if t.name) | {phrase[-1].norm}
-
-
 # Words before the colon of a label ("People team: people@…", "`team`: the owning team").
 LABEL_WORDS = 3
 
@@ -245,8 +202,8 @@ def _same_head(other: Words, other_toks: list[Token], claim: Claim) -> bool:
     """Both sentences are about the same thing, as their subjects' heads show: "Part-time
     employees receive four days" and "Mailboxes of former employees are deleted 90 days
     after" are not."""
-    mine = _subject_head(claim.toks, claim.words.verb_at)
-    theirs = _subject_head(other_toks, other.verb_at)
+    mine = claim.head
+    theirs = subject_head(other_toks, other.verb_at)
     if not (mine and theirs):
         return True  # a pronoun or no subject: the words cannot tell
     return bool(theirs & mine - _MODALS)

@@ -257,8 +257,7 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
     from one generated case, keeping its headers). A broken key (empty, over 255
     characters) stays broken, whatever the case's mode. And the body kept to the data
     (``_keep_to_the_data``), whichever phase made it."""
-    if context.operation is not None:
-        _keep_to_the_data(context, case)
+    _keep_to_the_data(context, case)
     headers = case.headers  # a case-insensitive mapping, or None
     if not isinstance(headers, MutableMapping):
         return
